@@ -1,0 +1,87 @@
+"""Django admin for tables, commits and findings (read-mostly: rows come from the workers)."""
+
+from django import forms
+from django.contrib import admin
+
+from audit.core.errors import DeltaAuditError
+from audit.models import Commit, Finding, FindingFlip, Table
+from audit.paths import check_allowed
+
+
+class TableAdminForm(forms.ModelForm):
+    """The admin registers tables too: the same allowed-roots gate as the API and the CLI."""
+
+    class Meta:
+        model = Table
+        fields = "__all__"
+
+    def clean_uri(self) -> str:
+        try:
+            return check_allowed(self.cleaned_data["uri"])
+        except DeltaAuditError as err:
+            raise forms.ValidationError(str(err)) from None
+
+
+@admin.register(Table)
+class TableAdmin(admin.ModelAdmin):
+    form = TableAdminForm
+    list_display = (
+        "name",
+        "uri",
+        "status",
+        "last_seen_version",
+        "latest_version_in_log",
+        "risk",
+        "last_tail_at",
+    )
+    list_filter = ("status",)
+    search_fields = ("name", "uri")
+    readonly_fields = (
+        "last_seen_version",
+        "first_available_version",
+        "latest_version_in_log",
+        "backfill_target_version",
+        "backfill_done",
+        "settings_snapshot",
+        "last_commit_at",
+        "last_tail_at",
+        "created_at",
+        "locked_by",
+        "locked_until",
+    )
+
+
+@admin.register(Commit)
+class CommitAdmin(admin.ModelAdmin):
+    list_display = (
+        "table",
+        "version",
+        "committed_at",
+        "operation",
+        "read_version",
+        "isolation_level",
+        "blind_append",
+        "concurrent_count",
+        "engine",
+    )
+    list_filter = ("operation", "engine", "blind_append")
+    list_select_related = ("table",)
+    raw_id_fields = ("table",)
+    search_fields = ("txn_id", "user_name", "predicate_raw")
+    show_full_result_count = False  # COUNT(*) over millions of rows is slow on PostgreSQL
+
+
+@admin.register(Finding)
+class FindingAdmin(admin.ModelAdmin):
+    list_display = ("table", "kind", "severity", "version", "confirmed", "status", "last_seen")
+    list_filter = ("status", "severity", "kind", "confirmed")
+    list_select_related = ("table",)
+    raw_id_fields = ("table", "acknowledged_by")
+    search_fields = ("summary", "key")
+    readonly_fields = ("key", "first_seen", "last_seen", "resolved_at")
+
+
+@admin.register(FindingFlip)
+class FindingFlipAdmin(admin.ModelAdmin):
+    list_display = ("finding", "created", "old_status", "new_status", "processed")
+    raw_id_fields = ("finding",)

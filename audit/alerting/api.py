@@ -1,0 +1,176 @@
+"""REST API for alerting: /api/alerts/rules/, /api/alerts/channels/ (+ {id}/test/), /api/alerts/deliveries/.
+
+Any authenticated user may read; only administrators (is_staff) may change anything or send a
+test. Channel secrets are write-only, and webhook/Slack URLs (which are credentials themselves
+for Slack) are shown in full to administrators only.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema
+from rest_framework import pagination, permissions, serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audit.alerting import delivery
+from audit.alerting.forms import clean_channel_config, clean_kinds
+from audit.alerting.models import AlertRule, Channel, Delivery
+
+
+class AdminWritesOrReadOnly(permissions.BasePermission):
+    def has_permission(self, request, view) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        return request.method in permissions.SAFE_METHODS or request.user.is_staff
+
+
+class RuleSerializer(serializers.ModelSerializer):
+    kinds = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
+    channels = serializers.PrimaryKeyRelatedField(
+        many=True, queryset=Channel.objects.all(), required=False
+    )
+
+    class Meta:
+        model = AlertRule
+        fields = [
+            "id",
+            "name",
+            "kinds",
+            "min_severity",
+            "confirmed_only",
+            "table_pattern",
+            "channels",
+            "enabled",
+            "created_at",
+        ]
+        read_only_fields = ["created_at"]
+
+    def validate_kinds(self, value: list[str]) -> list[str]:
+        try:
+            return clean_kinds(value)
+        except DjangoValidationError as err:
+            raise serializers.ValidationError(err.messages) from None
+
+
+def redacted_url(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}/…" if parts.hostname else ""
+
+
+class ChannelSerializer(serializers.ModelSerializer):
+    url = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    secret = serializers.CharField(
+        required=False, allow_blank=True, write_only=True, max_length=200
+    )
+    emails = serializers.ListField(child=serializers.CharField(max_length=254), required=False)
+    has_secret = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Channel
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "url",
+            "secret",
+            "has_secret",
+            "emails",
+            "enabled",
+            "disabled_reason",
+            "last_error",
+            "created_at",
+        ]
+        read_only_fields = ["disabled_reason", "last_error", "created_at"]
+
+    def get_has_secret(self, channel: Channel) -> bool:
+        return bool(channel.secret)
+
+    def to_representation(self, channel: Channel) -> dict:
+        data = super().to_representation(channel)
+        request = self.context.get("request")
+        staff = bool(request and request.user.is_staff)
+        data["url"] = channel.url if staff else redacted_url(channel.url)
+        data["emails"] = channel.emails
+        return data
+
+    def validate(self, attrs: dict) -> dict:
+        current = self.instance
+        kind = attrs.get("kind", current.kind if current else "")
+        url = attrs.pop("url", current.url if current else "").strip()
+        secret = attrs.pop("secret", "") or (current.secret if current else "")
+        emails = attrs.pop("emails", current.emails if current else [])
+        try:
+            attrs["config"] = clean_channel_config(kind, url, secret, [e.strip() for e in emails])
+        except DjangoValidationError as err:
+            raise serializers.ValidationError(err.message_dict) from None
+        if attrs.get("enabled"):
+            attrs["disabled_reason"] = ""
+        return attrs
+
+
+class DeliverySerializer(serializers.ModelSerializer):
+    table = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Delivery
+        fields = [
+            "id",
+            "finding",
+            "table",
+            "rule",
+            "channel",
+            "level",
+            "severity",
+            "confirmed",
+            "escalation",
+            "is_test",
+            "status",
+            "attempts",
+            "next_attempt_at",
+            "last_error",
+            "response_code",
+            "created_at",
+            "sent_at",
+        ]
+        read_only_fields = fields
+
+    def get_table(self, obj: Delivery) -> int | None:
+        return obj.finding.table_id if obj.finding_id else None
+
+
+class RuleViewSet(viewsets.ModelViewSet):
+    queryset = AlertRule.objects.prefetch_related("channels")
+    serializer_class = RuleSerializer
+    permission_classes = [AdminWritesOrReadOnly]
+
+
+class ChannelViewSet(viewsets.ModelViewSet):
+    queryset = Channel.objects.all()
+    serializer_class = ChannelSerializer
+    permission_classes = [AdminWritesOrReadOnly]
+
+    @extend_schema(request=None, responses={200: DeliverySerializer, 502: DeliverySerializer})
+    @action(detail=True, methods=["post"], permission_classes=[permissions.IsAdminUser])
+    def test(self, request: Request, pk: str | None = None) -> Response:
+        """Send a test alert now (no retries); returns the recorded delivery."""
+        result = delivery.send_test(self.get_object())
+        status = 200 if result.status == Delivery.Status.SENT else 502
+        return Response(DeliverySerializer(result).data, status=status)
+
+
+class DeliveryPagination(pagination.PageNumberPagination):
+    page_size = 100
+    page_size_query_param = "page_size"
+    max_page_size = 1000
+
+
+class DeliveryViewSet(viewsets.ReadOnlyModelViewSet):
+    pagination_class = DeliveryPagination
+    queryset = Delivery.objects.select_related("finding")
+    serializer_class = DeliverySerializer
+    permission_classes = [AdminWritesOrReadOnly]
+    filterset_fields = ["status", "channel", "rule", "finding", "is_test"]

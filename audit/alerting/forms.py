@@ -1,0 +1,118 @@
+"""Dashboard forms for alert rules and channels (validation shared with the API serializers)."""
+
+from __future__ import annotations
+
+import re
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+
+from audit.alerting.models import AlertRule, Channel
+from audit.alerting.transports import TransportError, check_url
+
+KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def clean_kinds(values: list[str]) -> list[str]:
+    kinds = sorted({v.strip() for v in values if v.strip()})
+    bad = [k for k in kinds if not KIND_NAME.match(k)]
+    if bad:
+        raise ValidationError(f"not a finding kind: {', '.join(bad[:3])}")
+    return kinds
+
+
+def clean_channel_config(kind: str, url: str, secret: str, emails: list[str]) -> dict:
+    """The config JSON of a channel of `kind`, or ValidationError saying what is missing."""
+    if kind in (Channel.Kind.WEBHOOK, Channel.Kind.SLACK):
+        if not url:
+            raise ValidationError({"url": "a URL is required"})
+        try:
+            check_url(url)
+        except TransportError as err:
+            raise ValidationError({"url": err.message}) from None
+        if kind == Channel.Kind.WEBHOOK:
+            if len(secret) < 16:
+                raise ValidationError({"secret": "a signing secret of at least 16 characters"})
+            return {"url": url, "secret": secret}
+        return {"url": url}
+    if kind == Channel.Kind.EMAIL:
+        if not emails:
+            raise ValidationError({"emails": "at least one email address"})
+        for address in emails:
+            try:
+                validate_email(address)
+            except ValidationError:
+                raise ValidationError(
+                    {"emails": f"not an email address: {address[:100]}"}
+                ) from None
+        return {"emails": emails}
+    raise ValidationError({"kind": "unknown channel kind"})
+
+
+class RuleForm(forms.ModelForm):
+    kinds_text = forms.CharField(
+        label="Finding kinds",
+        required=False,
+        help_text="Comma-separated, e.g. never_existed_snapshot; empty = every kind.",
+    )
+
+    class Meta:
+        model = AlertRule
+        fields = ["name", "min_severity", "confirmed_only", "table_pattern", "channels", "enabled"]
+        help_texts = {
+            "table_pattern": "fnmatch pattern on the table name or URI (e.g. sales_* or "
+            "s3://lake/prod/*); empty = every table."
+        }
+        widgets = {"channels": forms.CheckboxSelectMultiple}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["kinds_text"].initial = ", ".join(self.instance.kinds or [])
+
+    def clean_kinds_text(self) -> list[str]:
+        return clean_kinds(self.cleaned_data["kinds_text"].split(","))
+
+    def save(self, commit: bool = True) -> AlertRule:
+        self.instance.kinds = self.cleaned_data["kinds_text"]
+        return super().save(commit)
+
+
+class ChannelForm(forms.ModelForm):
+    url = forms.CharField(required=False, max_length=2000, help_text="webhook / Slack URL")
+    secret = forms.CharField(
+        required=False,
+        max_length=200,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="webhook signing secret (leave empty to keep the current one)",
+    )
+    emails = forms.CharField(required=False, help_text="email: comma-separated addresses")
+
+    class Meta:
+        model = Channel
+        fields = ["name", "kind", "enabled"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["url"].initial = self.instance.url
+            self.fields["emails"].initial = ", ".join(self.instance.emails)
+
+    def clean(self):
+        data = super().clean()
+        emails = [e.strip() for e in (data.get("emails") or "").split(",") if e.strip()]
+        secret = data.get("secret") or (self.instance.secret if self.instance.pk else "")
+        try:
+            self.instance.config = clean_channel_config(
+                data.get("kind", ""), (data.get("url") or "").strip(), secret, emails
+            )
+        except ValidationError as err:
+            for name, errors in err.message_dict.items():
+                self.add_error(name if name in self.fields else None, errors)
+        return data
+
+    def save(self, commit: bool = True) -> Channel:
+        if self.cleaned_data.get("enabled"):
+            self.instance.disabled_reason = ""  # re-enabled by an admin after fixing it
+        return super().save(commit)

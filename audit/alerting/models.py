@@ -1,0 +1,154 @@
+"""Alert rules, channels and deliveries (in the spirit of healthchecks' Channel/Notification).
+
+A Delivery is one alert about one finding, for one rule and one channel, at one *level*
+(severity and confirmation together, see `alert_level`). The unique constraint on
+(finding, rule, channel, level) is what makes "at most one alert per rule and channel, and a new
+one when the finding escalates" hold even when two scans race.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+from django.db import models
+
+from audit.models import Finding, Table
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+
+
+def alert_level(severity: str, confirmed: bool) -> int:
+    """A number that grows when a finding escalates: severity first, then confirmation."""
+    return SEVERITY_RANK.get(severity, 0) * 2 + (1 if confirmed else 0)
+
+
+class Channel(models.Model):
+    class Kind(models.TextChoices):
+        WEBHOOK = "webhook"
+        SLACK = "slack"
+        EMAIL = "email"
+
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    # webhook: {"url", "secret"}; slack: {"url"}; email: {"emails": [...]}
+    config = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+    # Set when a permanent failure (HTTP 4xx other than 429) disabled the channel.
+    disabled_reason = models.TextField(blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+    @property
+    def url(self) -> str:
+        value = self.config.get("url") if isinstance(self.config, dict) else None
+        return value if isinstance(value, str) else ""
+
+    @property
+    def secret(self) -> str:
+        value = self.config.get("secret") if isinstance(self.config, dict) else None
+        return value if isinstance(value, str) else ""
+
+    @property
+    def emails(self) -> list[str]:
+        value = self.config.get("emails") if isinstance(self.config, dict) else None
+        return [e for e in value if isinstance(e, str)] if isinstance(value, list) else []
+
+
+class AlertRule(models.Model):
+    name = models.CharField(max_length=100)
+    kinds = models.JSONField(default=list, blank=True)  # finding kinds; empty = every kind
+    min_severity = models.CharField(
+        max_length=10, choices=Finding.Severity.choices, default=Finding.Severity.WARNING
+    )
+    confirmed_only = models.BooleanField(default=False)
+    # fnmatch pattern matched against the table's name or its URI; empty = every table.
+    table_pattern = models.CharField(max_length=500, blank=True)
+    channels = models.ManyToManyField(Channel, related_name="rules", blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def matches(self, finding: Finding, table: Table) -> bool:
+        if not self.enabled:
+            return False
+        if self.kinds and finding.kind not in self.kinds:
+            return False
+        if SEVERITY_RANK.get(finding.severity, 0) < SEVERITY_RANK.get(self.min_severity, 0):
+            return False
+        if self.confirmed_only and not finding.confirmed:
+            return False
+        return self.matches_table(table)
+
+    def matches_table(self, table: Table) -> bool:
+        pattern = self.table_pattern.strip()
+        if not pattern:
+            return True
+        # fnmatchcase: the same answer on every OS (fnmatch folds case on Windows only).
+        return fnmatch.fnmatchcase(table.name, pattern) or fnmatch.fnmatchcase(table.uri, pattern)
+
+
+class Delivery(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    # Null for a "send test" delivery, which has no finding and no rule.
+    finding = models.ForeignKey(
+        Finding, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    rule = models.ForeignKey(
+        AlertRule, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
+    level = models.SmallIntegerField(default=0)  # alert_level(severity, confirmed)
+    severity = models.CharField(max_length=10, blank=True)  # as of the alert
+    confirmed = models.BooleanField(default=False)
+    escalation = models.BooleanField(default=False)  # an earlier level was alerted already
+    is_test = models.BooleanField(default=False)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.IntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    claimed_by = models.CharField(max_length=200, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    response_code = models.IntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "deliveries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["finding", "rule", "channel", "level"], name="alerting_delivery_once"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["status", "next_attempt_at"], name="alerting_delivery_due"),
+        ]
+
+    def __str__(self) -> str:
+        return f"delivery {self.id} ({self.status})"
+
+
+class ScanState(models.Model):
+    """A singleton: how far the escalation scan has looked (Finding.last_seen)."""
+
+    name = models.CharField(max_length=50, unique=True)
+    checked_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.checked_until}"

@@ -1,0 +1,104 @@
+"""Every API error is JSON: `{"error": "<one line a user can act on>", "detail": ...}`.
+
+`detail` carries DRF's structured detail (per-field messages for a bad filter or body) or null.
+DeltaAuditError (the core's one error type) is a 400 with its message; anything unexpected is
+logged and answered with a JSON 500 rather than Django's HTML page.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from audit.core.errors import DeltaAuditError
+
+log = logging.getLogger(__name__)
+
+
+class BadRequest(exceptions.APIException):
+    """A 400 with a one-line message and optional structured detail."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = "bad request"
+    default_code = "bad_request"
+
+    def __init__(self, message: str, detail: Any = None):
+        super().__init__(message)
+        self.extra = detail
+
+
+class TableLogUnreadable(exceptions.APIException):
+    """The table is registered but its log cannot be read now (moved, deleted, corrupt)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "the table's log cannot be read"
+    default_code = "table_log_unreadable"
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "conflict"
+    default_code = "conflict"
+
+    def __init__(self, message: str, detail: Any = None):
+        super().__init__(message)
+        self.extra = detail
+
+
+def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, DeltaAuditError):
+        exc = BadRequest(_one_line(str(exc)))
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound(_one_line(str(exc)) or "not found")
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = exception_handler(exc, context)
+    if response is None:
+        # Not an APIException: a bug. Answer in JSON; the traceback goes to the log.
+        log.exception("unhandled API error", exc_info=exc)
+        return Response(
+            {"error": "internal server error", "detail": None},
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    response.data = {"error": _message(exc), "detail": _detail(exc)}
+    return response
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, exceptions.ValidationError):
+        return "invalid request: " + _first_problem(exc.detail)
+    detail = getattr(exc, "detail", None)
+    if isinstance(detail, str):
+        return _one_line(detail)
+    return _one_line(str(detail)) if detail else exc.__class__.__name__
+
+
+def _detail(exc: Exception) -> Any:
+    if hasattr(exc, "extra"):
+        return exc.extra
+    if isinstance(exc, exceptions.ValidationError):
+        return exc.detail
+    return None
+
+
+def _first_problem(detail: Any, field: str | None = None) -> str:
+    """`min_version: Enter a whole number.` from DRF's nested detail."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            prefix = key if field is None or key == "non_field_errors" else f"{field}.{key}"
+            return _first_problem(value, None if key == "non_field_errors" else prefix)
+        return "invalid input"
+    if isinstance(detail, list):
+        return _first_problem(detail[0], field) if detail else "invalid input"
+    text = _one_line(str(detail))
+    return f"{field}: {text}" if field else text
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:500]

@@ -1,0 +1,349 @@
+"""Serializers: JSON field names follow SPEC §4 where they overlap (version, timestamp,
+operation, read_version, isolation_level, blind_append, concurrent_versions, files_added,
+files_removed; kind, severity, related_versions, confirmed, summary, witness).
+
+List serializers are deliberately small; details carry the heavy JSON (recheck verdicts,
+operation parameters, witnesses).
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from audit.models import Commit, Finding, Table
+
+INT64_MAX = 2**63 - 1
+
+
+# --------------------------------------------------------------------------- tables
+
+
+class LagSerializer(serializers.Serializer):
+    versions = serializers.IntegerField(
+        allow_null=True, help_text="latest_version_in_log - last_seen_version"
+    )
+    seconds_since_last_commit = serializers.FloatField(allow_null=True)
+
+
+class SeverityCountsSerializer(serializers.Serializer):
+    info = serializers.IntegerField()
+    warning = serializers.IntegerField()
+    critical = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class BackfillSerializer(serializers.Serializer):
+    target_version = serializers.IntegerField()
+    done = serializers.IntegerField(help_text="commits stored so far")
+    fraction = serializers.FloatField(help_text="0..1")
+
+
+class TableSerializer(serializers.ModelSerializer):
+    version = serializers.IntegerField(
+        source="last_seen_version", read_only=True, allow_null=True,
+        help_text="the last version stored (audited)",
+    )  # fmt: skip
+    lag = serializers.SerializerMethodField()
+    open_findings = serializers.SerializerMethodField()
+    backfill = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Table
+        fields = [
+            "id", "uri", "name", "status", "last_error", "risk", "version",
+            "last_seen_version", "latest_version_in_log", "first_available_version", "lag",
+            "open_findings", "backfill", "last_commit_at", "last_tail_at", "created_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    @extend_schema_field(LagSerializer)
+    def get_lag(self, table: Table) -> dict:
+        versions = None
+        if table.latest_version_in_log is not None:
+            versions = max(table.latest_version_in_log - (table.last_seen_version or -1), 0)
+        seconds = None
+        if table.last_commit_at is not None:
+            seconds = round((timezone.now() - table.last_commit_at).total_seconds(), 3)
+        return {"versions": versions, "seconds_since_last_commit": seconds}
+
+    @extend_schema_field(SeverityCountsSerializer)
+    def get_open_findings(self, table: Table) -> dict:
+        counts = {s: getattr(table, f"open_{s}", 0) or 0 for s in ("info", "warning", "critical")}
+        return {**counts, "total": sum(counts.values())}
+
+    @extend_schema_field(BackfillSerializer(allow_null=True))
+    def get_backfill(self, table: Table) -> dict | None:
+        fraction = table.backfill_fraction
+        if fraction is None:
+            return None
+        return {
+            "target_version": table.backfill_target_version,
+            "done": table.backfill_done,
+            "fraction": round(fraction, 4),
+        }
+
+
+class TableDetailSerializer(TableSerializer):
+    class Meta(TableSerializer.Meta):
+        fields = [*TableSerializer.Meta.fields, "settings_snapshot"]
+        read_only_fields = fields
+
+
+class TableCreateSerializer(serializers.Serializer):
+    uri = serializers.CharField(max_length=1900, help_text="table root under AUDIT_ALLOWED_ROOTS")
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
+class TableCreatedSerializer(TableDetailSerializer):
+    tail_queued = serializers.BooleanField(
+        read_only=True,
+        help_text="false when the broker was unreachable; the beat schedule picks it up later",
+    )
+
+    class Meta(TableDetailSerializer.Meta):
+        fields = [*TableDetailSerializer.Meta.fields, "tail_queued"]
+        read_only_fields = fields
+
+
+# --------------------------------------------------------------------------- commits
+
+COMMIT_LIST_FIELDS = (
+    "version", "timestamp", "operation", "read_version", "isolation_level", "blind_append",
+    "concurrent_versions", "concurrent_count", "files_added", "files_removed", "engine",
+)  # fmt: skip
+
+
+class CommitListSerializer(serializers.Serializer):
+    """Documents the list rows; the view returns `.values(*COMMIT_LIST_FIELDS)` as they are."""
+
+    version = serializers.IntegerField()
+    timestamp = serializers.IntegerField(allow_null=True, help_text="ms since the epoch")
+    operation = serializers.CharField()
+    read_version = serializers.IntegerField(allow_null=True)
+    isolation_level = serializers.CharField(allow_null=True)
+    blind_append = serializers.BooleanField(allow_null=True)
+    concurrent_versions = serializers.ListField(child=serializers.IntegerField())
+    concurrent_count = serializers.IntegerField()
+    files_added = serializers.IntegerField()
+    files_removed = serializers.IntegerField()
+    engine = serializers.CharField()
+
+
+class PredicateSerializer(serializers.Serializer):
+    raw = serializers.CharField(help_text="as written in the log (untrusted text)")
+    sql = serializers.CharField(allow_null=True, help_text="normalised SQL, null if unparsable")
+
+
+class FindingRefSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Finding
+        fields = [
+            "id", "kind", "severity", "version", "related_versions", "confirmed", "summary",
+            "status",
+        ]  # fmt: skip
+
+
+class CommitDetailSerializer(serializers.ModelSerializer):
+    predicate = serializers.SerializerMethodField()
+    findings = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Commit
+        fields = [
+            *COMMIT_LIST_FIELDS, "read_version_fact", "isolation_level_fact",
+            "blind_append_fact", "facts", "engine_info", "txn_id", "user_id", "user_name",
+            "bytes_added", "bytes_removed", "predicate", "operation_parameters",
+            "operation_metrics", "partitions", "app_ids", "metadata_changed",
+            "protocol_changed", "recheck", "findings",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    @extend_schema_field(PredicateSerializer(allow_null=True))
+    def get_predicate(self, commit: Commit) -> dict | None:
+        if not commit.predicate_raw:
+            return None
+        return {"raw": commit.predicate_raw, "sql": commit.predicate_sql or None}
+
+    @extend_schema_field(FindingRefSerializer(many=True))
+    def get_findings(self, commit: Commit) -> list:
+        return FindingRefSerializer(self.context.get("findings", []), many=True).data
+
+
+# --------------------------------------------------------------------------- findings
+
+
+class FindingSerializer(serializers.ModelSerializer):
+    acknowledged = serializers.SerializerMethodField()
+    acknowledged_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Finding
+        fields = [
+            "id", "table", "kind", "severity", "version", "related_versions", "confirmed",
+            "summary", "status", "acknowledged", "acknowledged_by", "acknowledged_at",
+            "first_seen", "last_seen", "resolved_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_acknowledged(self, finding: Finding) -> bool:
+        return finding.acknowledged_at is not None
+
+
+FINDING_LIST_FIELDS = (
+    "id", "table_id", "kind", "severity", "version", "related_versions", "confirmed",
+    "summary", "status", "acknowledged_by__username", "acknowledged_at", "first_seen",
+    "last_seen", "resolved_at",
+)  # fmt: skip
+_DATETIME = serializers.DateTimeField()
+
+
+def finding_list_row(row: dict) -> dict:
+    """A `.values(*FINDING_LIST_FIELDS)` row in FindingSerializer's shape, without its cost."""
+    acknowledged_at = row["acknowledged_at"]
+    return {
+        "id": row["id"],
+        "table": row["table_id"],
+        "kind": row["kind"],
+        "severity": row["severity"],
+        "version": row["version"],
+        "related_versions": row["related_versions"],
+        "confirmed": row["confirmed"],
+        "summary": row["summary"],
+        "status": row["status"],
+        "acknowledged": acknowledged_at is not None,
+        "acknowledged_by": row["acknowledged_by__username"],
+        "acknowledged_at": _when(acknowledged_at),
+        "first_seen": _when(row["first_seen"]),
+        "last_seen": _when(row["last_seen"]),
+        "resolved_at": _when(row["resolved_at"]),
+    }
+
+
+def _when(value):
+    return None if value is None else _DATETIME.to_representation(value)
+
+
+class FindingDetailSerializer(FindingSerializer):
+    class Meta(FindingSerializer.Meta):
+        fields = [*FindingSerializer.Meta.fields, "explanation", "witness", "details"]
+        read_only_fields = fields
+
+
+# --------------------------------------------------------------------------- query params
+
+
+class TimelineQuerySerializer(serializers.Serializer):
+    from_version = serializers.IntegerField(required=False, min_value=0, max_value=INT64_MAX)
+    to_version = serializers.IntegerField(required=False, min_value=0, max_value=INT64_MAX)
+    max_points = serializers.IntegerField(
+        required=False, min_value=2, max_value=10_000, default=2000,
+        help_text="rows when the window holds at most this many commits, else ~max_points/2 buckets",
+    )  # fmt: skip
+
+    def validate(self, attrs):
+        lo, hi = attrs.get("from_version"), attrs.get("to_version")
+        if lo is not None and hi is not None and lo > hi:
+            raise serializers.ValidationError({"from_version": "must not exceed to_version"})
+        return attrs
+
+
+class ConflictMatrixQuerySerializer(serializers.Serializer):
+    isolation_level = serializers.CharField(
+        required=False, default="WriteSerializable", max_length=60,
+        help_text="Serializable or WriteSerializable",
+    )  # fmt: skip
+    row_level_concurrency = serializers.BooleanField(required=False, default=False)
+    deletion_vectors = serializers.BooleanField(required=False, default=False)
+    zorder = serializers.BooleanField(required=False, default=False)
+
+
+class ExplainRequestSerializer(serializers.Serializer):
+    text = serializers.CharField(
+        max_length=1_000_000, trim_whitespace=False,
+        help_text="the exception text (Spark, Databricks or delta-rs wording)",
+    )  # fmt: skip
+    table = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=INT64_MAX,
+        help_text="id of a registered table to locate the conflicting commit in",
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- responses
+
+
+class MatrixCellSerializer(serializers.Serializer):
+    a = serializers.CharField()
+    b = serializers.CharField()
+    verdict = serializers.ChoiceField(
+        choices=["cannot_conflict", "can_conflict", "can_conflict_same_row"]
+    )
+    note = serializers.CharField()
+
+
+class ConflictMatrixSerializer(serializers.Serializer):
+    cells = MatrixCellSerializer(many=True)
+
+
+class TimelineFindingSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    version = serializers.IntegerField()
+    kind = serializers.CharField()
+    severity = serializers.CharField()
+    confirmed = serializers.BooleanField()
+    related_versions = serializers.ListField(child=serializers.IntegerField())
+
+
+class TimelineSerializer(serializers.Serializer):
+    table = serializers.IntegerField()
+    first_version = serializers.IntegerField(allow_null=True)
+    latest_version = serializers.IntegerField(allow_null=True)
+    from_version = serializers.IntegerField(allow_null=True)
+    to_version = serializers.IntegerField(allow_null=True)
+    mode = serializers.ChoiceField(choices=["rows", "buckets"])
+    operations = serializers.ListField(child=serializers.CharField())
+    columns = serializers.ListField(child=serializers.CharField())
+    rows = serializers.ListField(
+        child=serializers.ListField(child=serializers.JSONField()),
+        help_text="[version, read_version|null, timestamp_ms|null, op_index, blind_append|null, "
+        "concurrent_count]",
+    )
+    buckets = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField()),
+        help_text="[from_version, to_version, commits, max_concurrent, open_findings]",
+    )
+    findings = TimelineFindingSerializer(many=True)
+
+
+class AnalysisSerializer(serializers.Serializer):
+    table = serializers.IntegerField()
+    version = serializers.IntegerField(help_text="the stored version the analysis covers")
+    computed_at = serializers.IntegerField(help_text="ms since the epoch")
+
+
+class HotspotsSerializer(AnalysisSerializer):
+    hotspots = serializers.ListField(child=serializers.DictField())
+
+
+class IsolationSettingsSerializer(AnalysisSerializer):
+    isolation_settings = serializers.DictField(
+        help_text="effective level per engine, deletion vectors, partitioning, clustering, "
+        "identity columns, row-level concurrency, and `matrix` with observed pair counts"
+    )
+
+
+class RecommendationsSerializer(AnalysisSerializer):
+    recommendations = serializers.DictField(
+        help_text="candidates, cardinality, what-if replay, warnings, row-level route, "
+        "MERGE rewrites"
+    )
+
+
+class ExplainResponseSerializer(serializers.Serializer):
+    exception = serializers.CharField(allow_null=True)
+    conflicting_version = serializers.IntegerField(allow_null=True)
+    explanation = serializers.CharField()
+    fixes = serializers.ListField(child=serializers.CharField())

@@ -1,0 +1,65 @@
+"""REST API routes under /api/: one router plus the schema, docs and two plain views."""
+
+from __future__ import annotations
+
+from django.http import HttpResponsePermanentRedirect, JsonResponse
+from django.urls import Resolver404, path, re_path, resolve
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.routers import DefaultRouter
+
+from audit.api import views
+
+router = DefaultRouter()
+router.include_root_view = False
+router.register("tables", views.TableViewSet, basename="table")
+router.register("findings", views.FindingViewSet, basename="finding")
+
+AUTHENTICATED = [IsAuthenticated]
+
+
+def not_found(request, rest: str = ""):
+    """Unknown API paths answer JSON 404s (and still honour APPEND_SLASH)."""
+    if not request.path.endswith("/"):
+        try:
+            resolve(request.path + "/")
+        except Resolver404:
+            pass
+        else:
+            query = request.META.get("QUERY_STRING")
+            return HttpResponsePermanentRedirect(
+                request.path + "/" + (f"?{query}" if query else "")
+            )
+    return JsonResponse({"error": "no such API endpoint", "detail": None}, status=404)
+
+
+urlpatterns = [
+    *router.urls,
+    path("conflict-matrix/", views.ConflictMatrixView.as_view(), name="conflict-matrix"),
+    path("explain/", views.ExplainView.as_view(), name="explain"),
+    path(
+        "schema/",
+        SpectacularAPIView.as_view(permission_classes=AUTHENTICATED),
+        name="api-schema",
+    ),
+    path(
+        "docs/",
+        SpectacularSwaggerSplitView.as_view(
+            url_name="api-schema", permission_classes=AUTHENTICATED
+        ),
+        name="api-docs",
+    ),
+    path(
+        "redoc/",
+        SpectacularRedocView.as_view(url_name="api-schema", permission_classes=AUTHENTICATED),
+        name="api-redoc",
+    ),
+    # Only below our own prefixes: other apps (alerting) route their own /api/... paths.
+    re_path(
+        r"^(?P<rest>(tables|findings|conflict-matrix|explain|schema|docs|redoc)(/.*)?)$", not_found
+    ),
+]

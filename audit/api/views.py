@@ -1,0 +1,346 @@
+"""The REST API: one router, read-only viewsets with @action sub-resources.
+
+Permissions (permissions.py): anonymous requests are refused everywhere (401); authenticated
+users read everything and may acknowledge / re-open findings; only administrators (is_staff)
+register (POST /api/tables/) and remove (DELETE /api/tables/{id}/) tables.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db.models import Count, Q
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit.analysis import table_analysis, table_history, table_timeline
+from audit.api import serializers as s
+from audit.api.exceptions import BadRequest, Conflict, TableLogUnreadable
+from audit.api.filters import CommitFilter, FindingFilter, TableFilter
+from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
+from audit.api.permissions import IsAdminOrReadOnly, IsAuthenticatedMember
+from audit.core.errors import DeltaAuditError
+from audit.core.explain import explain_conflict
+from audit.core.matrix import conflict_matrix, normalize_isolation_level
+from audit.ingest import json_safe, register_table
+from audit.models import Commit, Finding, Table
+from audit.paths import check_allowed
+
+log = logging.getLogger(__name__)
+
+ERROR_RESPONSE = OpenApiResponse(
+    response=OpenApiTypes.OBJECT, description='`{"error": "<message>", "detail": ...}`'
+)
+COMMON_ERRORS = {400: ERROR_RESPONSE, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE}
+DETAIL_ERRORS = {**COMMON_ERRORS, 404: ERROR_RESPONSE}
+VERSION_PARAMETER = OpenApiParameter(
+    "version", OpenApiTypes.INT64, OpenApiParameter.PATH, description="commit version"
+)
+ID_PATTERN = r"[0-9]{1,18}"  # ids and versions fit int64; longer ones are 404s, not overflows
+
+
+def enqueue_tail(table_id: int) -> bool:
+    """Queue the first tail of a new table. A broker that is down is not an error: the table
+    is registered, and the beat's next `tail_all` pass finds it (status "ingesting")."""
+    try:
+        from workers.tasks import tail_table
+
+        tail_table.apply_async((table_id,), retry=False)
+        return True
+    except Exception as err:  # kombu/redis connection errors vary by transport
+        log.warning("could not queue the tail of table %s: %s", table_id, err)
+        return False
+
+
+def _tables_with_counts():
+    open_ = Q(findings__status=Finding.Status.OPEN)
+    return Table.objects.annotate(
+        open_info=Count("findings", filter=open_ & Q(findings__severity="info")),
+        open_warning=Count("findings", filter=open_ & Q(findings__severity="warning")),
+        open_critical=Count("findings", filter=open_ & Q(findings__severity="critical")),
+    ).order_by("name", "id")  # Meta.ordering does not apply to aggregating queries
+
+
+@extend_schema(responses=DETAIL_ERRORS)
+class TableViewSet(
+    mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
+):
+    """Registered tables, with their commits, timeline and analyses as sub-resources."""
+
+    permission_classes = [IsAdminOrReadOnly]
+    pagination_class = TablePagination
+    filterset_class = TableFilter
+    lookup_value_regex = ID_PATTERN
+
+    def get_queryset(self):
+        if self.action == "list":
+            return _tables_with_counts().defer("settings_snapshot")
+        if self.action == "retrieve":
+            return _tables_with_counts()
+        if self.action == "commits":  # the model its filters and schema are about
+            return Commit.objects.all()
+        return Table.objects.all()
+
+    def get_serializer_class(self):
+        if self.action == "list":
+            return s.TableSerializer
+        if self.action == "create":
+            return s.TableCreateSerializer
+        return s.TableDetailSerializer
+
+    def table(self) -> Table:
+        """The table of a sub-resource (no table filters apply to it)."""
+        return get_object_or_404(Table, pk=self.kwargs["pk"])
+
+    def table_id(self) -> int:
+        """The id of an existing table, without loading the row (hot list paths)."""
+        found = Table.objects.filter(pk=self.kwargs["pk"]).values_list("id", flat=True).first()
+        if found is None:
+            raise NotFound("no such table")
+        return found
+
+    @extend_schema(
+        request=s.TableCreateSerializer,
+        responses={201: s.TableCreatedSerializer, 409: ERROR_RESPONSE, **COMMON_ERRORS},
+        description="Register a table (admins only). The URI must lie under "
+        "AUDIT_ALLOWED_ROOTS and hold a readable Delta log; its first tail is queued.",
+    )
+    def create(self, request, *args, **kwargs):
+        body = s.TableCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        uri, name = body.validated_data["uri"], body.validated_data.get("name") or None
+        normalised = check_allowed(uri)  # DeltaAuditError -> 400
+        existing = Table.objects.filter(uri=normalised).values_list("id", flat=True).first()
+        if existing is not None:
+            raise Conflict(f"table already registered as id {existing}", {"id": existing})
+        table, _ = register_table(normalised, name=name)  # opens the log: DeltaAuditError -> 400
+        queued = enqueue_tail(table.id)
+        data = s.TableCreatedSerializer(_tables_with_counts().get(pk=table.pk)).data
+        data["tail_queued"] = queued
+        return Response(data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(description="Remove a table and everything stored about it (admins only).")
+    def destroy(self, request, *args, **kwargs):
+        return super().destroy(request, *args, **kwargs)
+
+    # ------------------------------------------------------------------- commits
+
+    @extend_schema(
+        responses={200: s.CommitListSerializer(many=True)},
+        description="The table's commits, newest first (`order=asc` for oldest first), "
+        "cursor-paginated; follow `next`.",
+    )
+    @action(
+        detail=True,
+        pagination_class=CommitCursorPagination,
+        filterset_class=CommitFilter,
+        serializer_class=s.CommitListSerializer,
+    )
+    def commits(self, request, pk=None):
+        table_id = self.table_id()
+        queryset = self.filter_queryset(self.get_queryset().filter(table_id=table_id))
+        page = self.paginate_queryset(queryset.values(*s.COMMIT_LIST_FIELDS))
+        # Rows are already in their JSON shape: no per-field serializer work on the hot path.
+        return self.get_paginated_response(page)
+
+    @extend_schema(
+        parameters=[VERSION_PARAMETER],
+        responses={200: s.CommitDetailSerializer},
+        description="One commit: facts (recorded or derived), predicate (raw and parsed), "
+        "partitions, re-check verdicts per concurrent version, and the findings it is part of.",
+    )
+    @action(
+        detail=True,
+        url_path=rf"commits/(?P<version>{ID_PATTERN})",
+        serializer_class=s.CommitDetailSerializer,
+        filterset_class=None,
+    )
+    def commit_detail(self, request, pk=None, version=None):
+        table = self.table()
+        commit = get_object_or_404(Commit, table_id=table.id, version=int(version))
+        findings = [
+            f
+            for f in Finding.objects.filter(table_id=table.id)
+            .filter(Q(version=commit.version) | Q(related_versions__icontains=str(commit.version)))
+            .only(*s.FindingRefSerializer.Meta.fields)
+            if f.version == commit.version or commit.version in (f.related_versions or [])
+        ]
+        return Response(s.CommitDetailSerializer(commit, context={"findings": findings}).data)
+
+    # ------------------------------------------------------------------- timeline
+
+    @extend_schema(
+        parameters=[s.TimelineQuerySerializer],
+        responses={200: s.TimelineSerializer},
+        description="Commit intervals of a version window for charts: `rows` when the window "
+        "holds at most max_points commits, else `buckets` aggregated in SQL. read_version null "
+        "means unknown. `findings` are the open findings of the window.",
+    )
+    @action(detail=True, filterset_class=None, serializer_class=s.TimelineSerializer)
+    def timeline(self, request, pk=None):
+        table = self.table()
+        query = s.TimelineQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        return Response(
+            table_timeline(
+                table, params.get("from_version"), params.get("to_version"), params["max_points"]
+            )
+        )
+
+    # ------------------------------------------------------------------- analyses
+
+    def _analysis(self) -> dict[str, Any]:
+        table = self.table()
+        try:
+            return table_analysis(table)
+        except DeltaAuditError as err:
+            raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
+
+    @extend_schema(
+        responses={200: s.HotspotsSerializer, 409: ERROR_RESPONSE},
+        description="Partitions and operation pairs where concurrent commits overlap.",
+    )
+    @action(detail=True, filterset_class=None, serializer_class=s.HotspotsSerializer)
+    def hotspots(self, request, pk=None):
+        analysis = self._analysis()
+        return Response(_pick(analysis, "hotspots"))
+
+    @extend_schema(
+        responses={200: s.IsolationSettingsSerializer, 409: ERROR_RESPONSE},
+        description="Isolation settings with the conflict matrix resolved for this table and "
+        "the observed concurrent pairs per cell.",
+    )
+    @action(
+        detail=True,
+        url_path="settings",
+        filterset_class=None,
+        serializer_class=s.IsolationSettingsSerializer,
+    )
+    def isolation(self, request, pk=None):
+        return Response(_pick(self._analysis(), "isolation_settings"))
+
+    @extend_schema(
+        responses={200: s.RecommendationsSerializer, 409: ERROR_RESPONSE},
+        description="Partitioning recommendations from the predicates of concurrent commits.",
+    )
+    @action(detail=True, filterset_class=None, serializer_class=s.RecommendationsSerializer)
+    def recommendations(self, request, pk=None):
+        return Response(_pick(self._analysis(), "recommendations"))
+
+
+def _pick(analysis: dict[str, Any], key: str) -> dict[str, Any]:
+    return {
+        "table": analysis["table"],
+        "version": analysis["version"],
+        "computed_at": analysis["computed_at"],
+        key: analysis[key],
+    }
+
+
+@extend_schema(responses=DETAIL_ERRORS)
+class FindingViewSet(viewsets.ReadOnlyModelViewSet):
+    """Findings of every table, newest first; acknowledge / re-open are on-call actions."""
+
+    filterset_class = FindingFilter
+    pagination_class = FindingCursorPagination
+    lookup_value_regex = ID_PATTERN
+
+    def get_queryset(self):
+        return Finding.objects.select_related("acknowledged_by")
+
+    def get_serializer_class(self):
+        return s.FindingSerializer if self.action == "list" else s.FindingDetailSerializer
+
+    def list(self, request, *args, **kwargs):
+        queryset = self.filter_queryset(Finding.objects.all())
+        page = self.paginate_queryset(queryset.values(*s.FINDING_LIST_FIELDS))
+        # The same JSON as FindingSerializer, built from plain rows (no model instances).
+        return self.get_paginated_response([s.finding_list_row(row) for row in page])
+
+    @extend_schema(
+        request=None,
+        responses={200: s.FindingDetailSerializer},
+        description="Acknowledge the finding (any authenticated user: it is an on-call action). "
+        "Idempotent: the first acknowledgement is kept.",
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticatedMember])
+    def acknowledge(self, request, pk=None):
+        finding = self.get_object()
+        if finding.acknowledged_at is None:
+            finding.acknowledged_by = request.user
+            finding.acknowledged_at = timezone.now()
+            finding.save(update_fields=["acknowledged_by", "acknowledged_at"])
+        return Response(s.FindingDetailSerializer(finding).data)
+
+    @extend_schema(
+        request=None,
+        responses={200: s.FindingDetailSerializer},
+        description="Undo an acknowledgement (any authenticated user). Whether a finding is "
+        "open or resolved is decided by the audit, not by this action.",
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticatedMember])
+    def reopen(self, request, pk=None):
+        finding = self.get_object()
+        if finding.acknowledged_at is not None:
+            finding.acknowledged_by = None
+            finding.acknowledged_at = None
+            finding.save(update_fields=["acknowledged_by", "acknowledged_at"])
+        return Response(s.FindingDetailSerializer(finding).data)
+
+
+class ConflictMatrixView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        parameters=[s.ConflictMatrixQuerySerializer],
+        responses={200: s.ConflictMatrixSerializer, **COMMON_ERRORS},
+        description="The reference page's conflict matrix for one configuration, as "
+        "`manage.py conflict_matrix --json` prints it.",
+    )
+    def get(self, request):
+        query = s.ConflictMatrixQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        try:
+            level = normalize_isolation_level(params["isolation_level"])
+        except ValueError as err:
+            raise BadRequest(str(err), {"isolation_level": [str(err)]}) from None
+        cells = conflict_matrix(
+            level, params["row_level_concurrency"], params["deletion_vectors"], params["zorder"]
+        )
+        return Response({"cells": [cell.as_dict() for cell in cells]})
+
+
+class ExplainView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=s.ExplainRequestSerializer,
+        responses={200: s.ExplainResponseSerializer, 409: ERROR_RESPONSE, **COMMON_ERRORS},
+        description="Explain a conflict exception text; with `table`, locate the conflicting "
+        "commit in that table's history and tailor the fixes to it.",
+    )
+    def post(self, request):
+        body = s.ExplainRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        history = None
+        table_id = body.validated_data.get("table")
+        if table_id is not None:
+            table = Table.objects.filter(pk=table_id).first()
+            if table is None:
+                raise BadRequest(f"no table with id {table_id}", {"table": ["unknown table"]})
+            try:
+                history = table_history(table)
+            except DeltaAuditError as err:
+                raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
+        return Response(json_safe(explain_conflict(body.validated_data["text"], history)))

@@ -1,0 +1,247 @@
+"""Plain dataclasses for a Delta table's log, its replayed state and the audit's results.
+
+Everything here is Django-free and holds untrusted strings from the log as they were
+written (paths are URL-decoded, nothing else is changed). Field names follow the Delta
+protocol in snake_case so a reader of PROTOCOL.md finds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+PartitionValues = dict[str, "str | None"]
+# A partition as a hashable, sorted tuple of (column, value) pairs; () for unpartitioned tables.
+PartitionKey = tuple[tuple[str, "str | None"], ...]
+
+Fact = Literal["recorded", "derived", "unknown"]
+Engine = Literal["spark", "databricks", "delta-rs", "other", "unknown"]
+Severity = Literal["info", "warning", "critical"]
+SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
+
+
+def partition_key(values: PartitionValues | None) -> PartitionKey:
+    return tuple(sorted((values or {}).items()))
+
+
+# --------------------------------------------------------------------------- actions
+
+
+@dataclass(slots=True)
+class AddFile:
+    path: str  # URL-decoded, as the protocol says to interpret it
+    partition_values: PartitionValues
+    size: int | None = None
+    modification_time: int | None = None
+    data_change: bool = True
+    stats: str | None = None  # raw JSON text; parse lazily (see stats.py)
+    tags: dict[str, str] | None = None
+    deletion_vector: dict[str, Any] | None = None
+    base_row_id: int | None = None
+    clustering_provider: str | None = None
+
+
+@dataclass(slots=True)
+class RemoveFile:
+    path: str
+    partition_values: PartitionValues | None = None
+    size: int | None = None
+    deletion_timestamp: int | None = None
+    data_change: bool = True
+    extended_file_metadata: bool | None = None
+    deletion_vector: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Cdc:
+    path: str
+    partition_values: PartitionValues
+    size: int | None = None
+    data_change: bool = False
+
+
+@dataclass(slots=True)
+class Metadata:
+    id: str | None
+    schema_string: str | None
+    partition_columns: list[str]
+    configuration: dict[str, str]
+    name: str | None = None
+    description: str | None = None
+    created_time: int | None = None
+    format_provider: str | None = None
+
+
+@dataclass(slots=True)
+class Protocol:
+    min_reader_version: int
+    min_writer_version: int
+    reader_features: list[str] | None = None
+    writer_features: list[str] | None = None
+
+
+@dataclass(slots=True)
+class Txn:
+    app_id: str
+    version: int
+    last_updated: int | None = None
+
+
+@dataclass(slots=True)
+class DomainMetadata:
+    domain: str
+    configuration: str
+    removed: bool = False
+
+
+@dataclass(slots=True)
+class Commit:
+    """One `NNN.json` commit file, parsed."""
+
+    version: int
+    commit_info: dict[str, Any] | None = None  # raw commitInfo object, untrusted
+    adds: list[AddFile] = field(default_factory=list)
+    removes: list[RemoveFile] = field(default_factory=list)
+    cdcs: list[Cdc] = field(default_factory=list)
+    metadata: Metadata | None = None
+    protocol: Protocol | None = None
+    txns: list[Txn] = field(default_factory=list)
+    domain_metadata: list[DomainMetadata] = field(default_factory=list)
+    unknown_actions: list[str] = field(default_factory=list)  # action names we do not know
+    file_modification_time: int | None = None  # ms, from the listing; last-resort timestamp
+
+
+# --------------------------------------------------------------------------- table state
+
+
+@dataclass(slots=True)
+class IdentityColumn:
+    name: str
+    start: int | None
+    step: int | None
+    high_water_mark: int | None
+    allow_explicit_insert: bool | None
+
+
+@dataclass
+class TableState:
+    """The table as of one version, after replaying checkpoint + commits."""
+
+    version: int
+    metadata: Metadata | None
+    protocol: Protocol | None
+    files: dict[str, AddFile]  # live files by (decoded) path
+    txns: dict[str, Txn] = field(default_factory=dict)
+    domain_metadata: dict[str, DomainMetadata] = field(default_factory=dict)
+    clustering_columns: list[str] = field(default_factory=list)
+    identity_columns: list[IdentityColumn] = field(default_factory=list)
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return list(self.metadata.partition_columns) if self.metadata else []
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.metadata.configuration) if self.metadata else {}
+
+
+@dataclass
+class LogListing:
+    """What `_delta_log` holds, after `_last_checkpoint` and the listing were reconciled."""
+
+    table_uri: str
+    commit_versions: list[int]  # versions with a NNN.json, ascending
+    checkpoints: dict[int, list[str]]  # version -> the file names making up a complete checkpoint
+    compactions: list[tuple[int, int, str]]  # (start, end, file name)
+    last_checkpoint: dict[str, Any] | None  # parsed _last_checkpoint, if any
+    latest_version: int
+    first_available_version: int  # earliest version whose state can be rebuilt
+    file_modification_times: dict[int, int] = field(default_factory=dict)  # version -> ms
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+@dataclass(slots=True)
+class Predicate:
+    raw: str  # as written in the log
+    sql: str | None  # normalised SQL text (expression ids removed), None if unparsable
+    columns: frozenset[str]  # lower-cased column names it references
+    error: str | None = None  # parse error, if any
+
+
+@dataclass(slots=True)
+class CommitSummary:
+    """One commit as the audit sees it. Built by summary.summarize_commit()."""
+
+    version: int
+    timestamp: (
+        int | None
+    )  # ms since epoch: inCommitTimestamp, else commitInfo.timestamp, else file mtime
+    operation: str | None
+    operation_parameters: dict[str, Any]  # JSON-encoded string values decoded
+    operation_metrics: dict[str, Any]
+    read_version: int | None
+    isolation_level: str | None
+    blind_append: bool | None
+    # How each of read_version / isolation_level / blind_append / timestamp was obtained.
+    facts: dict[str, Fact]
+    engine: Engine
+    engine_info: str | None
+    txn_id: str | None
+    user_id: str | None
+    user_name: str | None
+    job: dict[str, Any] | None
+    cluster_id: str | None
+    files_added: int  # dataChange adds
+    files_removed: int  # dataChange removes
+    bytes_added: int
+    bytes_removed: int
+    data_change: bool  # any action with dataChange=true
+    # Distinct partitions of the data-changing adds and removes.
+    added_partitions: frozenset[PartitionKey]
+    removed_partitions: frozenset[PartitionKey]
+    removed_paths: frozenset[str]  # dataChange removes (what conflict checks compare)
+    removed_paths_all: frozenset[str]  # every remove, dataChange or not (compaction)
+    added_paths: frozenset[str]
+    predicate: Predicate | None
+    metadata_changed: bool
+    protocol_changed: bool
+    app_ids: dict[str, int]  # txn appId -> version
+    domains: frozenset[str]
+    has_deletion_vectors: bool
+    unknown_actions: tuple[str, ...] = ()
+
+    @property
+    def partitions_touched(self) -> frozenset[PartitionKey]:
+        return self.added_partitions | self.removed_partitions
+
+
+# --------------------------------------------------------------------------- audit results
+
+
+@dataclass(slots=True)
+class Witness:
+    files: list[str]
+    row_count: int
+    sample_rows: list[dict[str, Any]]
+    predicate: str | None
+    method: str  # e.g. "partition_values", "file_stats", "data"
+
+
+@dataclass(slots=True)
+class Finding:
+    kind: str
+    severity: Severity
+    version: int
+    related_versions: list[int]
+    confirmed: bool
+    summary: str
+    explanation: str
+    witness: dict[str, Any] | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int, tuple[int, ...]]:
+        """Identity used to upsert: same kind, version and related versions is the same finding."""
+        return (self.kind, self.version, tuple(self.related_versions))

@@ -1,0 +1,159 @@
+"""The JSON report of SPEC §4 (`manage.py audit --json`), and its readable text form.
+
+The field names here are a contract: CI jobs, scripts and the REST API rely on them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from audit.core.model import SEVERITY_RANK, CommitSummary, Finding
+
+if TYPE_CHECKING:
+    from audit.core.audit import AuditResult
+    from audit.core.summary import History
+
+
+def build_report(
+    history: History, result: AuditResult | None, *, include_files: bool = False
+) -> dict[str, Any]:
+    audits = result.commits if result is not None else {}
+    report: dict[str, Any] = {
+        "table": table_section(history),
+        "commits": [commit_entry(s, audits.get(s.version)) for s in history.summaries],
+        "findings": [finding_entry(f) for f in (result.findings if result is not None else [])],
+    }
+    if include_files:
+        report["live_files"] = sorted(history.state.files)
+    return report
+
+
+def table_section(history: History) -> dict[str, Any]:
+    state = history.state
+    return {
+        "uri": history.table_uri,
+        "version": state.version,
+        "first_available_version": history.first_available_version,
+        "partition_columns": state.partition_columns,
+        "isolation_level": state.properties.get("delta.isolationLevel"),
+        "num_files": len(state.files),
+        "properties": state.properties,
+        "clustering_columns": list(state.clustering_columns),
+        "identity_columns": [c.name for c in state.identity_columns],
+        "protocol": _protocol(history),
+    }
+
+
+def _protocol(history: History) -> dict[str, Any] | None:
+    protocol = history.state.protocol
+    if protocol is None:
+        return None
+    return {
+        "min_reader_version": protocol.min_reader_version,
+        "min_writer_version": protocol.min_writer_version,
+        "reader_features": protocol.reader_features,
+        "writer_features": protocol.writer_features,
+    }
+
+
+def commit_entry(summary: CommitSummary, audit: Any | None = None) -> dict[str, Any]:
+    """One commit. The audit may have derived a read version the log did not record."""
+    read_version = summary.read_version
+    facts = dict(summary.facts)
+    concurrent: list[int] = []
+    if audit is not None:
+        read_version = audit.read_version
+        facts["read_version"] = audit.read_version_fact
+        concurrent = list(audit.concurrent_versions)
+    return {
+        "version": summary.version,
+        "timestamp": summary.timestamp,
+        "operation": summary.operation,
+        "read_version": read_version,
+        "isolation_level": summary.isolation_level,
+        "blind_append": summary.blind_append,
+        "concurrent_versions": concurrent,
+        "files_added": summary.files_added,
+        "files_removed": summary.files_removed,
+        "engine": summary.engine,
+        "facts": facts,
+        "predicate": summary.predicate.raw if summary.predicate else None,
+    }
+
+
+def finding_entry(finding: Finding) -> dict[str, Any]:
+    return {
+        "kind": finding.kind,
+        "severity": finding.severity,
+        "version": finding.version,
+        "related_versions": list(finding.related_versions),
+        "confirmed": finding.confirmed,
+        "summary": finding.summary,
+        "witness": finding.witness,
+        "explanation": finding.explanation,
+    }
+
+
+def worst_severity(findings: list[Finding]) -> str | None:
+    if not findings:
+        return None
+    return max((f.severity for f in findings), key=SEVERITY_RANK.__getitem__)
+
+
+def fails_gate(findings: list[Finding], fail_on: str | None) -> bool:
+    """True when `--fail-on LEVEL` is given and a finding at or above LEVEL exists."""
+    if not fail_on:
+        return False
+    threshold = SEVERITY_RANK[fail_on]
+    return any(SEVERITY_RANK[f.severity] >= threshold for f in findings)
+
+
+def render_text(report: dict[str, Any], *, max_commits: int = 50) -> str:
+    """A readable summary for humans; the JSON form is the contract."""
+    table = report["table"]
+    lines = [
+        f"Table {table['uri']}",
+        f"  version {table['version']} (first available {table['first_available_version']}), "
+        f"{table['num_files']} live files",
+        f"  partitioned by: {', '.join(table['partition_columns']) or '(none)'}",
+        f"  delta.isolationLevel: {table['isolation_level'] or '(not set)'}",
+        "",
+    ]
+    commits = report["commits"]
+    shown = commits[-max_commits:]
+    lines.append(f"Commits ({len(commits)}; last {len(shown)} shown):")
+    lines.append(
+        f"  {'version':>8}  {'operation':<24} {'read':>8}  {'isolation':<18} blind  +files -files  concurrent"
+    )
+    for c in shown:
+        read = "-" if c["read_version"] is None else str(c["read_version"])
+        concurrent = _compact_versions(c["concurrent_versions"])
+        lines.append(
+            f"  {c['version']:>8}  {str(c['operation'])[:24]:<24} {read:>8}  {str(c['isolation_level'] or '-'):<18} "
+            f"{_yes_no(c['blind_append']):<5}  {c['files_added']:>6} {c['files_removed']:>6}  {concurrent}"
+        )
+    lines.append("")
+    findings = report["findings"]
+    lines.append(f"Findings ({len(findings)}):")
+    for f in findings:
+        related = ", ".join(str(v) for v in f["related_versions"])
+        mark = " [confirmed]" if f["confirmed"] else ""
+        lines.append(
+            f"  {f['severity'].upper():<8} {f['kind']} at v{f['version']} (related: {related or '-'}){mark}"
+        )
+        lines.append(f"           {f['summary']}")
+    if not findings:
+        lines.append("  none")
+    return "\n".join(lines)
+
+
+def _yes_no(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def _compact_versions(versions: list[int]) -> str:
+    if not versions:
+        return "-"
+    if len(versions) > 3 and versions[-1] - versions[0] == len(versions) - 1:
+        return f"{versions[0]}..{versions[-1]}"
+    return ",".join(str(v) for v in versions)

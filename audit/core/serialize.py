@@ -1,0 +1,320 @@
+"""Flat, Arrow-friendly rows for the audit's dataclasses, and back again, losslessly.
+
+The Spark job moves commit summaries, table configuration and findings between processes as
+Arrow record batches; the Celery path may reuse the same rows. A row is a dict of plain
+scalars (str / int / bool / None) whose nested parts are JSON text (orjson). Round trips are
+exact: `summary_from_row(summary_to_row(s)) == s`.
+
+Integers the core derives from untrusted text (a `readVersion` of "99999999999999999999999",
+a sum of sizes) may not fit in 64 bits; they travel inside the JSON as {"$int": "<digits>"}
+so neither Arrow nor orjson ever sees an out-of-range integer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from audit.core.model import (
+    CommitSummary,
+    Finding,
+    Metadata,
+    PartitionKey,
+    Predicate,
+    Protocol,
+)
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+# Scalar fields that are always short, in-range values: they get their own columns so the
+# intermediate data stays queryable in Spark (e.g. commits per operation). Everything else
+# goes into the `nested` JSON column.
+_SCALAR_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
+    ("version", pa.int64()),
+    ("operation", pa.string()),
+    ("isolation_level", pa.string()),
+    ("blind_append", pa.bool_()),
+    ("engine", pa.string()),
+    ("engine_info", pa.string()),
+    ("txn_id", pa.string()),
+    ("user_id", pa.string()),
+    ("user_name", pa.string()),
+    ("cluster_id", pa.string()),
+    ("files_added", pa.int64()),
+    ("files_removed", pa.int64()),
+    ("data_change", pa.bool_()),
+    ("metadata_changed", pa.bool_()),
+    ("protocol_changed", pa.bool_()),
+    ("has_deletion_vectors", pa.bool_()),
+)
+SUMMARY_SCHEMA = pa.schema([*(pa.field(n, t) for n, t in _SCALAR_FIELDS), ("nested", pa.string())])
+SUMMARY_COLUMNS = tuple(SUMMARY_SCHEMA.names)
+
+FINDING_SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("severity", pa.string()),
+        ("version", pa.int64()),
+        ("confirmed", pa.bool_()),
+        ("nested", pa.string()),
+    ]
+)
+
+
+# --------------------------------------------------------------------------- small codecs
+
+
+def _int_out(value: int | None) -> Any:
+    if value is None or _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    return {"$int": str(value)}
+
+
+def _int_in(value: Any) -> int | None:
+    if type(value) is dict:
+        return int(value["$int"])
+    return value
+
+
+def _keys_out(keys: frozenset[PartitionKey]) -> list[list[list[str | None]]]:
+    # Sorted so equal sets give equal text (handy for comparing rows); None sorts first.
+    return sorted(([[c, v] for c, v in key] for key in keys), key=_key_order)
+
+
+def _key_order(key: list[list[str | None]]) -> list[tuple[str, bool, str]]:
+    return [(c or "", v is not None, v or "") for c, v in key]
+
+
+def _keys_in(value: list[list[list[str | None]]]) -> frozenset[PartitionKey]:
+    return frozenset(tuple((c, v) for c, v in key) for key in value)
+
+
+def _predicate_out(p: Predicate | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {"raw": p.raw, "sql": p.sql, "columns": sorted(p.columns), "error": p.error}
+
+
+def _predicate_in(value: dict[str, Any] | None) -> Predicate | None:
+    if value is None:
+        return None
+    return Predicate(value["raw"], value["sql"], frozenset(value["columns"]), value["error"])
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def summary_to_row(s: CommitSummary, *, paths: bool = True) -> dict[str, Any]:
+    """A CommitSummary as one flat row (see SUMMARY_SCHEMA).
+
+    `paths=False` leaves out the file paths (added / removed), the bulk of a big commit's
+    summary: storing a commit does not need them, only the audit does.
+    """
+    row: dict[str, Any] = {name: getattr(s, name) for name, _ in _SCALAR_FIELDS}
+    row["nested"] = _dumps(
+        {
+            "timestamp": _int_out(s.timestamp),
+            "read_version": _int_out(s.read_version),
+            "bytes_added": _int_out(s.bytes_added),
+            "bytes_removed": _int_out(s.bytes_removed),
+            "operation_parameters": s.operation_parameters,
+            "operation_metrics": s.operation_metrics,
+            "facts": s.facts,
+            "job": s.job,
+            "added_partitions": _keys_out(s.added_partitions),
+            "removed_partitions": _keys_out(s.removed_partitions),
+            "removed_paths": sorted(s.removed_paths) if paths else [],
+            "removed_paths_all": sorted(s.removed_paths_all) if paths else [],
+            "added_paths": sorted(s.added_paths) if paths else [],
+            "predicate": _predicate_out(s.predicate),
+            "app_ids": s.app_ids,
+            "domains": sorted(s.domains),
+            "unknown_actions": list(s.unknown_actions),
+        }
+    )
+    return row
+
+
+def summary_from_row(d: dict[str, Any]) -> CommitSummary:
+    """The CommitSummary `summary_to_row` was given."""
+    n = orjson.loads(d["nested"])
+    return CommitSummary(
+        version=d["version"],
+        timestamp=_int_in(n["timestamp"]),
+        operation=d["operation"],
+        operation_parameters=n["operation_parameters"],
+        operation_metrics=n["operation_metrics"],
+        read_version=_int_in(n["read_version"]),
+        isolation_level=d["isolation_level"],
+        blind_append=d["blind_append"],
+        facts=n["facts"],
+        engine=d["engine"],
+        engine_info=d["engine_info"],
+        txn_id=d["txn_id"],
+        user_id=d["user_id"],
+        user_name=d["user_name"],
+        job=n["job"],
+        cluster_id=d["cluster_id"],
+        files_added=d["files_added"],
+        files_removed=d["files_removed"],
+        bytes_added=_int_in(n["bytes_added"]),
+        bytes_removed=_int_in(n["bytes_removed"]),
+        data_change=d["data_change"],
+        added_partitions=_keys_in(n["added_partitions"]),
+        removed_partitions=_keys_in(n["removed_partitions"]),
+        removed_paths=frozenset(n["removed_paths"]),
+        removed_paths_all=frozenset(n["removed_paths_all"]),
+        added_paths=frozenset(n["added_paths"]),
+        predicate=_predicate_in(n["predicate"]),
+        metadata_changed=d["metadata_changed"],
+        protocol_changed=d["protocol_changed"],
+        app_ids=n["app_ids"],
+        domains=frozenset(n["domains"]),
+        has_deletion_vectors=d["has_deletion_vectors"],
+        unknown_actions=tuple(n["unknown_actions"]),
+    )
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def metadata_to_json(m: Metadata | None) -> str | None:
+    return None if m is None else _dumps(asdict(m))
+
+
+def metadata_from_json(text: str | None) -> Metadata | None:
+    return None if text is None else Metadata(**orjson.loads(text))
+
+
+def protocol_to_json(p: Protocol | None) -> str | None:
+    return None if p is None else _dumps(asdict(p))
+
+
+def protocol_from_json(text: str | None) -> Protocol | None:
+    return None if text is None else Protocol(**orjson.loads(text))
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _plain(value: Any) -> Any:
+    """Witness values read from data files (dates, decimals, sets) as the JSON the DB stores.
+
+    Mirrors audit.ingest.json_safe (sets sorted by repr, bytes decoded, anything else str()),
+    so a finding shipped as a row is stored exactly like one stored directly.
+    """
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _json_value(value: Any) -> Any:
+    try:
+        data = orjson.dumps(
+            value, default=_plain, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+        )
+    except (TypeError, orjson.JSONEncodeError):  # an out-of-range int or a lone surrogate
+        data = orjson.dumps(_scrubbed(value), default=_plain, option=orjson.OPT_NON_STR_KEYS)
+    return orjson.loads(data)
+
+
+def _scrubbed(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if _INT64_MIN <= value <= _INT64_MAX else str(value)
+    if isinstance(value, dict):
+        return {str(_scrubbed(k)): _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_scrubbed(v) for v in value]
+    return value
+
+
+def finding_to_row(f: Finding) -> dict[str, Any]:
+    """A Finding as one flat row; witness and details become plain JSON (see `_plain`)."""
+    return {
+        "kind": f.kind,
+        "severity": f.severity,
+        "version": f.version,
+        "confirmed": f.confirmed,
+        "nested": _dumps(
+            {
+                "related_versions": list(f.related_versions),
+                "summary": f.summary,
+                "explanation": f.explanation,
+                "witness": None if f.witness is None else _json_value(f.witness),
+                "details": _json_value(f.details or {}),
+            }
+        ),
+    }
+
+
+def finding_from_row(d: dict[str, Any]) -> Finding:
+    n = orjson.loads(d["nested"])
+    return Finding(
+        kind=d["kind"],
+        severity=d["severity"],
+        version=d["version"],
+        related_versions=n["related_versions"],
+        confirmed=d["confirmed"],
+        summary=n["summary"],
+        explanation=n["explanation"],
+        witness=n["witness"],
+        details=n["details"],
+    )
+
+
+# --------------------------------------------------------------------------- per-commit audits
+
+
+@dataclass(slots=True)
+class AuditedCommit:
+    """What storage reads of an audit.CommitAudit, without its (unpicklable) read-scope matcher.
+
+    audit.ingest.commit_row reads these attributes by name, so either type can be stored.
+    """
+
+    version: int
+    read_version: int | None
+    read_version_fact: str
+    isolation_level: str | None
+    concurrent_versions: list[int]
+    verdicts: dict[int, dict[str, str | None]]
+    window_truncated: bool = False
+
+
+def commit_audit_to_json(a: Any) -> str:
+    """An audit.CommitAudit (or AuditedCommit) as JSON text."""
+    return _dumps(
+        {
+            "version": a.version,
+            "read_version": _int_out(a.read_version),
+            "read_version_fact": a.read_version_fact,
+            "isolation_level": a.isolation_level,
+            "concurrent_versions": list(a.concurrent_versions),
+            "verdicts": [[v, verdict] for v, verdict in a.verdicts.items()],
+            "window_truncated": a.window_truncated,
+        }
+    )
+
+
+def commit_audit_from_json(text: str) -> AuditedCommit:
+    d = orjson.loads(text)
+    return AuditedCommit(
+        version=d["version"],
+        read_version=_int_in(d["read_version"]),
+        read_version_fact=d["read_version_fact"],
+        isolation_level=d["isolation_level"],
+        concurrent_versions=d["concurrent_versions"],
+        verdicts={v: verdict for v, verdict in d["verdicts"]},
+        window_truncated=d["window_truncated"],
+    )

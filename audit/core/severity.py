@@ -1,0 +1,71 @@
+"""Every severity rule of the isolation audit, in one place.
+
+Users write alert rules and CI gates (`--fail-on warning|critical`) against these levels, so
+the rules are deliberately few and stable:
+
+| kind                          | severity                                                       |
+|-------------------------------|----------------------------------------------------------------|
+| never_existed_snapshot        | critical when confirmed (rows found in the data files),        |
+|                               | warning when only the log shows it (data unread or unreadable) |
+| write_serializable_reorder    | warning; critical when a confirmed never_existed_snapshot      |
+|                               | at the same version proves the reorder changed what readers saw|
+| missed_conflict               | warning (the writer let through a conflict its level forbids)  |
+| concurrent_metadata_change    | critical when a data-changing commit committed across a         |
+|                               | metadata/protocol change; warning when only non-data commits did|
+| conflict_hotspot              | warning when the conflict rate under Serializable reaches       |
+|                               | HOTSPOT_WARNING_RATE, info below it                             |
+| isolation_setting_ignored     | warning                                                        |
+| identity_column_concurrency   | warning                                                        |
+| missing_read_version          | info (facts the audit had to derive)                           |
+
+The thresholds below are the only tuning knobs.
+"""
+
+from __future__ import annotations
+
+from audit.core.model import Severity
+
+# A partition / operation pair becomes a conflict_hotspot finding from this many overlapping pairs.
+HOTSPOT_MIN_PAIRS = 3
+# Share of overlapping pairs that Serializable would reject from which a hotspot is a warning.
+HOTSPOT_WARNING_RATE = 0.25
+
+
+def never_existed_severity(confirmed: bool) -> Severity:
+    return "critical" if confirmed else "warning"
+
+
+def reorder_severity(confirmed_never_existed: bool) -> Severity:
+    # A reorder alone is what WriteSerializable promises; it only hurts readers when the
+    # reordered append left rows the history says were deleted or updated.
+    return "critical" if confirmed_never_existed else "warning"
+
+
+def missed_conflict_severity() -> Severity:
+    return "warning"
+
+
+def metadata_change_severity(data_changing_survivor: bool) -> Severity:
+    # Data written against an old schema/protocol is the dangerous case.
+    return "critical" if data_changing_survivor else "warning"
+
+
+def hotspot_severity(pairs: int, serializable_conflicts: int) -> Severity:
+    rate = serializable_conflicts / pairs if pairs else 0.0
+    return "warning" if rate >= HOTSPOT_WARNING_RATE else "info"
+
+
+def hotspot_is_reported(pairs: int) -> bool:
+    return pairs >= HOTSPOT_MIN_PAIRS
+
+
+def isolation_setting_ignored_severity() -> Severity:
+    return "warning"
+
+
+def identity_concurrency_severity() -> Severity:
+    return "warning"
+
+
+def derived_fact_severity() -> Severity:
+    return "info"

@@ -1,0 +1,443 @@
+"""Confirm never-existed snapshots by finding the rows in the data files.
+
+A candidate (audit.StaleCandidate) names files a destructive commit left alive. We evaluate
+that commit's predicate on them: first on partition values and file statistics (cheap; used to
+discard files), then on the data itself with pyarrow, reading only the columns the predicate
+needs. A finding is `confirmed` only when rows were found. Files that are gone (vacuumed) or
+unreadable leave it unconfirmed, with the reason in `note`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+import decimal
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from audit.core.errors import DeltaAuditError
+from audit.core.model import AddFile, Predicate
+
+if TYPE_CHECKING:
+    from audit.core.audit import StaleCandidate, TableContext
+    from audit.core.summary import History
+
+# At most this many surviving files are read per candidate; at most this many rows sampled.
+MAX_FILES_READ = 50
+MAX_SAMPLE_ROWS = 5
+
+Status = Literal["rows", "no_rows", "unreadable", "unevaluable", "unchecked"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    status: Status
+    witness: dict[str, Any] | None
+    note: str
+
+    @property
+    def confirmed(self) -> bool:
+        return self.status == "rows"
+
+
+def confirm_candidate(
+    history: History, ctx: TableContext, candidate: StaleCandidate, *, check_data: bool = True
+) -> Outcome:
+    """Look for rows of the candidate's surviving files that its commit should have changed."""
+    predicate = effective_predicate(candidate.txn)
+    read_at = (
+        candidate.read_version if candidate.read_version is not None else candidate.txn.version - 1
+    )
+    metadata = ctx.metadata_at(read_at)
+    partition_columns = list(metadata.partition_columns) if metadata else []
+    partition_types = ctx.partition_types(metadata)
+    column_types = column_types_of(metadata.schema_string if metadata else None)
+    if (
+        predicate is None
+        and (candidate.txn.operation or "").upper() == "MERGE"
+        and candidate.txn.predicate
+    ):
+        return Outcome(
+            "unevaluable", None, "the MERGE condition has no target-side literal part to evaluate"
+        )
+    adds = _add_actions(history, candidate.files, read_logs=check_data)
+    pruned, method = _prune(adds, predicate, partition_columns, partition_types, column_types)
+    if adds and not pruned:
+        return Outcome("no_rows", None, f"no surviving file can hold matching rows ({method})")
+    if not check_data:
+        return Outcome("unchecked", None, "data files were not read (check_data is off)")
+    if not adds:
+        return Outcome(
+            "unreadable", None, "the add actions of the surviving files could not be read"
+        )
+    return find_rows(history.table_uri, pruned, predicate, partition_types)
+
+
+def effective_predicate(txn: Any) -> Predicate | None:
+    """The condition whose matching rows the commit should have changed; None means every row.
+
+    For a MERGE only the target-side conjuncts comparing target columns with literals can be
+    evaluated on the target's files (`t.date = '2024-01-01'`, not `t.id = s.id`); None when
+    there are none (the caller then leaves the finding unconfirmed).
+    """
+    predicate: Predicate | None = txn.predicate
+    if predicate is None or predicate.raw.strip().lower() in ("", "true", "(true)"):
+        return None
+    if (txn.operation or "").upper() == "MERGE":
+        return merge_target_part(predicate)
+    return predicate
+
+
+def merge_target_part(predicate: Predicate) -> Predicate | None:
+    """The conjuncts of a MERGE condition that involve only the target and literals."""
+    from sqlglot import exp
+
+    from audit.core import predicates
+
+    expression = predicates.expression_of(predicate)
+    if expression is None:
+        return None
+    alias = predicates.detect_target_alias(predicate)
+    terms = list(expression.flatten()) if isinstance(expression, exp.And) else [expression]
+    kept = []
+    for term in terms:
+        columns = list(term.find_all(exp.Column))
+        if not columns or not any(True for _ in term.find_all(exp.Literal)):
+            continue
+        if all(
+            not c.table or (alias is not None and c.table.lower() == alias.lower()) for c in columns
+        ):
+            kept.append(term)
+    if not kept:
+        return None
+    if len(kept) == len(terms):
+        return predicate
+    return predicates.parse_predicate(exp.and_(*(t.copy() for t in kept)).sql())
+
+
+def column_types_of(schema_string: str | None) -> dict[str, str]:
+    """Top-level column -> Delta type name, for typed comparisons of stats and partitions."""
+    try:
+        schema = orjson.loads(schema_string) if schema_string else {}
+    except orjson.JSONDecodeError:
+        return {}
+    types = {}
+    for f in schema.get("fields", []) if isinstance(schema, dict) else []:
+        if (
+            isinstance(f, dict)
+            and isinstance(f.get("name"), str)
+            and isinstance(f.get("type"), str)
+        ):
+            types[f["name"]] = f["type"]
+    return types
+
+
+# --------------------------------------------------------------------------- add actions
+
+
+def _add_actions(
+    history: History, files: dict[int, list[str]], *, read_logs: bool
+) -> list[AddFile]:
+    """The add actions of `files` (version -> paths): from the latest state, else the commit."""
+    live = history.state.files
+    found: list[AddFile] = []
+    missing: dict[int, set[str]] = {}
+    for version, paths in sorted(files.items()):
+        for path in paths:
+            add = live.get(path)
+            if add is not None:
+                found.append(add)
+            else:
+                missing.setdefault(version, set()).add(path)
+    if missing and read_logs:
+        found += _adds_from_commits(history, missing)
+    return found
+
+
+def _adds_from_commits(history: History, missing: dict[int, set[str]]) -> list[AddFile]:
+    adds: list[AddFile] = []
+    try:
+        log = history.get_log()
+        for version, paths in sorted(missing.items()):
+            commit = log.read_commit(version)
+            adds += [a for a in commit.adds if a.path in paths]
+    except DeltaAuditError:
+        pass  # what we have is what we can check; the rest stays unconfirmed
+    return adds
+
+
+# --------------------------------------------------------------------------- pruning
+
+
+def _prune(
+    adds: list[AddFile],
+    predicate: Predicate | None,
+    partition_columns: list[str],
+    partition_types: dict[str, str],
+    column_types: dict[str, str],
+) -> tuple[list[AddFile], str]:
+    """Drop files whose partition values or statistics prove no row matches."""
+    if predicate is None:
+        return adds, "partition_values"
+    matcher = _partition_matcher(predicate, partition_columns, partition_types)
+    kept = []
+    method = "partition_values"
+    for add in adds:
+        if matcher is not None and not _safe_call(matcher, dict(add.partition_values)):
+            continue
+        if add.stats and not _stats_may_match(predicate, add, column_types):
+            method = "file_stats"
+            continue
+        kept.append(add)
+    return kept, method
+
+
+def _safe_call(matcher: Any, values: dict[str, Any]) -> bool:
+    try:
+        return bool(matcher(values))
+    except Exception:  # undecidable: keep the file
+        return True
+
+
+def _partition_matcher(predicate: Predicate, columns: list[str], types: dict[str, str]) -> Any:
+    if not columns:
+        return None
+    from audit.core import predicates
+
+    try:
+        return predicates.partition_matcher(predicate, columns, types)
+    except Exception:  # untrusted text: no pruning
+        return None
+
+
+def _stats_may_match(predicate: Predicate, add: AddFile, types: dict[str, str]) -> bool:
+    from audit.core import predicates
+
+    try:
+        stats = orjson.loads(add.stats) if add.stats else None
+        return bool(predicates.stats_may_match(predicate, stats, add.partition_values, types))
+    except Exception:  # bad stats text: the file may match
+        return True
+
+
+# --------------------------------------------------------------------------- data
+
+
+def find_rows(
+    table_uri: str,
+    adds: list[AddFile],
+    predicate: Predicate | None,
+    partition_types: dict[str, str],
+) -> Outcome:
+    """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness."""
+    from audit.core.storage import open_store  # noqa: PLC0415
+
+    try:
+        store = open_store(table_uri)
+    except DeltaAuditError as err:
+        return Outcome("unreadable", None, str(err))
+    matched_files: list[str] = []
+    total = 0
+    samples: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for add in sorted(adds, key=lambda a: a.path)[:MAX_FILES_READ]:
+        try:
+            count, rows = _rows_in_file(
+                store, add, predicate, partition_types, MAX_SAMPLE_ROWS - len(samples)
+            )
+        except _Unevaluable as err:
+            return Outcome("unevaluable", None, str(err))
+        except (OSError, pa.ArrowException, DeltaAuditError, ValueError) as err:
+            problems.append(f"{add.path}: {_one_line(err)}")
+            continue
+        if count:
+            matched_files.append(add.path)
+            total += count
+            samples += rows
+    if total:
+        partition_only = predicate is not None and not _has_data_columns(predicate, partition_types)
+        witness = {
+            "files": matched_files,
+            "row_count": total,
+            "sample_rows": samples[:MAX_SAMPLE_ROWS],
+            "predicate": predicate.raw if predicate is not None else None,
+            "method": "partition_values" if partition_only else "data",
+        }
+        return Outcome("rows", witness, "")
+    if problems:
+        return Outcome(
+            "unreadable",
+            None,
+            "data files are gone or unreadable (vacuumed?): " + "; ".join(problems[:3]),
+        )
+    return Outcome("no_rows", None, "no row of the surviving files matches the predicate")
+
+
+class _Unevaluable(Exception):
+    pass
+
+
+def _has_data_columns(predicate: Predicate, partition_types: dict[str, str]) -> bool:
+    names = {c.lower() for c in partition_types}
+    return bool(predicate.columns - names)
+
+
+def _open(store: Any, path: str) -> Any:
+    if "://" in path or path.startswith("file:"):
+        from pyarrow import fs as pafs
+
+        filesystem, inner = pafs.FileSystem.from_uri(path)
+        return filesystem.open_input_file(inner)
+    if path.startswith("/"):
+        return pa.OSFile(path, "rb")
+    return store.open_input(path)
+
+
+def _rows_in_file(
+    store: Any,
+    add: AddFile,
+    predicate: Predicate | None,
+    partition_types: dict[str, str],
+    want: int,
+) -> tuple[int, list[dict[str, Any]]]:
+    source = _open(store, add.path)
+    parquet = pq.ParquetFile(source)
+    file_columns = {name.lower(): name for name in parquet.schema_arrow.names}
+    partition_values = {
+        k: v for k, v in add.partition_values.items() if k.lower() not in file_columns
+    }
+    if predicate is None:
+        count = parquet.metadata.num_rows
+        rows = (
+            _sample(parquet, None, partition_values, partition_types, want)
+            if count and want > 0
+            else []
+        )
+        return count, rows
+    needed = sorted({file_columns[c] for c in predicate.columns if c in file_columns})
+    table = (
+        parquet.read(columns=needed)
+        if needed
+        else pa.table({"__rows__": pa.nulls(parquet.metadata.num_rows)})
+    )
+    table = _with_partitions(table, partition_values, partition_types)
+    mask = _evaluate(predicate, table)
+    count = int(pc.sum(mask).as_py() or 0) if len(mask) else 0
+    rows = (
+        _sample(parquet, mask, partition_values, partition_types, want)
+        if count and want > 0
+        else []
+    )
+    return count, rows
+
+
+def _evaluate(predicate: Predicate, table: pa.Table) -> pa.Array:
+    try:
+        from audit.core import predicates
+
+        expression = predicates.to_arrow_expression(predicate, table.schema)
+    except Exception as err:
+        raise _Unevaluable(
+            f"the predicate cannot be evaluated on the data: {_one_line(err)}"
+        ) from None
+    if expression is None:
+        raise _Unevaluable("the predicate cannot be evaluated on the data")
+    try:
+        indexed = table.append_column("__row__", pa.array(range(table.num_rows), pa.int64()))
+        hits = indexed.filter(expression).column("__row__")
+    except (pa.ArrowException, TypeError, ValueError) as err:
+        raise _Unevaluable(
+            f"the predicate cannot be evaluated on the data: {_one_line(err)}"
+        ) from None
+    mask = [False] * table.num_rows
+    for index in hits.to_pylist():
+        mask[index] = True
+    return pa.array(mask, pa.bool_())
+
+
+def _with_partitions(
+    table: pa.Table, values: dict[str, str | None], types: dict[str, str]
+) -> pa.Table:
+    for name, value in values.items():
+        arrow_type = arrow_type_of(types.get(name, "string"))
+        column = pa.array([value] * table.num_rows, pa.string())
+        # Keep the text when the cast fails; the predicate may still compare it.
+        with contextlib.suppress(pa.ArrowException, ValueError):
+            column = column.cast(arrow_type)
+        table = table.append_column(name, column)
+    return table
+
+
+def _sample(
+    parquet: pq.ParquetFile,
+    mask: pa.Array | None,
+    partition_values: dict[str, str | None],
+    partition_types: dict[str, str],
+    want: int,
+) -> list[dict[str, Any]]:
+    table = parquet.read()
+    table = _with_partitions(table, partition_values, partition_types)
+    if mask is not None:
+        table = table.filter(mask)
+    return [{k: json_safe(v) for k, v in row.items()} for row in table.slice(0, want).to_pylist()]
+
+
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+_SIMPLE_TYPES = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "integer": pa.int32(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
+    "double": pa.float64(),
+    "float": pa.float32(),
+    "boolean": pa.bool_(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+    "binary": pa.binary(),
+}
+
+
+def arrow_type_of(delta_type: str) -> pa.DataType:
+    simple = _SIMPLE_TYPES.get(delta_type)
+    if simple is not None:
+        return simple
+    match = _DECIMAL.fullmatch(delta_type.replace(" ", ""))
+    if match:
+        return pa.decimal128(int(match.group(1)), int(match.group(2)))
+    return pa.string()
+
+
+def json_safe(value: Any) -> Any:
+    """A value JSON can carry unchanged in meaning (dates as ISO text, decimals as text...)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return str(value)
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:300] if text else err.__class__.__name__

@@ -1,0 +1,64 @@
+"""`python manage.py spark_audit [--tables ID_OR_URI ...|--all] [--master ...]`.
+
+Audits registered tables (or URIs, registered on the way) as one Spark job and stores the
+commits and findings exactly like the Celery tail does. Prints one line per table. Exit
+status: 0; 1 when a table failed; 2 when Spark cannot run (e.g. Java is missing).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from audit.core.errors import DeltaAuditError
+
+
+class Command(BaseCommand):
+    help = "Audit many tables' histories in one Spark job and store the results."
+
+    def add_arguments(self, parser):
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("--tables", nargs="+", metavar="ID_OR_URI", help="table ids or URIs")
+        which.add_argument("--all", action="store_true", help="every registered, unpaused table")
+        parser.add_argument(
+            "--master",
+            help=f"Spark master or sc:// URL (default AUDIT_SPARK_MASTER={settings.AUDIT_SPARK_MASTER})",
+        )
+        parser.add_argument(
+            "--no-data", action="store_true", help="do not read data files to confirm findings"
+        )
+
+    def handle(self, *args, **options):
+        from workers import spark_tasks
+
+        try:
+            tables = spark_tasks.resolve_tables(options["tables"], all_tables=options["all"])
+        except DeltaAuditError as err:
+            raise CommandError(_one_line(str(err))) from None
+        if not tables:
+            self.stdout.write("no tables to audit\n")
+            return
+        try:
+            spark = spark_tasks.session(options["master"])
+            results = spark_tasks.run_spark_audit(
+                tables,
+                spark=spark,
+                check_data=False if options["no_data"] else None,
+            )
+        except DeltaAuditError as err:
+            sys.stderr.write(f"error: {_one_line(str(err))}\n")
+            sys.exit(2)
+        except Exception as err:  # the job itself failed (executor lost, cluster gone, ...)
+            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            sys.stderr.write(f"error: the Spark job failed: {type(err).__name__}: {first[:300]}\n")
+            sys.exit(2)
+        for result in results:
+            self.stdout.write(result.line() + "\n")
+        if any(r.status in ("error", "busy") for r in results):
+            sys.exit(1)
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())

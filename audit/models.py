@@ -1,0 +1,187 @@
+"""Registered tables, their ingested commits and the audit's findings.
+
+Rows are written only by `audit.ingest` (the single writer of Commit/Finding rows); the web,
+API and admin read them. JSON field names follow SPEC §4 where they overlap.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Table(models.Model):
+    class Status(models.TextChoices):
+        OK = "ok"
+        INGESTING = "ingesting"
+        BACKFILLING = "backfilling"
+        ERROR = "error"
+        PAUSED = "paused"
+
+    uri = models.CharField(max_length=2000, unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.INGESTING)
+    last_error = models.TextField(blank=True)
+    # Highest version stored in Commit rows; advances only in the transaction that stores them.
+    last_seen_version = models.BigIntegerField(null=True, blank=True)
+    first_available_version = models.BigIntegerField(null=True, blank=True)
+    latest_version_in_log = models.BigIntegerField(null=True, blank=True)
+    # Backfill progress, for the UI: commits stored so far out of the target version.
+    backfill_target_version = models.BigIntegerField(null=True, blank=True)
+    backfill_done = models.BigIntegerField(default=0)
+    # partition_columns, properties, protocol, clustering_columns, identity_columns, ...
+    settings_snapshot = models.JSONField(default=dict, blank=True)
+    risk = models.FloatField(null=True, blank=True)  # computed by the risk scorer
+    last_commit_at = models.DateTimeField(null=True, blank=True)
+    last_tail_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Table-level findings (hotspots, ignored settings, ...) need the whole history: they are
+    # recomputed by a full audit, debounced, whenever new commits made them stale.
+    table_findings_dirty = models.BooleanField(default=True)
+    table_findings_at = models.DateTimeField(null=True, blank=True)
+    # Per-table ingest lock (see workers/locks.py): a worker claims the row until locked_until.
+    locked_by = models.CharField(max_length=200, blank=True)
+    locked_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        indexes = [models.Index(fields=["status"], name="audit_table_status")]
+
+    def __str__(self) -> str:
+        return self.name or self.uri
+
+    @property
+    def backfill_fraction(self) -> float | None:
+        """Share of the log stored during a backfill, 0..1, or None when not backfilling."""
+        if self.backfill_target_version is None:
+            return None
+        first = self.first_available_version or 0
+        total = max(self.backfill_target_version - first + 1, 1)
+        return min(self.backfill_done / total, 1.0)
+
+
+class Commit(models.Model):
+    # No separate FK index: the (table, version) unique index covers lookups by table.
+    table = models.ForeignKey(
+        Table, on_delete=models.CASCADE, related_name="commits", db_index=False
+    )
+    version = models.BigIntegerField()
+    timestamp = models.BigIntegerField(null=True, blank=True)  # ms since the epoch (SPEC §4)
+    committed_at = models.DateTimeField(null=True, blank=True)  # the same instant, for queries
+    operation = models.CharField(max_length=100, blank=True)
+    read_version = models.BigIntegerField(null=True, blank=True)
+    read_version_fact = models.CharField(max_length=10, blank=True)
+    isolation_level = models.CharField(max_length=40, null=True, blank=True)
+    isolation_level_fact = models.CharField(max_length=10, blank=True)
+    blind_append = models.BooleanField(null=True, blank=True)
+    blind_append_fact = models.CharField(max_length=10, blank=True)
+    engine = models.CharField(max_length=20, blank=True)
+    engine_info = models.TextField(blank=True)
+    txn_id = models.CharField(max_length=200, blank=True)
+    user_id = models.CharField(max_length=200, blank=True)
+    user_name = models.CharField(max_length=200, blank=True)
+    files_added = models.IntegerField(default=0)
+    files_removed = models.IntegerField(default=0)
+    bytes_added = models.BigIntegerField(default=0)
+    bytes_removed = models.BigIntegerField(default=0)
+    concurrent_versions = models.JSONField(default=list, blank=True)
+    concurrent_count = models.IntegerField(default=0)  # for "has concurrent commits" filters
+    predicate_raw = models.TextField(blank=True)
+    predicate_sql = models.TextField(blank=True)
+    operation_parameters = models.JSONField(default=dict, blank=True)
+    operation_metrics = models.JSONField(default=dict, blank=True)
+    partitions = models.JSONField(default=list, blank=True)  # touched partitions, as dicts
+    app_ids = models.JSONField(default=dict, blank=True)
+    metadata_changed = models.BooleanField(default=False)
+    protocol_changed = models.BooleanField(default=False)
+    recheck = models.JSONField(default=dict, blank=True)  # per concurrent version verdicts
+    facts = models.JSONField(default=dict, blank=True)  # how each fact was obtained
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["table", "version"], name="audit_commit_table_version")
+        ]
+        indexes = [
+            models.Index(fields=["table", "operation", "version"], name="audit_commit_op"),
+            models.Index(fields=["table", "timestamp"], name="audit_commit_ts"),
+            models.Index(fields=["table", "committed_at"], name="audit_commit_at"),
+            models.Index(
+                fields=["table", "version"],
+                condition=models.Q(concurrent_count__gt=0),
+                name="audit_commit_concurrent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.table_id}@{self.version} {self.operation}"
+
+
+class Finding(models.Model):
+    class Severity(models.TextChoices):
+        INFO = "info"
+        WARNING = "warning"
+        CRITICAL = "critical"
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        RESOLVED = "resolved"
+
+    table = models.ForeignKey(
+        Table, on_delete=models.CASCADE, related_name="findings", db_index=False
+    )
+    kind = models.CharField(max_length=64)
+    severity = models.CharField(max_length=10, choices=Severity.choices)
+    version = models.BigIntegerField()
+    related_versions = models.JSONField(default=list, blank=True)
+    confirmed = models.BooleanField(default=False)
+    summary = models.TextField()
+    explanation = models.TextField(blank=True)
+    witness = models.JSONField(null=True, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    # "kind:version:related,versions" — the upsert identity (model.Finding.key) as text.
+    key = models.CharField(max_length=500)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    first_seen = models.DateTimeField(auto_now_add=True)
+    last_seen = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-version", "id"]
+        constraints = [models.UniqueConstraint(fields=["table", "key"], name="audit_finding_key")]
+        indexes = [
+            models.Index(fields=["table", "status", "severity"], name="audit_finding_status"),
+            models.Index(fields=["kind"], name="audit_finding_kind"),
+            models.Index(fields=["table", "version"], name="audit_finding_version"),
+            models.Index(fields=["status", "severity"], name="audit_finding_open"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} @{self.version} ({self.severity}, {self.status})"
+
+
+class FindingFlip(models.Model):
+    """One status change of a finding (opened, resolved, reopened), like healthchecks' Flip."""
+
+    finding = models.ForeignKey(Finding, on_delete=models.CASCADE, related_name="flips")
+    created = models.DateTimeField()
+    old_status = models.CharField(max_length=10, blank=True)  # "" when the finding is new
+    new_status = models.CharField(max_length=10)
+    processed = models.DateTimeField(null=True, blank=True)  # set by the alerter once sent
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [
+            models.Index(
+                fields=["created"],
+                condition=models.Q(processed__isnull=True),
+                name="audit_flip_unprocessed",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.finding_id}: {self.old_status or 'new'} -> {self.new_status}"

@@ -1,0 +1,402 @@
+"""Latency of the REST API's hot reads on a table with 1,000,000 stored commits.
+
+    .venv/bin/python bench/bench_api.py [--commits 1000000] [--findings 5000]
+        [--database-url sqlite:///var/bench-api.sqlite3 | postgres://postgres@127.0.0.1/bench]
+        [--workers 5] [--connections 20] [--seconds 10] [--rebuild]
+
+1. Fills a dedicated database (migrated here; never the dev or test one) with one table of
+   `--commits` Commit rows, written with executemany/COPY (a Spark-like mix: ~70% blind
+   appends, DELETE/UPDATE/MERGE/OPTIMIZE, ~10% of commits with concurrent versions), plus
+   `--findings` findings. Reused on the next run unless --rebuild.
+2. Starts gunicorn (sync workers) on 127.0.0.1 with the timeline cache switched off, so the
+   timeline numbers are the SQL path, not a cache hit.
+3. Drives each endpoint with wrk (a separate process; `apt-get install wrk`) at
+   `--connections` concurrent connections for `--seconds`, token-authenticated, and prints
+   p50/p95/p99 latency and requests/s. Without wrk, a thread-pool client in a subprocess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TABLE_URI = "/bench/api/one-million-commits"  # a registered row only; no log is read
+OPERATIONS = ["WRITE"] * 70 + ["DELETE"] * 10 + ["UPDATE"] * 5 + ["MERGE"] * 10 + ["OPTIMIZE"] * 5
+COMMIT_COLUMNS = (
+    "table_id", "version", "timestamp", "committed_at", "operation", "read_version",
+    "read_version_fact", "isolation_level", "isolation_level_fact", "blind_append",
+    "blind_append_fact", "engine", "engine_info", "txn_id", "user_id", "user_name",
+    "files_added", "files_removed", "bytes_added", "bytes_removed", "concurrent_versions",
+    "concurrent_count", "predicate_raw", "predicate_sql", "operation_parameters",
+    "operation_metrics", "partitions", "app_ids", "metadata_changed", "protocol_changed",
+    "recheck", "facts",
+)  # fmt: skip
+WRK_LUA = """
+done = function(summary, latency, requests)
+  io.write(string.format(
+    "WRKJSON {\\"p50\\": %.3f, \\"p95\\": %.3f, \\"p99\\": %.3f, \\"requests\\": %d, "
+    .. "\\"non2xx\\": %d, \\"errors\\": %d, \\"seconds\\": %.3f}\\n",
+    latency:percentile(50) / 1000, latency:percentile(95) / 1000,
+    latency:percentile(99) / 1000, summary.requests, summary.errors.status,
+    summary.errors.connect + summary.errors.read + summary.errors.write
+      + summary.errors.timeout, summary.duration / 1e6))
+end
+"""
+
+
+def setup_django(database_url: str) -> None:
+    os.environ["DATABASE_URL"] = database_url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+
+
+# --------------------------------------------------------------------------- data
+
+
+def commit_rows(table_id: int, n: int, seed: int = 7):
+    rng = random.Random(seed)
+    base_ts = 1_700_000_000_000
+    facts = json.dumps({"read_version": "recorded", "timestamp": "recorded"})
+    for v in range(n):
+        op = "CREATE TABLE" if v == 0 else rng.choice(OPERATIONS)
+        lag = 1 if rng.random() > 0.1 else rng.randint(2, 6)
+        read_version = max(v - lag, 0) if v else None
+        concurrent = list(range(read_version + 1, v)) if read_version is not None else []
+        blind = op == "WRITE"
+        ts = base_ts + v * 1500 + rng.randint(0, 900)
+        day = f"2024-{1 + v % 12:02d}-{1 + v % 28:02d}"
+        predicate = "" if blind or op == "OPTIMIZE" else f"day = '{day}' AND id > {v % 1000}"
+        yield (
+            table_id, v, ts, _iso(ts), op, read_version, "recorded" if v else "unknown",
+            "WriteSerializable", "recorded", blind, "recorded", "spark",
+            "Apache-Spark/3.5.0 Delta-Lake/3.2.0", f"txn-{v}", "", "", 1 if blind else 2,
+            0 if blind else 1, 4096, 0 if blind else 4096, json.dumps(concurrent),
+            len(concurrent), predicate, predicate, "{}", "{}",
+            json.dumps([{"day": day}]), "{}", False, False, "{}", facts,
+        )  # fmt: skip
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}+00:00"
+
+
+def build(n_commits: int, n_findings: int, rebuild: bool) -> int:
+    from django.core.management import call_command
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from audit.models import Commit, Finding, Table
+
+    call_command("migrate", verbosity=0)
+    table = Table.objects.filter(uri=TABLE_URI).first()
+    if table is not None and not rebuild and table.last_seen_version == n_commits - 1:
+        print(f"reusing table {table.id} with {n_commits:,} commits")
+        return table.id
+    Table.objects.filter(uri=TABLE_URI).delete()
+    now = timezone.now()
+    table = Table.objects.create(
+        uri=TABLE_URI, name="bench 1M", status="ok", last_seen_version=n_commits - 1,
+        latest_version_in_log=n_commits - 1, first_available_version=0, last_commit_at=now,
+    )  # fmt: skip
+    started = time.perf_counter()
+    rows = commit_rows(table.id, n_commits)
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            _copy_postgres(cursor, rows)
+        else:
+            _insert_sqlite(cursor, rows)
+    print(f"stored {n_commits:,} commits in {time.perf_counter() - started:.1f} s")
+    rng = random.Random(11)
+    severities = ["info", "warning", "critical"]
+    kinds = ["write_serializable_reorder", "never_existed_snapshot", "conflict_hotspot"]
+    findings = []
+    for i in range(n_findings):
+        version = rng.randrange(1, n_commits)
+        kind = rng.choice(kinds)
+        findings.append(
+            Finding(
+                table=table,
+                kind=kind,
+                severity=rng.choice(severities),
+                version=version,
+                related_versions=[version - 1],
+                confirmed=rng.random() < 0.3,
+                summary=f"finding {i} at v{version}",
+                explanation="generated for the benchmark",
+                key=f"{kind}:{version}:{version - 1}:{i}",
+                last_seen=now,
+                status="open" if rng.random() < 0.8 else "resolved",
+            )  # fmt: skip
+        )
+    Finding.objects.bulk_create(findings, batch_size=2000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    print(f"stored {n_findings:,} findings; {Commit.objects.filter(table=table).count():,} commits")
+    return table.id
+
+
+def _insert_sqlite(cursor, rows) -> None:
+    sql = (
+        f"INSERT INTO audit_commit ({', '.join(COMMIT_COLUMNS)}) "
+        f"VALUES ({', '.join(['%s'] * len(COMMIT_COLUMNS))})"
+    )
+    batch = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == 50_000:
+            cursor.executemany(sql, batch)
+            batch.clear()
+    if batch:
+        cursor.executemany(sql, batch)
+
+
+def _copy_postgres(cursor, rows) -> None:
+    raw = cursor.cursor  # the psycopg cursor under Django's wrapper
+    with raw.copy(f"COPY audit_commit ({', '.join(COMMIT_COLUMNS)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def token_for_bench_user() -> str:
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-reader")
+    return Token.objects.get_or_create(user=user)[0].key
+
+
+# --------------------------------------------------------------------------- server and load
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path):
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_DEBUG": "0",
+        "DATABASE_CONN_MAX_AGE": "600",
+        "AUDIT_API_TIMELINE_CACHE_SECONDS": "0",  # measure SQL, not the cache
+        "LOG_LEVEL": "WARNING",
+    }
+    args = [
+        str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
+        "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+        "--backlog", "256",
+    ]  # fmt: skip
+    log = open(log_path, "wb")  # noqa: SIM115 - lives as long as the server
+    proc = subprocess.Popen(
+        args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit(f"gunicorn did not start; see {log_path}")
+
+
+def stop(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def server_cpu_seconds(master_pid: int) -> float:
+    """User + system CPU of the gunicorn master and its workers (from /proc), in seconds."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == master_pid or int(fields[1]) == master_pid:  # fields[1] = ppid
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def fetch(url: str, token: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers={"Authorization": f"Token {token}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.status, response.read()
+
+
+def run_wrk(url: str, token: str, connections: int, seconds: int, lua: Path) -> dict:
+    out = subprocess.run(
+        [
+            "wrk",
+            "-t",
+            "2",
+            "-c",
+            str(connections),
+            "-d",
+            f"{seconds}s",
+            "--timeout",
+            "10s",
+            "-H",
+            f"Authorization: Token {token}",
+            "-s",
+            str(lua),
+            url,
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    line = next(line for line in out.stdout.splitlines() if line.startswith("WRKJSON "))
+    return json.loads(line[len("WRKJSON ") :])
+
+
+PY_CLIENT = r"""
+import json, sys, time, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+url, token, conns, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+end = time.monotonic() + seconds
+def worker(_):
+    lat, bad = [], 0
+    while time.monotonic() < end:
+        t = time.perf_counter()
+        req = urllib.request.Request(url, headers={"Authorization": "Token " + token})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                r.read(); bad += r.status >= 300
+        except Exception:
+            bad += 1
+        lat.append((time.perf_counter() - t) * 1000)
+    return lat, bad
+with ThreadPoolExecutor(conns) as pool:
+    results = list(pool.map(worker, range(conns)))
+lat = sorted(x for l, _ in results for x in l)
+pct = lambda p: lat[min(int(len(lat) * p / 100), len(lat) - 1)]
+print(json.dumps({"p50": pct(50), "p95": pct(95), "p99": pct(99), "requests": len(lat),
+                  "non2xx": sum(b for _, b in results), "errors": 0, "seconds": seconds}))
+"""
+
+
+def run_python_client(url: str, token: str, connections: int, seconds: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", PY_CLIENT, url, token, str(connections), str(seconds)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cursor_at(version: int) -> str:
+    """The `next` cursor a client holds after walking the list down to `version`."""
+    return base64.b64encode(f"p={version}".encode()).decode()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--commits", type=int, default=1_000_000)
+    parser.add_argument("--findings", type=int, default=5_000)
+    parser.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench-api.sqlite3'}")
+    parser.add_argument("--workers", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=20)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--rebuild", action="store_true")
+    args = parser.parse_args()
+
+    (ROOT / "var").mkdir(exist_ok=True)
+    setup_django(args.database_url)
+    table_id = build(args.commits, args.findings, args.rebuild)
+    token = token_for_bench_user()
+    from django.db import connection
+
+    vendor = connection.vendor
+    connection.close()
+
+    n = args.commits
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/api"
+    t = f"{base}/tables/{table_id}"
+    endpoints = [
+        ("commits, first page (100, newest)", f"{t}/commits/"),
+        ("commits, deep page (cursor near v1000)", f"{t}/commits/?cursor={cursor_at(1100)}"),
+        ("commits, oldest first from min_version", f"{t}/commits/?order=asc&min_version={n - 150}"),
+        ("commits, operation=DELETE,MERGE filter", f"{t}/commits/?operation=DELETE,MERGE"),
+        ("commits, has_concurrent=true", f"{t}/commits/?has_concurrent=true"),
+        ("timeline, 2,000-version window (rows)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 1999}"),
+        ("timeline, 20,000-version window (buckets)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 19999}"),
+        ("findings, first page (50)", f"{base}/findings/"),
+        ("findings, open critical of the table", f"{base}/findings/?table={table_id}&status=open&min_severity=critical"),
+        ("tables list", f"{base}/tables/"),
+    ]  # fmt: skip
+    log_path = ROOT / "var" / "bench-api-gunicorn.log"
+    server = start_gunicorn(args.database_url, port, args.workers, log_path)
+    use_wrk = shutil.which("wrk") is not None
+    results = []
+    try:
+        for label, url in endpoints:
+            status, body = fetch(url, token)  # warm up and check
+            assert status == 200, (label, status, body[:200])
+            cpu_before = server_cpu_seconds(server.pid)
+            if use_wrk:
+                with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as lua:
+                    lua.write(WRK_LUA)
+                stats = run_wrk(url, token, args.connections, args.seconds, Path(lua.name))
+                os.unlink(lua.name)
+            else:
+                stats = run_python_client(url, token, args.connections, args.seconds)
+            stats["rps"] = stats["requests"] / max(stats["seconds"], 1e-9)
+            # Server CPU per request does not depend on what else the machine runs; on N idle
+            # cores, 20 closed-loop clients see about 20 * cpu_ms / N of latency.
+            cpu = server_cpu_seconds(server.pid) - cpu_before
+            stats["cpu_ms"] = cpu * 1000 / max(stats["requests"], 1)
+            results.append((label, len(body), stats))
+            print(
+                f"{label:44s} p50 {stats['p50']:7.1f} ms  p95 {stats['p95']:7.1f} ms  "
+                f"p99 {stats['p99']:7.1f} ms  {stats['rps']:6.0f} req/s  "
+                f"server CPU {stats['cpu_ms']:5.1f} ms/req  "
+                f"non-2xx {stats['non2xx']}  errors {stats['errors']}  ({len(body):,} B)",
+                flush=True,
+            )
+        # One cold request over the whole history (buckets over 1M rows), cache off.
+        started = time.perf_counter()
+        fetch(f"{t}/timeline/", token)
+        full = (time.perf_counter() - started) * 1000
+        print(f"{'timeline, whole history (1 request, no cache)':44s} {full:7.1f} ms")
+    finally:
+        stop(server)
+    client = "wrk" if use_wrk else "python threads"
+    print(
+        f"\n{vendor}, {n:,} commits, gunicorn {args.workers} sync workers, {client} "
+        f"{args.connections} connections x {args.seconds} s per endpoint, {os.cpu_count()} CPUs"
+    )
+    worst = max(stats["p95"] for _, _, stats in results)
+    print(f"worst p95: {worst:.1f} ms (target < 50 ms)")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()

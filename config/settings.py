@@ -1,0 +1,313 @@
+"""Django settings, all from the environment (see the configuration table in README.md)."""
+
+from pathlib import Path
+
+import dj_database_url
+
+from config.env import ConfigError, env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("AUDIT_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+_DEV_SECRET_KEY = "dev-insecure-secret-key-change-me"
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", _DEV_SECRET_KEY)
+# AUDIT_ENV=production (docker-compose sets it) refuses unsafe settings at start-up.
+PRODUCTION = env_str("AUDIT_ENV", "development").lower() == "production"
+if PRODUCTION and DEBUG:
+    raise ConfigError("refusing to start: DJANGO_DEBUG must be false when AUDIT_ENV=production")
+# "change-me" also catches .env.example's placeholder, a key anyone can read on GitHub.
+if PRODUCTION and ("change-me" in SECRET_KEY.lower() or len(SECRET_KEY) < 32):
+    raise ConfigError(
+        "refusing to start: set DJANGO_SECRET_KEY to a random string of 32+ characters "
+        "when AUDIT_ENV=production"
+    )
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "audit",
+    "audit.alerting",
+    "frontend",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    # Serves /static/ in every mode (no separate web server needed for the dashboard's assets).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "frontend" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# SQLite is the embedded default; DATABASE_URL (e.g. postgres://...) switches to PostgreSQL.
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web server read while a worker writes.
+    DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = (
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    )
+    DATABASES["default"]["OPTIONS"]["timeout"] = 30
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "frontend" / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+# Serve straight from the app/static folders: works without `collectstatic` (the run script
+# and the tests), and `collectstatic` into STATIC_ROOT still works for the Docker image.
+WHITENOISE_USE_FINDERS = True
+
+# Security headers; cookies are Secure behind TLS (DJANGO_SECURE_COOKIES=true, or in production).
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_COOKIES = env_bool("DJANGO_SECURE_COOKIES", PRODUCTION)
+SESSION_COOKIE_SECURE = SECURE_COOKIES
+CSRF_COOKIE_SECURE = SECURE_COOKIES
+if SECURE_COOKIES:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31536000)
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+
+# === API block (REST framework, OpenAPI) ====================================================
+# Swagger UI / Redoc assets are served from the drf-spectacular-sidecar package (no CDN).
+INSTALLED_APPS += ["drf_spectacular_sidecar"]
+REST_FRAMEWORK = {
+    # Token first: an anonymous request then gets 401 with `WWW-Authenticate: Token`.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_RENDERER_CLASSES": ["audit.api.renderers.ORJSONRenderer"],
+    "EXCEPTION_HANDLER": "audit.api.exceptions.json_exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Delta Audit API",
+    "DESCRIPTION": (
+        "Isolation audits of Delta Lake tables: commits, findings, settings, advice. "
+        "Authenticate with a session or `Authorization: Token <key>` "
+        "(`manage.py drf_create_token <user>`). Administrators (is_staff) register and "
+        "remove tables; every authenticated user reads and may acknowledge findings."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "TableStatusEnum": "audit.models.Table.Status",
+        "FindingStatusEnum": "audit.models.Finding.Status",
+        "SeverityEnum": "audit.models.Finding.Severity",
+    },
+}
+# Analyses (settings, recommendations, hotspots) are cached per (table, stored version).
+AUDIT_API_ANALYSIS_CACHE_SECONDS = env_int("AUDIT_API_ANALYSIS_CACHE_SECONDS", 3600)
+# The timeline of a window is cached this long (stored commits never change; findings may).
+AUDIT_API_TIMELINE_CACHE_SECONDS = env_int("AUDIT_API_TIMELINE_CACHE_SECONDS", 30)
+# === end of API block =======================================================================
+
+# --- Delta Audit ---------------------------------------------------------------
+# Table URIs must live under one of these roots (local paths or remote URI prefixes).
+AUDIT_ALLOWED_ROOTS = env_list("AUDIT_ALLOWED_ROOTS", [str(BASE_DIR)])
+# How many rows of a data file a witness shows.
+AUDIT_WITNESS_SAMPLE_ROWS = env_int("AUDIT_WITNESS_SAMPLE_ROWS", 5)
+AUDIT_TAIL_INTERVAL_SECONDS = env_float("AUDIT_TAIL_INTERVAL_SECONDS", 5.0)
+AUDIT_BACKFILL_CHUNK = env_int("AUDIT_BACKFILL_CHUNK", 5000)
+
+# --- Celery --------------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "") or None
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"py4j": {"level": "WARNING"}},
+}
+
+# === Workers, tail schedule and locks (issue 5; owned by the workers engineer) ===========
+# Tail passes: beat runs `tail_all` every AUDIT_TAIL_INTERVAL_SECONDS; it probes each table
+# for its next commit file and dispatches `tail_table` only for those with news, or those not
+# fully checked for AUDIT_FULL_CHECK_SECONDS (a full listing notices shrunk/vanished logs).
+AUDIT_FULL_CHECK_SECONDS = env_float("AUDIT_FULL_CHECK_SECONDS", 30.0)
+# A worker holds a table's lock this long per chunk; a crashed worker's lock expires after it.
+AUDIT_LOCK_SECONDS = env_float("AUDIT_LOCK_SECONDS", 120.0)
+# How far before the new commits the tail first loads context, and the most it ever loads.
+AUDIT_TAIL_LOOKBACK = env_int("AUDIT_TAIL_LOOKBACK", 100)
+AUDIT_TAIL_MAX_LOOKBACK = env_int("AUDIT_TAIL_MAX_LOOKBACK", 20000)
+AUDIT_CHECK_DATA = env_bool("AUDIT_CHECK_DATA", True)
+# Table-level findings (hotspots, ignored isolation settings, ...) are recomputed over the whole
+# stored history at most this often per table, after new commits arrive.
+AUDIT_TABLE_FINDINGS_SECONDS = env_float("AUDIT_TABLE_FINDINGS_SECONDS", 60.0)
+
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis: an unacked task of a killed worker is redelivered after this long (the beat re-dispatches
+# sooner anyway); keep it above the longest chunk.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
+if CELERY_BROKER_URL.startswith("sqla+"):
+    # The embedded SQLAlchemy broker hands its transport options to create_engine(): none here.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {}
+CELERY_BEAT_SCHEDULE = {
+    "tail-all-tables": {
+        "task": "workers.tasks.tail_all",
+        "schedule": AUDIT_TAIL_INTERVAL_SECONDS,
+        # A pass older than one interval is superseded by the next one: drop it.
+        "options": {"expires": max(AUDIT_TAIL_INTERVAL_SECONDS, 1.0)},
+    },
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Take the write lock when a transaction starts: a deferred transaction that reads then
+    # writes fails at once with "database is locked" when another process writes meanwhile.
+    DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
+    # A file, not :memory:, so a worker subprocess in the tests shares the test database.
+    DATABASES["default"]["TEST"] = {
+        "NAME": env_str("AUDIT_TEST_SQLITE", str(VAR_DIR / "test-db.sqlite3"))
+    }
+# === end of workers block ==================================================================
+
+# === frontend block (issue 8: dashboard security headers) =================================
+# A Content-Security-Policy on every page except the API docs and the admin (they ship inline
+# scripts or CDN assets): scripts and styles only from our own origin, never inline, so a log
+# string that slipped through escaping still could not run.
+FRONTEND_CSP = env_str(
+    "FRONTEND_CSP",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'; form-action 'self'",
+)
+FRONTEND_CSP_EXEMPT_PREFIXES = env_list("FRONTEND_CSP_EXEMPT_PREFIXES", ["/api/", "/admin/"])
+MIDDLEWARE = [*MIDDLEWARE, "frontend.middleware.content_security_policy"]
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+# How often the table page refreshes its timeline while the tab is visible (seconds).
+FRONTEND_REFRESH_SECONDS = env_int("FRONTEND_REFRESH_SECONDS", 10)
+# === end ===
+
+# === Alerting block (issue 9; owned by the alerting engineer) ===============================
+# /metrics accepts `Authorization: Bearer $METRICS_TOKEN` (empty = logged-in users only).
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+# Links in alerts: ALERT_SITE_URL + ALERT_FINDING_PATH.format(finding_id=..., table_id=...).
+ALERT_SITE_URL = env_str("ALERT_SITE_URL", "http://localhost:8000")
+ALERT_FINDING_PATH = env_str("ALERT_FINDING_PATH", "/findings/{finding_id}/")
+# Beat runs workers.alert_tasks.process_alerts this often: scan findings, send due deliveries.
+ALERT_INTERVAL_SECONDS = env_float("ALERT_INTERVAL_SECONDS", 5.0)
+ALERT_HTTP_TIMEOUT_SECONDS = env_float("ALERT_HTTP_TIMEOUT_SECONDS", 5.0)
+# Retries: base * 2^(attempt-1) seconds, capped, then the delivery fails after MAX_ATTEMPTS.
+ALERT_RETRY_BASE_SECONDS = env_int("ALERT_RETRY_BASE_SECONDS", 30)
+ALERT_RETRY_MAX_SECONDS = env_int("ALERT_RETRY_MAX_SECONDS", 3600)
+ALERT_MAX_ATTEMPTS = env_int("ALERT_MAX_ATTEMPTS", 12)
+# A claimed delivery whose worker died returns to pending after this (>> the HTTP timeout).
+ALERT_CLAIM_SECONDS = env_float("ALERT_CLAIM_SECONDS", 120.0)
+# The escalation scan re-reads findings touched this long before its previous pass.
+ALERT_SCAN_MARGIN_SECONDS = env_float("ALERT_SCAN_MARGIN_SECONDS", 600.0)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "delta-audit@localhost")
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+# The worker imports the alert tasks (autodiscovery only finds workers/tasks.py).
+CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "workers.alert_tasks"]
+CELERY_BEAT_SCHEDULE["process-alerts"] = {
+    "task": "workers.alert_tasks.process_alerts",
+    "schedule": ALERT_INTERVAL_SECONDS,
+    "options": {"expires": max(ALERT_INTERVAL_SECONDS * 2, 2.0)},
+}
+# The scan refreshes the risk of tables whose findings changed; this recomputes every table.
+CELERY_BEAT_SCHEDULE["refresh-risks"] = {
+    "task": "workers.alert_tasks.refresh_all_risks",
+    "schedule": env_float("ALERT_RISK_REFRESH_SECONDS", 300.0),
+}
+# === end of alerting block ==================================================================
+
+# === Spark fleet pipeline (issue 6; owned by the Spark engineer) ===========================
+# `manage.py spark_audit` and the `spark_audit_tables` task run the audit of many tables as one
+# Spark job (workers/spark_job.py). The master: local[*], spark://..., yarn, k8s://..., or a
+# Spark Connect URL sc://host:15002.
+AUDIT_SPARK_MASTER = env_str("AUDIT_SPARK_MASTER", "local[*]")
+# A table with more pending commits than this is backfilled through Spark instead of the tail
+# (workers.spark_tasks.should_use_spark). 0 = never. On one 2-core machine Spark is not faster
+# than the Python path (bench/bench_spark.py); set it when a cluster is available.
+AUDIT_SPARK_BACKFILL_THRESHOLD = env_int("AUDIT_SPARK_BACKFILL_THRESHOLD", 0)
+# Consecutive commits one Spark task reads and summarises.
+AUDIT_SPARK_CHUNK_COMMITS = env_int("AUDIT_SPARK_CHUNK_COMMITS", 2000)
+# Tables are locked for the whole job (the tail skips them meanwhile).
+AUDIT_SPARK_LOCK_SECONDS = env_float("AUDIT_SPARK_LOCK_SECONDS", 6 * 3600.0)
+AUDIT_SPARK_LOG_LEVEL = env_str("AUDIT_SPARK_LOG_LEVEL", "WARN")
+# The driver JVM's stderr (Spark's own log lines); empty = a file in the temp directory.
+AUDIT_SPARK_LOG_FILE = env_str("AUDIT_SPARK_LOG_FILE", "")
+# Spark tasks hold a JVM: route them to a dedicated worker (`celery -A workers worker -Q spark
+# -c 1`) by setting a queue name; empty keeps them on the default queue.
+AUDIT_SPARK_QUEUE = env_str("AUDIT_SPARK_QUEUE", "")
+CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "workers.spark_tasks"]
+if AUDIT_SPARK_QUEUE:
+    CELERY_TASK_ROUTES = {"workers.spark_tasks.*": {"queue": AUDIT_SPARK_QUEUE}}
+# === end of Spark block ====================================================================

@@ -1,0 +1,53 @@
+"""Forms of the dashboard: registering a table, filtering findings, explaining an exception."""
+
+from __future__ import annotations
+
+from django import forms
+
+from audit.models import Finding, Table
+
+MAX_EXCEPTION_CHARS = 200_000
+
+
+class RegisterTableForm(forms.Form):
+    uri = forms.CharField(
+        label="Table URI",
+        max_length=1900,
+        widget=forms.TextInput(
+            attrs={"placeholder": "/data/lake/events or s3://bucket/path", "autocomplete": "off"}
+        ),
+    )
+    name = forms.CharField(label="Name", max_length=200, required=False)
+
+
+class FindingFilterForm(forms.Form):
+    STATUS_CHOICES = [
+        ("open", "Open"),
+        ("acknowledged", "Acknowledged"),
+        ("resolved", "Resolved"),
+        ("all", "All"),
+    ]
+    table = forms.ModelChoiceField(Table.objects.all(), required=False, empty_label="All tables")
+    kind = forms.CharField(required=False, max_length=64)
+    severity = forms.ChoiceField(
+        choices=[("", "Any severity"), *Finding.Severity.choices], required=False
+    )
+    status = forms.ChoiceField(choices=STATUS_CHOICES, required=False)
+
+
+class ExplainForm(forms.Form):
+    text = forms.CharField(
+        label="Exception text",
+        max_length=MAX_EXCEPTION_CHARS,
+        widget=forms.Textarea(
+            attrs={
+                "rows": 12,
+                "spellcheck": "false",
+                "placeholder": "Paste a ConcurrentAppendException, DELTA_CONCURRENT_… or a "
+                "delta-rs CommitFailedError here",
+            }
+        ),
+    )
+    table = forms.ModelChoiceField(
+        Table.objects.all(), required=False, empty_label="No table (explain the text only)"
+    )

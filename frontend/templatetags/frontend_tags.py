@@ -1,0 +1,72 @@
+"""Small display filters for the dashboard. Every one returns plain text; autoescape applies."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+
+
+@register.filter
+def ms_datetime(value: Any) -> datetime | None:
+    """Milliseconds since the epoch -> an aware datetime (None for junk)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return datetime.fromtimestamp(int(value) / 1000, tz=UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+@register.filter
+def filesize(value: Any) -> str:
+    try:
+        size = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    for unit in _UNITS:
+        if abs(size) < 1024 or unit == _UNITS[-1]:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return "—"
+
+
+@register.filter
+def partition(value: Any) -> str:
+    """Partition values as text: {"day": "2024-01-01"} -> day=2024-01-01, {} -> (unpartitioned)."""
+    if isinstance(value, dict):
+        if not value:
+            return "(unpartitioned)"
+        return "/".join(f"{k}={'null' if v is None else v}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return "/".join(f"{k}={'null' if v is None else v}" for k, v in value)
+    return "" if value is None else str(value)
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    if isinstance(mapping, dict):
+        return mapping.get(key, mapping.get(str(key)))
+    return None
+
+
+@register.filter
+def thousands(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return "—"
+    try:
+        return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def exception_short(value: Any) -> str:
+    """Drop the "Exception" suffix (ConcurrentAppendException -> ConcurrentAppend): cells stay narrow."""
+    text = "" if value is None else str(value)
+    return text.removesuffix("Exception") or text

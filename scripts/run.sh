@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Start the whole product: web server, a Celery worker + beat, and demo tables that keep
+# receiving commits from real concurrent deltalake writers.
+#
+#   scripts/run.sh            run until Ctrl-C
+#   scripts/run.sh --check    start everything, wait until every demo table is ingested with
+#                             findings, print a summary and exit 0 (1 on timeout): a smoke test
+#
+# Broker: Redis at CELERY_BROKER_URL when reachable; otherwise an embedded broker (kombu's
+# SQLAlchemy transport on var/celery-broker.sqlite), so a fresh machine needs no Redis.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT="$(pwd)"
+CHECK=0
+[[ "${1:-}" == "--check" ]] && CHECK=1
+
+PY="$ROOT/.venv/bin/python"
+if [[ ! -x "$PY" ]]; then
+    echo "==> creating .venv and installing requirements"
+    python3 -m venv .venv
+    .venv/bin/pip install -q -r requirements.txt
+fi
+
+mkdir -p var
+export DJANGO_SETTINGS_MODULE=config.settings
+export AUDIT_ALLOWED_ROOTS="${AUDIT_ALLOWED_ROOTS:-$ROOT}"
+export AUDIT_TAIL_INTERVAL_SECONDS="${AUDIT_TAIL_INTERVAL_SECONDS:-2}"
+export AUDIT_TABLE_FINDINGS_SECONDS="${AUDIT_TABLE_FINDINGS_SECONDS:-10}"
+export DJANGO_DEBUG="${DJANGO_DEBUG:-true}"
+
+# --- broker ------------------------------------------------------------------------------
+BROKER="${CELERY_BROKER_URL:-redis://127.0.0.1:6379/0}"
+if [[ "$BROKER" == redis://* ]] && ! "$PY" - "$BROKER" <<'EOF'
+import sys, redis
+try:
+    redis.Redis.from_url(sys.argv[1], socket_connect_timeout=1).ping()
+except Exception:
+    sys.exit(1)
+EOF
+then
+    echo "==> Redis not reachable at $BROKER: using the embedded SQLAlchemy broker (var/celery-broker.sqlite)"
+    BROKER="sqla+sqlite:///$ROOT/var/celery-broker.sqlite"
+fi
+export CELERY_BROKER_URL="$BROKER"
+echo "==> broker: $CELERY_BROKER_URL"
+
+# --- database and admin user -------------------------------------------------------------
+"$PY" manage.py migrate --noinput -v 0
+"$PY" - <<'EOF'
+import secrets
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+User = get_user_model()
+if not User.objects.filter(is_superuser=True).exists():
+    password = secrets.token_urlsafe(12)
+    User.objects.create_superuser("admin", "admin@example.org", password)
+    print(f"==> created admin user: admin / {password}")
+else:
+    print("==> an admin user already exists")
+EOF
+
+# --- demo tables -------------------------------------------------------------------------
+echo "==> creating demo tables under ./demo-tables"
+"$PY" -m audit.demo create demo-tables | while read -r table; do
+    "$PY" manage.py add_table "$table"
+done
+
+if [[ "$CELERY_BROKER_URL" == sqla+* ]]; then
+    # kombu's SQLAlchemy transport races when worker and beat create the queue at once.
+    "$PY" -c "import workers, django; django.setup(); import workers.tasks as t; t.declare_default_queue()"
+fi
+
+PIDS=()
+cleanup() {
+    trap - INT TERM EXIT
+    echo "==> stopping"
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup INT TERM EXIT
+
+"$PY" -m audit.demo write demo-tables --interval 2 >var/demo-writer.log 2>&1 &
+PIDS+=($!)
+"$PY" -m celery -A workers worker --beat --schedule var/celerybeat-schedule \
+    --loglevel INFO --concurrency 2 --without-gossip --without-mingle >var/worker.log 2>&1 &
+PIDS+=($!)
+echo "==> worker + beat started (log: var/worker.log); demo writer running (var/demo-writer.log)"
+
+if [[ $CHECK == 1 ]]; then
+    "$PY" - <<'EOF'
+import sys, time
+import django
+django.setup()
+from audit.models import Commit, Finding, Table
+
+from audit.demo import EXPECTED_KINDS
+
+
+def missing_kinds(table):
+    found = set(table.findings.filter(status="open").values_list("kind", flat=True))
+    return EXPECTED_KINDS.get(table.name, set()) - found
+
+
+deadline = time.monotonic() + 180
+while time.monotonic() < deadline:
+    tables = list(Table.objects.all())
+    ready = [
+        t for t in tables
+        if t.status == "ok" and t.last_seen_version is not None and not missing_kinds(t)
+    ]
+    if tables and len(ready) == len(tables):
+        break
+    time.sleep(2)
+else:
+    for t in Table.objects.all():
+        print(f"NOT READY {t.name}: status={t.status} v={t.last_seen_version} "
+              f"missing findings {sorted(missing_kinds(t))} {t.last_error}")
+    sys.exit(1)
+for t in Table.objects.all():
+    kinds = sorted(set(t.findings.filter(status="open").values_list("kind", flat=True)))
+    print(f"{t.name}: {t.commits.count()} commits up to v{t.last_seen_version}, "
+          f"{t.findings.filter(status='open').count()} open findings {kinds}")
+print(f"OK: {Table.objects.count()} tables, {Commit.objects.count()} commits, "
+      f"{Finding.objects.count()} findings")
+EOF
+    exit $?
+fi
+
+echo "==> web server on http://127.0.0.1:8000/ (admin at /admin/); Ctrl-C stops everything"
+"$PY" manage.py runserver 0.0.0.0:8000 &
+PIDS+=($!)
+wait

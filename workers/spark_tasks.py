@@ -1,0 +1,198 @@
+"""Running the Spark fleet audit from Django: pick tables, lock them, run the job, store results.
+
+Results are stored through audit.ingest (`store_history_chunk` + `upsert_findings`), the same
+functions the Celery tail uses, so the dashboard and the API cannot tell the paths apart.
+
+Entry points: `run_spark_audit` (used by `manage.py spark_audit`), the Celery task
+`spark_audit_tables`, and `should_use_spark`, which the tail task asks before backfilling a
+long history itself. Nothing here imports PySpark until a job actually runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from audit import ingest
+from audit.core.errors import DeltaAuditError
+from audit.models import Table
+from workers import locks
+
+log = logging.getLogger(__name__)
+
+
+def should_use_spark(table: Table, pending_commits: int) -> bool:
+    """True when a backfill of `pending_commits` should go through Spark, not the tail.
+
+    AUDIT_SPARK_BACKFILL_THRESHOLD = 0 (the default) keeps every table on the Python path.
+    """
+    threshold = int(getattr(settings, "AUDIT_SPARK_BACKFILL_THRESHOLD", 0) or 0)
+    if threshold <= 0 or table.status == Table.Status.PAUSED:
+        return False
+    return pending_commits > threshold
+
+
+def resolve_tables(refs: Iterable[str] | None, *, all_tables: bool = False) -> list[Table]:
+    """Tables by id or URI; a URI not registered yet is registered (validated) first."""
+    if all_tables:
+        return list(Table.objects.exclude(status=Table.Status.PAUSED).order_by("id"))
+    tables: list[Table] = []
+    for ref in refs or []:
+        ref = ref.strip()
+        if ref.isdigit():
+            try:
+                tables.append(Table.objects.get(id=int(ref)))
+            except Table.DoesNotExist:
+                raise DeltaAuditError(f"no registered table has id {ref}") from None
+        else:
+            tables.append(ingest.register_table(ref)[0])
+    return list({t.id: t for t in tables}.values())
+
+
+def run_spark_audit(
+    tables: list[Table],
+    *,
+    master: str | None = None,
+    spark: Any = None,
+    tokens: dict[int, str] | None = None,
+    check_data: bool | None = None,
+) -> list[ingest.TailResult]:
+    """Audit `tables` in one Spark job and store the results. One TailResult per table.
+
+    Each table is locked for the job (AUDIT_SPARK_LOCK_SECONDS; `tokens` hands over locks the
+    caller already holds); a table another worker holds is reported busy and skipped.
+    """
+    tokens = dict(tokens or {})
+    results: list[ingest.TailResult] = []
+    held: dict[int, str] = {}
+    ttl = settings.AUDIT_SPARK_LOCK_SECONDS
+    try:
+        for table in tables:
+            token = tokens.get(table.id) or locks.acquire(table.id, ttl=ttl)
+            if token is None or not locks.extend(table.id, token, ttl=ttl):
+                results.append(
+                    ingest.TailResult(table.id, "busy", message="locked by another worker")
+                )
+                continue
+            held[table.id] = token
+        by_uri = {t.uri: t for t in tables if t.id in held}
+        if by_uri:
+            results += _run(by_uri, held, master=master, spark=spark, check_data=check_data)
+    finally:
+        for table_id, token in held.items():
+            locks.release(table_id, token)
+    return results
+
+
+def _run(
+    by_uri: dict[str, Table],
+    held: dict[int, str],
+    *,
+    master: str | None,
+    spark: Any,
+    check_data: bool | None,
+) -> list[ingest.TailResult]:
+    from workers.spark_job import audit_fleet  # noqa: PLC0415  (PySpark only when needed)
+
+    spark = spark or session(master)
+    outcomes = audit_fleet(
+        spark,
+        list(by_uri),
+        chunk_commits=settings.AUDIT_SPARK_CHUNK_COMMITS,
+        check_data=settings.AUDIT_CHECK_DATA if check_data is None else check_data,
+    )
+    results = []
+    for outcome in outcomes:
+        table = by_uri.get(outcome.table_uri) or Table.objects.get(uri=outcome.table_uri)
+        results.append(store_outcome(table, outcome, lock_token=held.get(table.id)))
+    return results
+
+
+def session(master: str | None = None) -> Any:
+    """The SparkSession of this process (created once; reused by later jobs)."""
+    from workers.spark_session import get_spark  # noqa: PLC0415
+
+    return get_spark(
+        master or settings.AUDIT_SPARK_MASTER,
+        log_level=settings.AUDIT_SPARK_LOG_LEVEL,
+        log_file=settings.AUDIT_SPARK_LOG_FILE or None,
+    )
+
+
+def store_outcome(
+    table: Table, outcome: Any, *, lock_token: str | None = None
+) -> ingest.TailResult:
+    """Store one table's Spark result exactly as the tail stores a backfill."""
+    if lock_token is not None:
+        locks.extend(table.id, lock_token, ttl=settings.AUDIT_SPARK_LOCK_SECONDS)
+    if outcome.error is not None:
+        ingest.mark_error(table, outcome.error, lock_token=lock_token)
+        return ingest.TailResult(table.id, "error", message=outcome.error)
+    history, audit = outcome.history, outcome.audit
+    table.refresh_from_db()
+    try:
+        plan = ingest.plan_next_chunk(
+            history.listing, table.last_seen_version, max(len(history.listing.commit_versions), 1)
+        )
+    except DeltaAuditError as err:
+        message = _one_line(str(err))
+        ingest.mark_error(table, message, lock_token=lock_token)
+        return ingest.TailResult(table.id, "error", message=message)
+    try:
+        if plan is None:
+            result = ingest.TailResult(table.id, "ok", last_seen_version=table.last_seen_version)
+            ingest.mark_up_to_date(table, history.listing, lock_token=lock_token)
+        else:
+            result = ingest.store_history_chunk(
+                table, history, audit, versions=(plan.start, plan.end), lock_token=lock_token
+            )
+        opened, resolved = store_table_findings(table, audit.findings, lock_token=lock_token)
+    except ingest.LockLost as err:
+        return ingest.TailResult(table.id, "busy", message=str(err))
+    result.opened += opened
+    result.resolved += resolved
+    return result
+
+
+def store_table_findings(
+    table: Table, findings: list[Any], *, lock_token: str | None = None
+) -> tuple[int, int]:
+    """The table-level findings of a full audit, as ingest.refresh_table_findings stores them."""
+    now = timezone.now()
+    table_level = [f for f in findings if f.kind in ingest.TABLE_LEVEL_KINDS]
+    rows = Table.objects.filter(id=table.id)
+    if lock_token is not None:
+        rows = rows.filter(locked_by=lock_token)
+    with transaction.atomic():
+        if rows.update(table_findings_dirty=False, table_findings_at=now) != 1:
+            raise ingest.LockLost(
+                f"table {table.id}: lock lost before storing table-level findings"
+            )
+        return ingest.upsert_findings(table, table_level, scope=None, table_level=True, now=now)
+
+
+@shared_task(acks_late=True)
+def spark_audit_tables(
+    table_ids: list[int], master: str | None = None, tokens: dict[str, str] | None = None
+) -> str:
+    """Celery: audit these tables on Spark. `tokens` ({"<id>": token}) hands over held locks."""
+    tables = list(Table.objects.filter(id__in=table_ids))
+    handed = {int(k): v for k, v in (tokens or {}).items()}
+    try:
+        results = run_spark_audit(tables, master=master, tokens=handed)
+    except DeltaAuditError as err:  # Java missing, Spark unreachable: one line, nothing stored
+        for table_id, token in handed.items():
+            locks.release(table_id, token)
+        return f"spark audit failed: {_one_line(str(err))}"
+    return "; ".join(r.line() for r in results) or "no tables"
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else "unknown error"

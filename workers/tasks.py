@@ -1,0 +1,89 @@
+"""Celery tasks: thin wrappers over audit.ingest. Each returns a one-line summary.
+
+`tail_all` (run by beat every AUDIT_TAIL_INTERVAL_SECONDS) dispatches `tail_table` for the
+tables with news; `tail_table` stores one chunk under the table's lock and, during a backfill,
+queues itself again so a long history never starves the other tables.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError
+from kombu.exceptions import OperationalError as BrokerError
+
+from audit import ingest
+from audit.models import Table
+from workers import locks
+
+log = logging.getLogger(__name__)
+
+# Worth retrying: the database or the broker was briefly unavailable or busy.
+TRANSIENT_ERRORS = (OperationalError, InterfaceError, BrokerError, ConnectionError, TimeoutError)
+
+
+@shared_task(
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=True,
+    retry_backoff_max=60,
+    retry_jitter=True,
+    max_retries=8,
+    acks_late=True,
+)
+def tail_table(table_id: int) -> str:
+    token = locks.acquire(table_id)
+    if token is None:
+        return f"table {table_id}: busy (another worker holds its lock)"
+    try:
+        result = ingest.tail_once(table_id, lock_token=token)
+    except Table.DoesNotExist:
+        return f"table {table_id}: no longer registered"
+    except ingest.LockLost as err:
+        return str(err)
+    except DatabaseError:
+        raise  # transient ones are retried by the decorator; the lock expires on its own
+    except Exception as err:  # a core bug on a hostile log must not wedge the table silently
+        log.exception("tail of table %s failed", table_id)
+        message = f"internal error while tailing: {type(err).__name__}: {err}"
+        ingest.mark_error(Table.objects.get(id=table_id), message, lock_token=token)
+        return f"table {table_id}: error: {message}"
+    finally:
+        locks.release(table_id, token)
+    if result.more:
+        tail_table.delay(table_id)
+    return result.line()
+
+
+@shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=3)
+def tail_all() -> str:
+    due = ingest.tables_due()
+    expires = max(settings.AUDIT_TAIL_INTERVAL_SECONDS * 5, 10.0)
+    for table_id in due:
+        tail_table.apply_async((table_id,), expires=expires)
+    return f"dispatched {len(due)} tables"
+
+
+@shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=5, acks_late=True)
+def reaudit_table(table_id: int, start: int | None = None, end: int | None = None) -> str:
+    token = locks.acquire(table_id)
+    if token is None:
+        return f"table {table_id}: busy (another worker holds its lock)"
+    try:
+        return ingest.reaudit(table_id, start=start, end=end).line()
+    finally:
+        locks.release(table_id, token)
+
+
+def declare_default_queue() -> None:
+    """Create the broker's default queue before a worker and beat start together.
+
+    kombu's SQLAlchemy transport creates queues with a get-or-create that races when two processes
+    start at once (UNIQUE constraint failed: kombu_queue.name); declaring it first avoids that.
+    """
+    from workers import app
+
+    with app.connection_for_write() as conn:
+        queue = conn.SimpleQueue(app.conf.task_default_queue)
+        queue.close()
