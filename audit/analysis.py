@@ -21,12 +21,13 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import BigIntegerField, Count, ExpressionWrapper, F, Max, Value
 
+from audit import models as audit_models
 from audit.core.audit import audit_history
 from audit.core.isolation import isolation_settings
 from audit.core.partitioning import recommend_partitioning
 from audit.core.summary import History, load_history
 from audit.ingest import json_safe
-from audit.models import Commit, Finding, Table
+from audit.models import Commit, CommitRollup, Finding, Table
 from audit.paths import check_registered
 
 CACHE_PREFIX = "audit:analysis:v1"
@@ -109,12 +110,13 @@ def table_timeline(
     """The timeline JSON contract (see /api/docs/): rows, or SQL-aggregated buckets.
 
     Every query is a range scan of a (table, version) index. "rows" when the window holds at
-    most `max_points` commits, else about max_points/2 equal-width version buckets. Cached
-    briefly: stored commits never change, findings change only when the ingest runs.
+    most `max_points` commits, else about max_points/2 version buckets (zoomed out: whole
+    CommitRollup buckets, see `_fill_buckets`). Cached briefly: stored commits never change,
+    findings change only when the ingest runs.
     """
     findings_at = table.table_findings_at.timestamp() if table.table_findings_at else None
     key = (
-        f"audit:timeline:v1:{_table_key(table)}:{table.last_seen_version}:{findings_at}:"
+        f"audit:timeline:v2:{_table_key(table)}:{table.last_seen_version}:{findings_at}:"
         f"{from_version}:{to_version}:{max_points}"
     )
     cached = cache.get(key)
@@ -166,7 +168,7 @@ def _timeline(
     if few:
         _fill_rows(out, window)
     else:
-        _fill_buckets(out, window, findings, lo, hi, max_points)
+        _fill_buckets(out, table.id, findings, lo, hi, max_points)
     out["findings"] = [
         {
             "id": f[0],
@@ -214,20 +216,59 @@ def _bucket_of(lo: int, width: int) -> ExpressionWrapper:
     )
 
 
-def _fill_buckets(out: dict[str, Any], window, findings, lo: int, hi: int, max_points: int):
+def _fill_buckets(
+    out: dict[str, Any], table_id: int, findings, lo: int, hi: int, max_points: int
+) -> None:
+    """About max_points/2 buckets over [lo, hi], each [from_v, to_v, commits, max_concurrent,
+    findings]; only buckets holding commits are listed.
+
+    Buckets of at least half a rollup are widened to whole rollups (ROLLUP_SIZE versions,
+    aligned to rollup boundaries; the first and last are clipped to the window) and summed from
+    CommitRollup rows, plus the Commit rows of the partly covered rollups at the two edges: a
+    whole-history view reads ~1,000 rollups instead of every commit. Narrower buckets aggregate
+    the window's Commit rows in SQL (at most ROLLUP_SIZE/2 * max_points/2 of them).
+    """
+    size = audit_models.ROLLUP_SIZE  # read at call time: tests shrink it
     target = max(max_points // 2, 1)
     width = -(-(hi - lo + 1) // target)  # ceil
-    per_bucket = (
-        window.order_by()
-        .annotate(bucket=_bucket_of(lo, width))
-        .values("bucket")
-        .annotate(n=Count("version"), mc=Max("concurrent_count"))
-        .order_by("bucket")
-        .values_list("bucket", "n", "mc")
-    )
+    if 2 * width >= size:
+        # Counted from the rollup boundary at or below lo, so there are at most `target`
+        # buckets; a window starting on a rollup keeps the buckets it had before rollups.
+        base = lo // size * size
+        width = -(-(hi - base + 1) // target)
+        width = -(-width // size) * size
+    else:
+        base = lo
+    stats: dict[int, list[int]] = {}  # bucket index -> [commits, max_concurrent]
+    operations: set[str] = set()
+    covered = _whole_rollups(lo, hi, size) if width % size == 0 else None
+    from_commits = [(lo, hi)]  # version ranges aggregated from Commit rows
+    if covered is not None:
+        for start, n, max_concurrent, ops in _rollups(table_id, covered, size).values_list(
+            "bucket_start", "commits", "max_concurrent", "operations"
+        ):
+            _add(stats, (start - base) // width, n, max_concurrent)
+            operations.update(ops)
+        # The edges, each under one rollup; two tight ranges (a NOT BETWEEN would scan it all).
+        from_commits = [(lo, covered[0] - 1), (covered[1] + 1, hi)]
+    for first, last in from_commits:
+        if first > last:
+            continue
+        # Grouped by operation too: the legend's names come with the counts, no second scan.
+        per_bucket = (
+            Commit.objects.filter(table_id=table_id, version__gte=first, version__lte=last)
+            .order_by()
+            .annotate(bucket=_bucket_of(base, width))
+            .values("bucket", "operation")
+            .annotate(n=Count("version"), mc=Max("concurrent_count"))
+            .values_list("bucket", "operation", "n", "mc")
+        )
+        for bucket, operation, n, max_concurrent in per_bucket:
+            _add(stats, bucket, n, max_concurrent)
+            operations.add(operation)
     finding_counts = dict(
         findings.order_by()
-        .annotate(bucket=_bucket_of(lo, width))
+        .annotate(bucket=_bucket_of(base, width))
         .values("bucket")
         .annotate(n=Count("id"))
         .values_list("bucket", "n")
@@ -235,12 +276,31 @@ def _fill_buckets(out: dict[str, Any], window, findings, lo: int, hi: int, max_p
     out["mode"] = "buckets"
     out["buckets"] = [
         [
-            lo + bucket * width,
-            min(lo + (bucket + 1) * width - 1, hi),
+            max(base + bucket * width, lo),
+            min(base + (bucket + 1) * width - 1, hi),
             n,
-            mc or 0,
+            max_concurrent,
             finding_counts.get(bucket, 0),
         ]
-        for bucket, n, mc in per_bucket
+        for bucket, (n, max_concurrent) in sorted(stats.items())
     ]
-    out["operations"] = sorted(window.order_by().values_list("operation", flat=True).distinct())
+    out["operations"] = sorted(operations)
+
+
+def _add(stats: dict[int, list[int]], bucket: int, n: int, max_concurrent: int | None) -> None:
+    entry = stats.setdefault(bucket, [0, 0])
+    entry[0] += n
+    entry[1] = max(entry[1], max_concurrent or 0)
+
+
+def _whole_rollups(lo: int, hi: int, size: int) -> tuple[int, int] | None:
+    """The versions [a, b] of the rollups lying wholly inside [lo, hi], or None."""
+    first = -(-lo // size) * size
+    last = (hi + 1) // size * size - 1
+    return (first, last) if first <= last else None
+
+
+def _rollups(table_id: int, covered: tuple[int, int], size: int):
+    return CommitRollup.objects.filter(
+        table_id=table_id, bucket_start__gte=covered[0], bucket_start__lte=covered[1] - size + 1
+    ).order_by()

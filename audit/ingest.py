@@ -4,7 +4,9 @@ This module is the single place that writes Commit and Finding rows (the Celery 
 the Spark path both call `store_history_chunk`). Crash safety comes from one rule: a chunk's
 commits, its findings and the table's progress (`last_seen_version`) are written in ONE
 transaction, so the stored progress never runs ahead of the rows, and replays are idempotent
-(unique (table, version) + ignore_conflicts; findings upserted by key).
+(unique (table, version) + ignore_conflicts; findings upserted by key). The same transaction
+recomputes the CommitRollup rows of the touched version buckets, which the zoomed-out timeline
+reads instead of every Commit row.
 """
 
 from __future__ import annotations
@@ -19,32 +21,25 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import connection, models, transaction
-from django.db.models import Q
+from django.db.models import BigIntegerField, Count, ExpressionWrapper, F, Max, Min, Q, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from audit import models as audit_models
 from audit.core import model
+from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
 from audit.core.errors import DeltaAuditError
 from audit.core.log import DeltaLog, commit_file_name, open_log
+from audit.core.serialize import json_default
 from audit.core.storage import open_store
 from audit.core.summary import History, history_from_log
-from audit.models import Commit, Finding, FindingFlip, Table
+from audit.models import Commit, CommitRollup, Finding, FindingFlip, Table
 from audit.paths import check_allowed, check_registered
 
 log = logging.getLogger(__name__)
 
 INT64_MAX = 2**63 - 1
 MAX_PARTITIONS_PER_COMMIT = 1000  # a commit touching more stores the first ones (sorted)
-# Findings computed over the whole history rather than per commit: a windowed audit sees only part
-# of their evidence, so they are refreshed by a full audit (refresh_table_findings) instead.
-TABLE_LEVEL_KINDS = frozenset(
-    {
-        "conflict_hotspot",
-        "isolation_setting_ignored",
-        "identity_column_concurrency",
-        "missing_read_version",
-    }
-)
 
 
 class LockLost(Exception):
@@ -161,8 +156,6 @@ def load_window(log_: DeltaLog, plan: ChunkPlan) -> History:
 
 
 def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
-    from audit.core.audit import audit_history  # imported late: the audit is a sibling module
-
     return audit_history(history, check_data=settings.AUDIT_CHECK_DATA, versions=versions)
 
 
@@ -304,6 +297,9 @@ def store_history_chunk(
         if not _update_table(table.id, lock_token, **updates):
             raise LockLost(f"table {table.id}: lock lost before storing v{start}..v{end}")
         insert_commits(rows)
+        if rows:
+            stored = [row["version"] for row in rows]
+            refresh_rollups(table.id, min(stored), max(stored))
         opened, resolved = upsert_findings(
             table, _findings_in(audit_result, start, end), scope=(start, end), now=now
         )
@@ -339,6 +335,96 @@ def insert_commits(rows: list[dict[str, Any]]) -> None:
     with connection.cursor() as cursor:
         for i in range(0, len(values), 1000):
             cursor.executemany(sql, values[i : i + 1000])
+
+
+# --------------------------------------------------------------------------- rollups
+
+
+def refresh_rollups(
+    table_id: int,
+    lo: int,
+    hi: int,
+    *,
+    commit_model: type[models.Model] = Commit,
+    rollup_model: type[models.Model] = CommitRollup,
+) -> int:
+    """Recompute the CommitRollup rows of every bucket touching versions [lo, hi].
+
+    One aggregate query over the Commit rows of those whole buckets (a range scan of the
+    (table, version) index), then the buckets' rollups are replaced. The result depends only
+    on the stored rows, so a replayed chunk or a second rebuild cannot double-count. Call it in
+    the transaction that stored the commits. The model arguments let a data migration pass its
+    historical models. Returns the number of rollup rows written.
+    """
+    size = audit_models.ROLLUP_SIZE  # read at call time: tests shrink it
+    first = min(lo, hi) // size * size
+    last = max(lo, hi) // size * size + size - 1
+    bucket = ExpressionWrapper(F("version") / Value(size), output_field=BigIntegerField())
+    grouped = (
+        commit_model.objects.filter(table_id=table_id, version__gte=first, version__lte=last)
+        .order_by()
+        .annotate(bucket=bucket)
+        .values("bucket", "operation")
+        .annotate(
+            n=Count("id"),
+            max_concurrent=Max("concurrent_count"),
+            blind=Count("id", filter=Q(blind_append=True)),
+            min_ts=Min("timestamp"),
+            max_ts=Max("timestamp"),
+        )
+        .values_list("bucket", "operation", "n", "max_concurrent", "blind", "min_ts", "max_ts")
+    )
+    rollups: dict[int, Any] = {}
+    for index, operation, n, max_concurrent, blind, min_ts, max_ts in grouped:
+        rollup = rollups.get(index)
+        if rollup is None:
+            rollup = rollups[index] = rollup_model(
+                table_id=table_id, bucket_start=index * size, operations={}
+            )
+        rollup.commits += n
+        rollup.max_concurrent = max(rollup.max_concurrent, max_concurrent or 0)
+        rollup.blind_appends += blind
+        rollup.min_timestamp = _min_known(rollup.min_timestamp, min_ts)
+        rollup.max_timestamp = _max_known(rollup.max_timestamp, max_ts)
+        rollup.operations[operation] = rollup.operations.get(operation, 0) + n
+    with transaction.atomic():
+        rollup_model.objects.filter(
+            table_id=table_id, bucket_start__gte=first, bucket_start__lte=last
+        ).delete()
+        rollup_model.objects.bulk_create(list(rollups.values()), batch_size=1000)
+    return len(rollups)
+
+
+def rebuild_rollups(
+    table_id: int,
+    *,
+    commit_model: type[models.Model] = Commit,
+    rollup_model: type[models.Model] = CommitRollup,
+) -> int:
+    """Rebuild all of a table's rollups from its Commit rows (for rows not stored by the ingest:
+    tables ingested before rollups existed, bulk loads). Returns the number of rollup rows."""
+    bounds = commit_model.objects.filter(table_id=table_id).aggregate(
+        lo=Min("version"), hi=Max("version")
+    )
+    with transaction.atomic():
+        rollup_model.objects.filter(table_id=table_id).delete()
+        if bounds["lo"] is None:
+            return 0
+        return refresh_rollups(
+            table_id,
+            bounds["lo"],
+            bounds["hi"],
+            commit_model=commit_model,
+            rollup_model=rollup_model,
+        )
+
+
+def _min_known(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _max_known(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 def _preparer(field: models.Field) -> Any:
@@ -610,22 +696,14 @@ def settings_snapshot(state: model.TableState) -> dict[str, Any]:
     )
 
 
-def _default(value: Any) -> Any:
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=repr)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
-
-
 def json_text(value: Any) -> str:
     """`value` as JSON text storable in SQLite and PostgreSQL jsonb (no NUL, no surrogates)."""
     try:
         data = orjson.dumps(
-            value, default=_default, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+            value, default=json_default, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
         )
     except (TypeError, orjson.JSONEncodeError):
-        data = orjson.dumps(_scrub(value), default=_default, option=orjson.OPT_NON_STR_KEYS)
+        data = orjson.dumps(_scrub(value), default=json_default, option=orjson.OPT_NON_STR_KEYS)
     # PostgreSQL refuses \u0000 in jsonb; log strings are untrusted and may contain it.
     return data.replace(b"\\u0000", b"\\ufffd").decode()
 

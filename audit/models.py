@@ -117,6 +117,42 @@ class Commit(models.Model):
         return f"{self.table_id}@{self.version} {self.operation}"
 
 
+# Versions per CommitRollup row. The timeline's zoomed-out buckets are built from rollups, so a
+# whole-history view reads ~1,000 rollup rows instead of aggregating every Commit row.
+ROLLUP_SIZE = 1024
+
+
+class CommitRollup(models.Model):
+    """Aggregates of a table's commits in versions [bucket_start, bucket_start + ROLLUP_SIZE).
+
+    Maintained by `audit.ingest` in the transaction that stores the commits (recomputed from
+    the Commit rows of the touched buckets, so replays cannot double-count);
+    `audit.ingest.rebuild_rollups` rebuilds them for rows written any other way.
+    """
+
+    table = models.ForeignKey(
+        Table, on_delete=models.CASCADE, related_name="rollups", db_index=False
+    )
+    bucket_start = models.BigIntegerField()  # version // ROLLUP_SIZE * ROLLUP_SIZE
+    commits = models.IntegerField(default=0)
+    max_concurrent = models.IntegerField(default=0)
+    blind_appends = models.IntegerField(default=0)
+    min_timestamp = models.BigIntegerField(null=True, blank=True)  # ms since the epoch
+    max_timestamp = models.BigIntegerField(null=True, blank=True)
+    operations = models.JSONField(default=dict, blank=True)  # operation name -> commits
+
+    class Meta:
+        ordering = ["table", "bucket_start"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["table", "bucket_start"], name="audit_rollup_table_bucket"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.table_id}@{self.bucket_start}+{ROLLUP_SIZE}: {self.commits} commits"
+
+
 class Finding(models.Model):
     class Severity(models.TextChoices):
         INFO = "info"

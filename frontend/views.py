@@ -18,7 +18,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, F, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -224,8 +224,6 @@ def table_status(request: HttpRequest, table_id: int) -> HttpResponse:
     """The header numbers as JSON, polled by table.js while the tab is visible."""
     table = get_object_or_404(Table, id=table_id)
     header = _table_header(table)
-    from django.http import JsonResponse
-
     return JsonResponse(
         {
             "status": table.status,

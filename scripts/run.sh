@@ -16,18 +16,17 @@ CHECK=0
 [[ "${1:-}" == "--check" ]] && CHECK=1
 
 PY="$ROOT/.venv/bin/python"
-if [[ ! -x "$PY" ]]; then
-    echo "==> creating .venv and installing requirements"
-    python3 -m venv .venv
-    .venv/bin/pip install -q -r requirements.txt
-fi
+source scripts/lib.sh
+echo "==> checking .venv and requirements"
+ensure_venv
 
 mkdir -p var
 export DJANGO_SETTINGS_MODULE=config.settings
 export AUDIT_ALLOWED_ROOTS="${AUDIT_ALLOWED_ROOTS:-$ROOT}"
 export AUDIT_TAIL_INTERVAL_SECONDS="${AUDIT_TAIL_INTERVAL_SECONDS:-2}"
 export AUDIT_TABLE_FINDINGS_SECONDS="${AUDIT_TABLE_FINDINGS_SECONDS:-10}"
-export DJANGO_DEBUG="${DJANGO_DEBUG:-true}"
+export DJANGO_DEBUG="${DJANGO_DEBUG:-false}"
+WEB_BIND="${WEB_BIND:-127.0.0.1:8000}"
 
 # --- broker ------------------------------------------------------------------------------
 BROKER="${CELERY_BROKER_URL:-redis://127.0.0.1:6379/0}"
@@ -58,7 +57,7 @@ if not User.objects.filter(is_superuser=True).exists():
     User.objects.create_superuser("admin", "admin@example.org", password)
     print(f"==> created admin user: admin / {password}")
 else:
-    print("==> an admin user already exists")
+    print("==> an admin user already exists (reset its password: .venv/bin/python manage.py changepassword admin)")
 EOF
 
 # --- demo tables -------------------------------------------------------------------------
@@ -87,9 +86,17 @@ PIDS+=($!)
     --loglevel INFO --concurrency 2 --without-gossip --without-mingle >var/worker.log 2>&1 &
 PIDS+=($!)
 echo "==> worker + beat started (log: var/worker.log); demo writer running (var/demo-writer.log)"
+"$PY" -m gunicorn config.wsgi:application --bind "$WEB_BIND" --workers 2 --threads 4 \
+    --access-logfile var/web-access.log --error-logfile var/web.log &
+PIDS+=($!)
+for _ in $(seq 1 30); do
+    curl -fsS -o /dev/null "http://$WEB_BIND/login/" 2>/dev/null && break
+    sleep 1
+done
 
 if [[ $CHECK == 1 ]]; then
-    "$PY" - <<'EOF'
+    status=0
+    "$PY" - <<'EOF' || status=$?
 import sys, time
 import django
 django.setup()
@@ -125,10 +132,12 @@ for t in Table.objects.all():
 print(f"OK: {Table.objects.count()} tables, {Commit.objects.count()} commits, "
       f"{Finding.objects.count()} findings")
 EOF
-    exit $?
+    if ! curl -fsS -o /dev/null "http://$WEB_BIND/login/"; then
+        echo "web server not answering on http://$WEB_BIND/login/"
+        status=1
+    fi
+    exit $status
 fi
 
-echo "==> web server on http://127.0.0.1:8000/ (admin at /admin/); Ctrl-C stops everything"
-"$PY" manage.py runserver 0.0.0.0:8000 &
-PIDS+=($!)
+echo "==> dashboard on http://$WEB_BIND/ (API at /api/docs/, admin at /admin/); Ctrl-C stops everything"
 wait

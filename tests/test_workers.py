@@ -117,9 +117,10 @@ def test_a_backfill_killed_with_sigkill_three_times_ends_equal_to_the_log(
     path = make_long_table(delta_table_factory, "long", commits=400)
     target = latest(path)
     table, _ = ingest.register_table(str(path))
-    env = {"AUDIT_BACKFILL_CHUNK": "15", "AUDIT_TABLE_FINDINGS_SECONDS": "1"}
+    # Small chunks and early kill points: the kill must land mid-backfill even on a fast machine.
+    env = {"AUDIT_BACKFILL_CHUNK": "8", "AUDIT_TABLE_FINDINGS_SECONDS": "1"}
 
-    for kill_at in (0.2, 0.45, 0.7):
+    for kill_at in (0.15, 0.35, 0.55):
         celery_workers.start("w1", **env)
         wait_for(
             lambda at=kill_at: (

@@ -22,6 +22,7 @@ from django.utils import timezone
 from audit import ingest
 from audit.core.errors import DeltaAuditError
 from audit.models import Table
+from audit.paths import check_registered
 from workers import locks
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,13 @@ def run_spark_audit(
                 )
                 continue
             held[table.id] = token
+            try:
+                check_registered(table.uri)  # roots may have changed since registration
+            except DeltaAuditError as err:
+                ingest.mark_error(table, str(err), lock_token=token)
+                results.append(ingest.TailResult(table.id, "error", message=str(err)))
+                held.pop(table.id)
+                locks.release(table.id, token)
         by_uri = {t.uri: t for t in tables if t.id in held}
         if by_uri:
             results += _run(by_uri, held, master=master, spark=spark, check_data=check_data)

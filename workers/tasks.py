@@ -36,6 +36,9 @@ def tail_table(table_id: int) -> str:
     token = locks.acquire(table_id)
     if token is None:
         return f"table {table_id}: busy (another worker holds its lock)"
+    handed = _hand_to_spark(table_id, token)
+    if handed:
+        return handed  # the Spark task now holds (and will release) the lock
     try:
         result = ingest.tail_once(table_id, lock_token=token)
     except Table.DoesNotExist:
@@ -54,6 +57,26 @@ def tail_table(table_id: int) -> str:
     if result.more:
         tail_table.delay(table_id)
     return result.line()
+
+
+def _hand_to_spark(table_id: int, token: str) -> str | None:
+    """A backfill longer than AUDIT_SPARK_BACKFILL_THRESHOLD commits goes through Spark."""
+    from workers.spark_tasks import should_use_spark, spark_audit_tables
+
+    table = Table.objects.filter(id=table_id).first()
+    if table is None or table.latest_version_in_log is None:
+        return None  # not listed yet: the first chunk tells how far behind it is
+    stored = -1 if table.last_seen_version is None else table.last_seen_version
+    pending = table.latest_version_in_log - stored
+    if not should_use_spark(table, pending):
+        return None
+    locks.extend(table_id, token, settings.AUDIT_SPARK_LOCK_SECONDS)
+    try:
+        spark_audit_tables.delay([table_id], tokens={str(table_id): token})
+    except BrokerError:
+        locks.release(table_id, token)
+        raise
+    return f"table {table_id}: {pending} commits behind, backfill handed to Spark"
 
 
 @shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=3)

@@ -19,11 +19,3 @@ class IsAdminOrReadOnly(BasePermission):
         if not (user and user.is_authenticated):
             return False
         return request.method in SAFE_METHODS or bool(user.is_staff)
-
-
-class IsAuthenticatedMember(BasePermission):
-    """Any authenticated, active user (members acknowledge findings)."""
-
-    def has_permission(self, request, view) -> bool:
-        user = request.user
-        return bool(user and user.is_authenticated and user.is_active)

@@ -1,8 +1,8 @@
 """The REST API: one router, read-only viewsets with @action sub-resources.
 
 Permissions (permissions.py): anonymous requests are refused everywhere (401); authenticated
-users read everything and may acknowledge / re-open findings; only administrators (is_staff)
-register (POST /api/tables/) and remove (DELETE /api/tables/{id}/) tables.
+users read everything (read-only); only administrators (is_staff) register (POST /api/tables/)
+and remove (DELETE /api/tables/{id}/) tables and acknowledge / re-open findings.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, TableLogUnreadable
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
-from audit.api.permissions import IsAdminOrReadOnly, IsAuthenticatedMember
+from audit.api.permissions import IsAdminOrReadOnly
 from audit.core.errors import DeltaAuditError
 from audit.core.explain import explain_conflict
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
@@ -249,7 +249,7 @@ def _pick(analysis: dict[str, Any], key: str) -> dict[str, Any]:
 
 @extend_schema(responses=DETAIL_ERRORS)
 class FindingViewSet(viewsets.ReadOnlyModelViewSet):
-    """Findings of every table, newest first; acknowledge / re-open are on-call actions."""
+    """Findings of every table, newest first; administrators acknowledge / re-open them."""
 
     filterset_class = FindingFilter
     pagination_class = FindingCursorPagination
@@ -273,7 +273,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         description="Acknowledge the finding (any authenticated user: it is an on-call action). "
         "Idempotent: the first acknowledgement is kept.",
     )
-    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticatedMember])
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminOrReadOnly])
     def acknowledge(self, request, pk=None):
         finding = self.get_object()
         if finding.acknowledged_at is None:
@@ -285,10 +285,10 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         request=None,
         responses={200: s.FindingDetailSerializer},
-        description="Undo an acknowledgement (any authenticated user). Whether a finding is "
+        description="Undo an acknowledgement (administrators). Whether a finding is "
         "open or resolved is decided by the audit, not by this action.",
     )
-    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticatedMember])
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminOrReadOnly])
     def reopen(self, request, pk=None):
         finding = self.get_object()
         if finding.acknowledged_at is not None:

@@ -44,6 +44,17 @@ CONCURRENT_DELETE_DELETE = "ConcurrentDeleteDeleteException"
 
 # A read version this far behind its commit is still honoured, but only this many concurrent
 # commits are re-checked (a hostile or broken readVersion must not make the audit quadratic).
+# Kinds computed over the whole history (totals, table settings): a windowed re-audit must not
+# create or resolve them; the tail recomputes them with a full audit instead.
+TABLE_LEVEL_KINDS = frozenset(
+    {
+        "conflict_hotspot",
+        "isolation_setting_ignored",
+        "identity_column_concurrency",
+        "missing_read_version",
+    }
+)
+
 MAX_CONCURRENT_WINDOW = 10_000
 # Partitions credited per overlapping pair in the hotspot tally (bounds the work per pair).
 MAX_HOTSPOT_PARTITIONS_PER_PAIR = 4

@@ -204,11 +204,11 @@ def protocol_from_json(text: str | None) -> Protocol | None:
 # --------------------------------------------------------------------------- findings
 
 
-def _plain(value: Any) -> Any:
-    """Witness values read from data files (dates, decimals, sets) as the JSON the DB stores.
+def json_default(value: Any) -> Any:
+    """orjson's fallback for values read from data files (dates, decimals, sets, bytes).
 
-    Mirrors audit.ingest.json_safe (sets sorted by repr, bytes decoded, anything else str()),
-    so a finding shipped as a row is stored exactly like one stored directly.
+    The one rule for both storage paths: audit.ingest.json_text uses it too, so a finding
+    shipped as a row (Spark) is stored exactly like one stored directly (Celery).
     """
     if isinstance(value, set | frozenset):
         return sorted(value, key=repr)
@@ -220,10 +220,10 @@ def _plain(value: Any) -> Any:
 def _json_value(value: Any) -> Any:
     try:
         data = orjson.dumps(
-            value, default=_plain, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+            value, default=json_default, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
         )
     except (TypeError, orjson.JSONEncodeError):  # an out-of-range int or a lone surrogate
-        data = orjson.dumps(_scrubbed(value), default=_plain, option=orjson.OPT_NON_STR_KEYS)
+        data = orjson.dumps(_scrubbed(value), default=json_default, option=orjson.OPT_NON_STR_KEYS)
     return orjson.loads(data)
 
 
@@ -240,7 +240,7 @@ def _scrubbed(value: Any) -> Any:
 
 
 def finding_to_row(f: Finding) -> dict[str, Any]:
-    """A Finding as one flat row; witness and details become plain JSON (see `_plain`)."""
+    """A Finding as one flat row; witness and details become plain JSON (see `json_default`)."""
     return {
         "kind": f.kind,
         "severity": f.severity,

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from audit.core.log import DeltaLog, open_log
+from audit.core.log import DeltaLog, apply_commit, open_log
 from audit.core.model import (
     Commit,
     CommitSummary,
@@ -120,16 +120,19 @@ def load_history(uri: str, *, start: int | None = None, end: int | None = None) 
 
 def history_from_log(log: DeltaLog, *, start: int | None = None, end: int | None = None) -> History:
     listing = log.listing
-    state = log.snapshot(end)
     first = listing.commit_versions[0] if listing.commit_versions else listing.latest_version
     start = first if start is None else max(start, first)
-    base = log.snapshot(max(start - 1, listing.first_available_version)) if start > first else None
-    metadata_timeline, protocol_timeline = _initial_timelines(
-        base or state, start, from_base=base is not None
-    )
-    summaries = list(
-        summarize_commits(log.iter_commits(start, end), metadata_timeline, protocol_timeline)
-    )
+    if start > first:
+        # A window (the tail): the state before it, advanced by the window's own commits, so
+        # the log is replayed once.
+        state = log.snapshot(start - 1)
+        metadata_timeline, protocol_timeline = _initial_timelines(state, start)
+        commits = _applied(log.iter_commits(start, end), state)
+    else:
+        state = log.snapshot(end)
+        metadata_timeline, protocol_timeline = [], []
+        commits = log.iter_commits(start, end)
+    summaries = list(summarize_commits(commits, metadata_timeline, protocol_timeline))
     if not metadata_timeline and state.metadata is not None:
         metadata_timeline.append((state.version, state.metadata))
     if not protocol_timeline and state.protocol is not None:
@@ -145,12 +148,16 @@ def history_from_log(log: DeltaLog, *, start: int | None = None, end: int | None
     )
 
 
+def _applied(commits: Iterable[Commit], state: TableState) -> Iterator[Commit]:
+    for commit in commits:
+        apply_commit(state, commit)
+        yield commit
+
+
 def _initial_timelines(
-    state: TableState, start: int, *, from_base: bool
+    state: TableState, start: int
 ) -> tuple[list[tuple[int, Metadata]], list[tuple[int, Protocol]]]:
-    """Seed the config timelines with what was in force before `start`, when known."""
-    if not from_base:
-        return [], []
+    """Seed the config timelines with what was in force before `start`."""
     metadata = [(start - 1, state.metadata)] if state.metadata else []
     protocol = [(start - 1, state.protocol)] if state.protocol else []
     return metadata, protocol
