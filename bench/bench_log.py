@@ -176,7 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_of:  # child mode: run one case, report its peak RSS growth
         before = _maxrss_mb()
         CASES[args.memory_of](table)
-        print(json.dumps({"peak_mb": _maxrss_mb() - before}))
+        peak = _maxrss_mb() - before
+        if args.memory_of == "manage.py audit --json":
+            # The work runs in a grandchild: report its whole peak RSS (imports included).
+            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(json.dumps({"peak_mb": peak}))
         return 0
 
     _ensure_table(table, args.commits)
@@ -196,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ours / read_bytes   = {mine / times['read_bytes']:.2f}x")
     command = times["manage.py audit --json"]
     print(f"manage.py audit --json / floor     = {command / floor:.2f}x   (target <= 1.5x)")
-    print(f"deltalake history() / audit --json = {times['deltalake history()'] / command:.2f}x   (target >= 2x)")
+    print(
+        f"deltalake history() / audit --json = {times['deltalake history()'] / command:.2f}x   (target >= 2x)"
+    )
     return 0
 
 

@@ -28,7 +28,7 @@ import orjson
 from audit.core import severity as sev
 from audit.core.matrix import OPTIMIZE, UDM, classify_operation, uses_zorder
 from audit.core.model import CommitSummary, Finding, Metadata, PartitionKey, Predicate
-from audit.core.summary import History
+from audit.core.summary import History, paused_gc
 
 SERIALIZABLE = "Serializable"
 WRITE_SERIALIZABLE = "WriteSerializable"
@@ -773,6 +773,14 @@ def audit_history(
 ) -> AuditResult:
     """Audit a history. `versions=(lo, hi)` keeps only commits whose (read, commit] interval
     overlaps [lo, hi] (the incremental re-audit of a window)."""
+    # The audit builds per-commit results for the whole history: see `paused_gc`.
+    with paused_gc():
+        return _audit_history(history, check_data, versions)
+
+
+def _audit_history(
+    history: History, check_data: bool, versions: tuple[int, int] | None
+) -> AuditResult:
     ctx = TableContext(history)
     stale = find_stale_snapshots(history, ctx, versions)
     derived = {c.txn.version: c.read_version for c in stale if c.read_version is not None}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from audit.core.model import SEVERITY_RANK, CommitSummary, Finding
+from audit.core.summary import paused_gc
 
 if TYPE_CHECKING:
     from audit.core.audit import AuditResult
@@ -18,9 +19,11 @@ def build_report(
     history: History, result: AuditResult | None, *, include_files: bool = False
 ) -> dict[str, Any]:
     audits = result.commits if result is not None else {}
+    with paused_gc():  # one dict per commit: see `paused_gc`
+        commits = [commit_entry(s, audits.get(s.version)) for s in history.summaries]
     report: dict[str, Any] = {
         "table": table_section(history),
-        "commits": [commit_entry(s, audits.get(s.version)) for s in history.summaries],
+        "commits": commits,
         "findings": [finding_entry(f) for f in (result.findings if result is not None else [])],
     }
     if include_files:
@@ -59,12 +62,15 @@ def _protocol(history: History) -> dict[str, Any] | None:
 def commit_entry(summary: CommitSummary, audit: Any | None = None) -> dict[str, Any]:
     """One commit. The audit may have derived a read version the log did not record."""
     read_version = summary.read_version
-    facts = dict(summary.facts)
+    facts = summary.facts.copy()
     concurrent: list[int] = []
     if audit is not None:
         read_version = audit.read_version
         facts["read_version"] = audit.read_version_fact
-        concurrent = list(audit.concurrent_versions)
+        window = audit.concurrent_versions
+        if window:  # most commits have no concurrent writers: skip list(range) for them
+            concurrent = list(window)
+    predicate = summary.predicate
     return {
         "version": summary.version,
         "timestamp": summary.timestamp,
@@ -77,7 +83,7 @@ def commit_entry(summary: CommitSummary, audit: Any | None = None) -> dict[str, 
         "files_removed": summary.files_removed,
         "engine": summary.engine,
         "facts": facts,
-        "predicate": summary.predicate.raw if summary.predicate else None,
+        "predicate": predicate.raw if predicate is not None else None,
     }
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-from collections.abc import Iterable, Iterator
+import gc
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ import orjson
 
 from audit.core.log import DeltaLog, apply_commit, open_log
 from audit.core.model import (
+    AddFile,
     Commit,
     CommitSummary,
     Engine,
@@ -25,6 +27,7 @@ from audit.core.model import (
     PartitionKey,
     Predicate,
     Protocol,
+    RemoveFile,
     TableState,
     partition_key,
 )
@@ -45,6 +48,8 @@ _APPEND_OPERATIONS = frozenset(
         "CREATE OR REPLACE TABLE AS SELECT",
     }
 )
+# One shared empty set: most commits remove nothing, and an empty frozenset costs 216 bytes.
+EMPTY: frozenset[Any] = frozenset()
 # Parameters that carry the condition a commit read the table with.
 # delta-rs MERGE keeps the join condition in `mergePredicate` (its `predicate` is only the
 # partition filter it derived), Spark MERGE in `predicate`: the condition comes first.
@@ -112,13 +117,42 @@ def _value_at(timeline: list[tuple[int, Any]], version: int) -> Any:
 # --------------------------------------------------------------------------- loading
 
 
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building large, long-lived structures.
+
+    Summarising 100k commits allocates millions of containers; each automatic collection
+    re-walks the young ones built so far, which more than doubled the time of a large log.
+    On the way out the survivors are moved straight to the oldest generation (freeze, then
+    unfreeze), so the first collections after the pause do not walk them all again either;
+    any cyclic garbage among them is still found by the next full collection.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            # Only when nobody else froze objects: unfreeze would thaw theirs too.
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
+
+
 def load_history(uri: str, *, start: int | None = None, end: int | None = None) -> History:
     """Read the log of `uri` and summarise every available commit in [start, end]."""
-    log = open_log(uri)
-    return history_from_log(log, start=start, end=end)
+    with paused_gc():
+        log = open_log(uri)
+        return history_from_log(log, start=start, end=end)
 
 
 def history_from_log(log: DeltaLog, *, start: int | None = None, end: int | None = None) -> History:
+    with paused_gc():
+        return _history_from_log(log, start, end)
+
+
+def _history_from_log(log: DeltaLog, start: int | None, end: int | None) -> History:
     listing = log.listing
     first = listing.commit_versions[0] if listing.commit_versions else listing.latest_version
     start = first if start is None else max(start, first)
@@ -169,6 +203,7 @@ def summarize_commits(
     protocol_timeline: list[tuple[int, Protocol]],
 ) -> Iterator[CommitSummary]:
     """Summarise commits in version order, extending the config timelines as they change."""
+    interner = Interner()
     for commit in commits:
         if commit.metadata is not None:
             metadata_timeline.append((commit.version, commit.metadata))
@@ -177,13 +212,59 @@ def summarize_commits(
         # The configuration a commit's writer saw is the one before it (it read an earlier
         # version); a commit that sets the property itself is judged by the new value.
         metadata = metadata_timeline[-1][1] if metadata_timeline else None
-        yield summarize_commit(commit, metadata.configuration if metadata else {})
+        yield summarize_commit(commit, metadata.configuration if metadata else {}, interner)
 
 
 # --------------------------------------------------------------------------- one commit
 
 
-def summarize_commit(commit: Commit, properties: dict[str, str] | None = None) -> CommitSummary:
+class Interner:
+    """One shared instance per distinct partition key and partition set across a history.
+
+    Most commits of a partitioned table touch one of a few partitions: sharing the tuples and
+    frozensets keeps 100k summaries from holding 100k copies of each.
+    """
+
+    __slots__ = ("_keys", "_sets", "_texts")
+
+    def __init__(self) -> None:
+        self._keys: dict[PartitionKey, PartitionKey] = {}
+        self._sets: dict[frozenset[PartitionKey], frozenset[PartitionKey]] = {}
+        self._texts: dict[str, str] = {}
+
+    def text(self, value: str | None) -> str | None:
+        """One copy of a repeated string (operation, engineInfo, isolation level)."""
+        return value if value is None else self._texts.setdefault(value, value)
+
+    def key(self, values: dict[str, str | None] | None) -> PartitionKey:
+        key = partition_key(values)
+        return self._keys.setdefault(key, key)
+
+    def partitions(self, keys: set[PartitionKey]) -> frozenset[PartitionKey]:
+        if not keys:
+            return EMPTY
+        frozen = frozenset(keys)
+        return self._sets.setdefault(frozen, frozen)
+
+
+def _data_files(
+    files: Sequence[AddFile] | Sequence[RemoveFile], interner: Interner
+) -> tuple[int, int, frozenset[PartitionKey], frozenset[str]]:
+    """Count, bytes, distinct partitions and paths of the data-changing files of `files`."""
+    changing = [f for f in files if f.data_change]
+    if not changing:
+        return 0, 0, EMPTY, EMPTY
+    size = 0
+    keys: set[PartitionKey] = set()
+    for f in changing:
+        size += f.size or 0
+        keys.add(interner.key(f.partition_values))
+    return len(changing), size, interner.partitions(keys), frozenset(f.path for f in changing)
+
+
+def summarize_commit(
+    commit: Commit, properties: dict[str, str] | None = None, interner: Interner | None = None
+) -> CommitSummary:
     info = commit.commit_info or {}
     parameters = decode_parameters(info.get("operationParameters"))
     engine = detect_engine(info)
@@ -208,49 +289,52 @@ def summarize_commit(commit: Commit, properties: dict[str, str] | None = None) -
         isolation_level = effective_isolation_level(engine, properties or {})
         facts["isolation_level"] = "derived" if isolation_level else "unknown"
 
-    data_adds = [a for a in commit.adds if a.data_change]
-    data_removes = [r for r in commit.removes if r.data_change]
+    interner = interner or Interner()
+    adds, removes = commit.adds, commit.removes
+    files_added, bytes_added, added_partitions, added_paths = _data_files(adds, interner)
+    files_removed, bytes_removed, removed_partitions, removed_paths = _data_files(removes, interner)
+    # Every remove, dataChange or not: the same set when all of them change data.
+    removed_paths_all = (
+        removed_paths if files_removed == len(removes) else frozenset(r.path for r in removes)
+    )
+    metrics, job = info.get("operationMetrics"), info.get("job")
     return CommitSummary(
         version=commit.version,
         timestamp=timestamp,
-        operation=_as_str(info.get("operation")),
+        operation=interner.text(_as_str(info.get("operation"))),
         operation_parameters=parameters,
-        operation_metrics=info.get("operationMetrics")
-        if isinstance(info.get("operationMetrics"), dict)
-        else {},
+        operation_metrics=metrics if isinstance(metrics, dict) else {},
         read_version=read_version,
-        isolation_level=isolation_level,
+        isolation_level=interner.text(isolation_level),
         blind_append=blind_append,
         facts=facts,
         engine=engine,
-        engine_info=_as_str(info.get("engineInfo")),
+        engine_info=interner.text(_as_str(info.get("engineInfo"))),
         txn_id=_as_str(info.get("txnId")),
         user_id=_as_str(info.get("userId")),
         user_name=_as_str(info.get("userName")),
-        job=info.get("job") if isinstance(info.get("job"), dict) else None,
+        job=job if isinstance(job, dict) else None,
         cluster_id=_as_str(info.get("clusterId")),
-        files_added=len(data_adds),
-        files_removed=len(data_removes),
-        bytes_added=sum(a.size or 0 for a in data_adds),
-        bytes_removed=sum(r.size or 0 for r in data_removes),
-        data_change=bool(data_adds or data_removes),
-        added_partitions=_partitions(a.partition_values for a in data_adds),
-        removed_partitions=_partitions(r.partition_values for r in data_removes),
-        removed_paths=frozenset(r.path for r in data_removes),
-        removed_paths_all=frozenset(r.path for r in commit.removes),
-        added_paths=frozenset(a.path for a in data_adds),
+        files_added=files_added,
+        files_removed=files_removed,
+        bytes_added=bytes_added,
+        bytes_removed=bytes_removed,
+        data_change=bool(files_added or files_removed),
+        added_partitions=added_partitions,
+        removed_partitions=removed_partitions,
+        removed_paths=removed_paths,
+        removed_paths_all=removed_paths_all,
+        added_paths=added_paths,
         predicate=predicate,
         metadata_changed=commit.metadata is not None,
         protocol_changed=commit.protocol is not None,
         app_ids={t.app_id: t.version for t in commit.txns},
-        domains=frozenset(d.domain for d in commit.domain_metadata),
-        has_deletion_vectors=any(a.deletion_vector for a in commit.adds),
+        domains=frozenset(d.domain for d in commit.domain_metadata)
+        if commit.domain_metadata
+        else EMPTY,
+        has_deletion_vectors=any(a.deletion_vector for a in adds),
         unknown_actions=tuple(commit.unknown_actions),
     )
-
-
-def _partitions(values: Iterable[dict[str, str | None] | None]) -> frozenset[PartitionKey]:
-    return frozenset(partition_key(v) for v in values)
 
 
 def decode_parameters(raw: Any) -> dict[str, Any]:
