@@ -718,7 +718,9 @@ def _scrub(value: Any) -> Any:
         return _clean_text(value)
     if isinstance(value, dict):
         return {_clean_text(str(k)): _scrub(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
+    if isinstance(value, set | frozenset):  # the order json_default gives sets
+        return [_scrub(v) for v in sorted(value, key=repr)]
+    if isinstance(value, list | tuple):
         return [_scrub(v) for v in value]
     return value
 

@@ -234,7 +234,9 @@ def _scrubbed(value: Any) -> Any:
         return value if _INT64_MIN <= value <= _INT64_MAX else str(value)
     if isinstance(value, dict):
         return {str(_scrubbed(k)): _scrubbed(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
+    if isinstance(value, set | frozenset):  # the order json_default gives sets
+        return [_scrubbed(v) for v in sorted(value, key=repr)]
+    if isinstance(value, list | tuple):
         return [_scrubbed(v) for v in value]
     return value
 
