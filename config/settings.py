@@ -1,5 +1,6 @@
 """Django settings, all from the environment (see the configuration table in README.md)."""
 
+import warnings
 from pathlib import Path
 
 import dj_database_url
@@ -101,6 +102,8 @@ STATIC_ROOT = VAR_DIR / "static"
 # Serve straight from the app/static folders: works without `collectstatic` (the run script
 # and the tests), and `collectstatic` into STATIC_ROOT still works for the Docker image.
 WHITENOISE_USE_FINDERS = True
+# Without `collectstatic` STATIC_ROOT does not exist; the finders serve everything anyway.
+warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
 
 # Security headers; cookies are Secure behind TLS (DJANGO_SECURE_COOKIES=true, or in production).
 SECURE_CONTENT_TYPE_NOSNIFF = True
