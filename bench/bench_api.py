@@ -361,6 +361,12 @@ def main() -> None:
     use_wrk = shutil.which("wrk") is not None
     results = []
     try:
+        # Warm every gunicorn worker (imports, connections) before anything is measured.
+        if use_wrk:
+            with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as lua:
+                lua.write(WRK_LUA)
+            run_wrk(endpoints[0][1], token, args.connections, 3, Path(lua.name))
+            os.unlink(lua.name)
         for label, url in endpoints:
             status, body = fetch(url, token)  # warm up and check
             assert status == 200, (label, status, body[:200])

@@ -103,7 +103,7 @@ STATIC_ROOT = VAR_DIR / "static"
 # and the tests), and `collectstatic` into STATIC_ROOT still works for the Docker image.
 WHITENOISE_USE_FINDERS = True
 # Without `collectstatic` STATIC_ROOT does not exist; the finders serve everything anyway.
-warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+warnings.filterwarnings("ignore", message="No directory at: ", category=UserWarning)
 
 # Security headers; cookies are Secure behind TLS (DJANGO_SECURE_COOKIES=true, or in production).
 SECURE_CONTENT_TYPE_NOSNIFF = True
