@@ -182,7 +182,9 @@ def tail_once(
             mark_up_to_date(table, log_.listing, lock_token=lock_token)
             return result
         history = load_window(log_, plan)
+        keep_lock(table_id, lock_token)
         audit_result = run_audit(history, (plan.start, plan.end))
+        keep_lock(table_id, lock_token)
         result = store_history_chunk(
             table,
             history,
@@ -459,6 +461,16 @@ def mark_error(table: Table, message: str, *, lock_token: str | None = None) -> 
         last_error=_clean_text(message)[:2000],
         last_tail_at=timezone.now(),
     )
+
+
+def keep_lock(table_id: int, lock_token: str | None) -> None:
+    """Push our lock's expiry forward between the long phases of a step (a huge commit can take
+    longer than AUDIT_LOCK_SECONDS to read); stop at once if another worker took the table."""
+    if lock_token is None:
+        return
+    until = timezone.now() + timedelta(seconds=settings.AUDIT_LOCK_SECONDS)
+    if not _update_table(table_id, lock_token, locked_until=until):
+        raise LockLost(f"table {table_id}: lock lost while tailing; another worker has it")
 
 
 def _update_table(table_id: int, lock_token: str | None, **fields: Any) -> bool:

@@ -265,3 +265,26 @@ def test_tables_due_probes_for_the_next_commit_file(delta_table_factory, setting
 
     write_deltalake(str(busy), rows(start=9), mode="append")
     assert ingest.tables_due() == [busy_t.id]
+
+
+def test_a_tail_step_extends_its_lock_and_stops_when_it_was_taken(delta_table_factory, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from workers import locks
+
+    path = delta_table_factory("locked", commits=3)
+    table, _ = ingest.register_table(str(path))
+    settings.AUDIT_LOCK_SECONDS = 300
+    token = locks.acquire(table.id, ttl=1)
+    ingest.keep_lock(table.id, token)
+    table.refresh_from_db()
+    assert table.locked_until > timezone.now() + timedelta(seconds=200)
+
+    Table.objects.filter(id=table.id).update(locked_by="someone-else")
+    with pytest.raises(ingest.LockLost):
+        ingest.keep_lock(table.id, token)
+    with pytest.raises(ingest.LockLost):
+        ingest.tail_once(table.id, lock_token=token)
+    assert not Commit.objects.filter(table=table).exists()
