@@ -137,6 +137,82 @@ def build_stale_merge(path: str) -> dict[str, Any]:
     return {"merge_version": 3, "append_version": 2, "surviving_ids": {60, 61}}
 
 
+def _small_appends_then_stale_optimize(
+    path: str, *, partitioned: bool, configuration: dict[str, str] | None = None
+) -> DeltaTable:
+    """v0-v3: small appends (three files in DAY1, one in DAY2); v4: OPTIMIZE compacts the
+    DAY1 files (dataChange=false removes and one dataChange=false add; the lone DAY2 file is
+    left alone). Returns a handle loaded at v3, before the compaction."""
+    _create(path, partitioned=partitioned, configuration=configuration)  # v0 [1, 2, 3], v1 [4, 5]
+    write_deltalake(path, rows(DAY1, [6]), mode="append")  # v2
+    write_deltalake(path, rows(DAY2, [7]), mode="append")  # v3
+    stale = DeltaTable(path)  # reads v3
+    DeltaTable(path).optimize.compact()  # v4
+    return stale
+
+
+# delta-rs 1.6.6 commits the stale writes below: its conflict checker does not compare the
+# files they remove with the ones the concurrent OPTIMIZE already removed. The OPTIMIZE output,
+# holding the rows of the files it compacted, survives them.
+
+
+def build_stale_overwrite_after_optimize(path: str) -> dict[str, Any]:
+    """A full overwrite from a snapshot taken before a concurrent OPTIMIZE."""
+    stale = _small_appends_then_stale_optimize(path, partitioned=True)
+    write_deltalake(stale, rows(DAY1, [99]), mode="overwrite")  # v5, no readVersion
+    return {
+        "overwrite_version": 5,
+        "optimize_version": 4,
+        "derived_read_version": 3,
+        "surviving_ids": {1, 2, 3, 4, 5, 6},
+    }
+
+
+def build_stale_delete_after_optimize(path: str) -> dict[str, Any]:
+    """An unconditional DELETE from a snapshot taken before a concurrent OPTIMIZE."""
+    stale = _small_appends_then_stale_optimize(path, partitioned=False)
+    stale.delete()  # v5, readVersion 3
+    return {"delete_version": 5, "optimize_version": 4, "read_version": 3}
+
+
+def build_stale_predicated_delete_after_optimize(path: str) -> dict[str, Any]:
+    """A DELETE of some DAY1 rows from a snapshot taken before OPTIMIZE compacted DAY1.
+
+    Under Serializable delta-rs refuses this one ("a concurrent transaction added new data":
+    it counts the OPTIMIZE output as data its predicate should have read); the table is set to
+    `snapshotIsolation`, which skips that check, as its error message itself suggests.
+    """
+    stale = _small_appends_then_stale_optimize(
+        path, partitioned=True, configuration={"delta.isolationLevel": "snapshotIsolation"}
+    )
+    stale.delete(f"day = '{DAY1}' AND id >= 4")  # v5, readVersion 3
+    return {
+        "delete_version": 5,
+        "optimize_version": 4,
+        "predicate": f"day = '{DAY1}' AND id >= 4",
+        "surviving_ids": {4, 5, 6},
+    }
+
+
+def build_stale_delete_of_another_partition_after_optimize(path: str) -> dict[str, Any]:
+    """A stale DELETE in DAY2 while OPTIMIZE compacted only DAY1: nothing it read was moved."""
+    stale = _small_appends_then_stale_optimize(path, partitioned=True)
+    stale.delete(f"day = '{DAY2}'")  # v5, readVersion 3
+    return {"delete_version": 5, "optimize_version": 4}
+
+
+def build_sequential_optimize(path: str) -> dict[str, Any]:
+    """OPTIMIZE, then an overwrite and (after more appends and OPTIMIZE) a DELETE that read it."""
+    _small_appends_then_stale_optimize(path, partitioned=True)  # v4: OPTIMIZE
+    write_deltalake(path, rows(DAY1, [100]), mode="overwrite")  # v5
+    write_deltalake(path, rows(DAY2, [101]), mode="append")  # v6
+    write_deltalake(path, rows(DAY2, [102]), mode="append")  # v7
+    DeltaTable(path).optimize.compact()  # v8
+    DeltaTable(path).delete()  # v9
+    write_deltalake(path, rows(DAY1, [103]), mode="append")  # v10
+    return {"latest_version": DeltaTable(path).version(), "optimize_versions": [4, 8]}
+
+
 def build_sequential(path: str) -> dict[str, Any]:
     """Every writer reads the latest version: appends, deletes, updates, a merge, an overwrite."""
     _create(path, configuration=WRITE_SERIALIZABLE)
@@ -224,7 +300,8 @@ def summary(
     blind_append: bool | None = None,
     adds: dict[str, dict[str, str | None]] | None = None,
     removes: dict[str, dict[str, str | None]] | None = None,
-    compaction_removes: tuple[str, ...] = (),
+    compaction_removes: tuple[str, ...] | dict[str, dict[str, str | None]] = (),
+    compaction_adds: tuple[str, ...] = (),
     predicate: str | None = None,
     parameters: dict[str, Any] | None = None,
     metadata_changed: bool = False,
@@ -234,7 +311,12 @@ def summary(
     engine_info: str | None = "Apache-Spark/3.5.0 Delta-Lake/3.2.0",
     timestamp: int | None = None,
 ) -> Any:
-    """A CommitSummary. `adds`/`removes` map path -> partition values (dataChange files)."""
+    """A CommitSummary. `adds`/`removes` map path -> partition values (dataChange files).
+
+    `compaction_removes` / `compaction_adds` are files without dataChange (OPTIMIZE). Removes
+    given as paths take their partitions from Hive-style segments (`day=a/f0`), when all
+    have them; as a dict, from its values.
+    """
     from audit.core.model import CommitSummary, partition_key
     from audit.core.predicates import parse_predicate
 
@@ -287,7 +369,23 @@ def summary(
         app_ids=app_ids or {},
         domains=_EMPTY,
         has_deletion_vectors=False,
+        compacted_paths=frozenset(compaction_adds) if compaction_adds else _EMPTY,
+        compacted_removed_partitions=_compacted_partitions(compaction_removes),
     )
+
+
+def _compacted_partitions(removes: tuple[str, ...] | dict[str, dict[str, str | None]]) -> Any:
+    from audit.core.model import partition_key
+
+    if isinstance(removes, dict):
+        return frozenset(partition_key(v) for v in removes.values()) if removes else _EMPTY
+    keys = []
+    for path in removes:
+        segments = [s.partition("=") for s in path.split("/")[:-1]]
+        if not segments or not all(sep for _, sep, _ in segments):
+            return _EMPTY  # not Hive-style: partitions unknown, as in a summary without them
+        keys.append(partition_key({name: value for name, _, value in segments}))
+    return frozenset(keys) if keys else _EMPTY
 
 
 def history(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.core.audit import audit_history
+from audit.core.audit import TableContext, audit_history, overlap_candidate
 from audit.core.errors import DeltaAuditError
 from audit.core.summary import load_history
 from tests import scenarios
@@ -142,6 +142,83 @@ def test_it_finds_no_anomaly_in_a_sequential_history(tmp_path):
     assert len(result.commits) == facts["latest_version"] + 1
     assert not ANOMALIES & set(_kinds(result))
     assert all(not a.concurrent_versions for a in result.commits.values())
+
+
+def _optimize_output(history, version: int) -> set[str]:
+    compaction = history.summary(version)
+    assert compaction.operation == "OPTIMIZE" and not compaction.data_change
+    assert compaction.compacted_paths and compaction.compacted_removed_partitions
+    return set(compaction.compacted_paths)
+
+
+def test_it_confirms_rows_an_optimize_output_kept_through_a_stale_full_overwrite(tmp_path):
+    facts = scenarios.build_stale_overwrite_after_optimize(str(tmp_path))
+    history = load_history(str(tmp_path))
+    output = _optimize_output(history, facts["optimize_version"])
+    assert output <= set(history.state.files)  # the compacted rows are still in the table
+    result = audit_history(history)
+    (never,) = _kinds(result)["never_existed_snapshot"]
+    assert (never.version, never.related_versions) == (
+        facts["overwrite_version"],
+        [facts["optimize_version"]],
+    )
+    assert never.confirmed and never.severity == "critical"
+    assert set(never.witness["files"]) == output
+    assert never.witness["row_count"] == len(facts["surviving_ids"])
+    assert _witness_ids(never) <= facts["surviving_ids"] and len(_witness_ids(never)) == 5
+    audit = result.commits[facts["overwrite_version"]]
+    assert (audit.read_version, audit.read_version_fact) == (
+        facts["derived_read_version"],
+        "derived",
+    )
+
+
+def test_it_confirms_rows_an_optimize_output_kept_through_a_stale_unconditional_delete(tmp_path):
+    facts = scenarios.build_stale_delete_after_optimize(str(tmp_path))
+    history = load_history(str(tmp_path))
+    output = _optimize_output(history, facts["optimize_version"])
+    result = audit_history(history)
+    kinds = _kinds(result)
+    (never,) = kinds["never_existed_snapshot"]
+    assert never.version == facts["delete_version"] and never.confirmed
+    assert never.related_versions == [facts["optimize_version"]]
+    assert set(never.witness["files"]) == output
+    assert never.witness["row_count"] == 7  # unpartitioned: OPTIMIZE compacted every row
+    assert result.commits[facts["delete_version"]].read_version == facts["read_version"]
+    (missed,) = kinds["missed_conflict"]
+    assert missed.related_versions == [facts["optimize_version"]]
+
+
+def test_it_confirms_only_the_matching_rows_an_optimize_output_kept_from_a_stale_delete(tmp_path):
+    facts = scenarios.build_stale_predicated_delete_after_optimize(str(tmp_path))
+    (never,) = _kinds(_audit(tmp_path))["never_existed_snapshot"]
+    assert never.version == facts["delete_version"] and never.confirmed
+    assert never.related_versions == [facts["optimize_version"]]
+    assert never.witness["predicate"] == facts["predicate"]
+    assert never.witness["row_count"] == 3 and _witness_ids(never) == facts["surviving_ids"]
+
+
+def test_it_ignores_an_optimize_of_a_partition_a_stale_delete_did_not_read(tmp_path):
+    facts = scenarios.build_stale_delete_of_another_partition_after_optimize(str(tmp_path))
+    history = load_history(str(tmp_path))
+    result = audit_history(history)
+    assert "never_existed_snapshot" not in _kinds(result)
+    audit = result.commits[facts["delete_version"]]
+    assert list(audit.concurrent_versions) == [facts["optimize_version"]]
+    assert audit.read_scope.kind == "partitions"
+    # Not even a candidate: the compacted partition is outside what the DELETE read.
+    txn = history.summary(facts["delete_version"])
+    assert overlap_candidate(txn, audit, TableContext(history)) is None
+
+
+def test_it_finds_no_anomaly_when_optimize_and_overwrite_or_delete_run_one_after_another(tmp_path):
+    facts = scenarios.build_sequential_optimize(str(tmp_path))
+    history = load_history(str(tmp_path))
+    for version in facts["optimize_versions"]:
+        _optimize_output(history, version)
+    result = audit_history(history)
+    assert len(result.commits) == facts["latest_version"] + 1
+    assert not ANOMALIES & set(_kinds(result))
 
 
 @pytest.mark.slow

@@ -39,6 +39,10 @@ SCENARIOS = {
     "stale_update": scenarios.build_stale_update,
     "stale_merge": scenarios.build_stale_merge,
     "sequential": scenarios.build_sequential,
+    "stale_overwrite_after_optimize": scenarios.build_stale_overwrite_after_optimize,
+    "stale_predicated_delete_after_optimize": (
+        scenarios.build_stale_predicated_delete_after_optimize
+    ),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import orjson
@@ -9,8 +10,11 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
+from audit.core import serialize
+from audit.core.audit import TableContext, read_scope
 from audit.core.log import open_log, parse_commit
 from audit.core.summary import (
+    EMPTY,
     decode_parameters,
     detect_engine,
     effective_isolation_level,
@@ -18,6 +22,7 @@ from audit.core.summary import (
     load_history,
     summarize_commit,
 )
+from tests import scenarios
 
 TABLES = Path(__file__).resolve().parent / "data" / "delta-tables"
 
@@ -151,3 +156,76 @@ def test_a_window_of_history_ends_in_the_same_state_as_a_full_load(tmp_path):
     assert window.state.files.keys() == full.state.files.keys() == log.snapshot().files.keys()
     assert window.state.version == full.state.version
     assert window.partition_columns_at(6) == ["p"]
+
+
+def _action(kind: str, path: str, day: str, data_change: bool) -> dict:
+    return {kind: {"path": path, "partitionValues": {"day": day}, "dataChange": data_change}}
+
+
+def test_it_keeps_what_a_compaction_added_and_the_partitions_it_removed_from():
+    # Not Hive-style: the partitions are only in partitionValues, not in the paths.
+    commit = parse_commit(
+        7,
+        commit_of(
+            7,
+            {"commitInfo": {"operation": "OPTIMIZE", "readVersion": 6}},
+            _action("remove", "x/part-1.parquet", "a", False),
+            _action("remove", "y/part-2.parquet", "b", False),
+            _action("add", "x/part-3.parquet", "a", False),
+            _action("add", "y/part-4.parquet", "b", False),
+        ),
+    )
+    compaction = summarize_commit(commit)
+    assert compaction.compacted_paths == {"x/part-3.parquet", "y/part-4.parquet"}
+    assert compaction.compacted_removed_partitions == {(("day", "a"),), (("day", "b"),)}
+    assert not compaction.data_change and not compaction.added_paths
+    assert not compaction.removed_partitions
+    assert compaction.removed_paths_all == {"x/part-1.parquet", "y/part-2.parquet"}
+    # The audit reads the compaction's scope from them (it used to parse `day=a/` paths).
+    history = scenarios.history(
+        [scenarios.summary(6, adds={"x/part-1.parquet": {"day": "a"}}), compaction],
+        partition_columns=["day"],
+    )
+    scope = read_scope(compaction, TableContext(history), 6)
+    assert scope.kind == "partitions" and scope.partitions == {(("day", "a"),), (("day", "b"),)}
+
+
+def test_commits_that_compact_nothing_share_one_empty_set():
+    mixed = summarize_commit(
+        parse_commit(
+            3,
+            commit_of(
+                3,
+                {"commitInfo": {"operation": "WRITE"}},
+                _action("add", "new.parquet", "a", True),
+                _action("remove", "old.parquet", "a", True),
+            ),
+        )
+    )
+    assert mixed.added_paths == {"new.parquet"} and mixed.removed_partitions == {(("day", "a"),)}
+    assert mixed.compacted_paths is EMPTY and mixed.compacted_removed_partitions is EMPTY
+
+
+def test_compaction_fields_survive_the_row_round_trip_and_default_for_older_rows():
+    compaction = summarize_commit(
+        parse_commit(
+            2,
+            commit_of(
+                2,
+                {"commitInfo": {"operation": "OPTIMIZE"}},
+                _action("remove", "x/1.parquet", "a", False),
+                _action("add", "x/2.parquet", "a", False),
+            ),
+        )
+    )
+    row = serialize.summary_to_row(compaction)
+    assert serialize.summary_from_row(row) == compaction
+    assert serialize.summary_from_row(serialize.summary_to_row(compaction, paths=False)) == (
+        dataclasses.replace(
+            compaction, compacted_paths=EMPTY, removed_paths_all=frozenset(), added_paths=EMPTY
+        )
+    )
+    nested = orjson.loads(row["nested"])
+    del nested["compacted_paths"], nested["compacted_removed_partitions"]
+    older = serialize.summary_from_row({**row, "nested": orjson.dumps(nested).decode()})
+    assert older.compacted_paths is EMPTY and older.compacted_removed_partitions is EMPTY

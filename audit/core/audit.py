@@ -507,7 +507,7 @@ def read_scope(txn: CommitSummary, ctx: TableContext, read_version: int | None =
         return SCOPE_NONE
     at = read_version if read_version is not None else txn.version - 1
     partition_columns = ctx.partition_columns_at(at)
-    removed = txn.removed_partitions | _compaction_partitions(txn, partition_columns)
+    removed = txn.removed_partitions | txn.compacted_removed_partitions
     predicate = txn.predicate
     has_predicate = predicate is not None and predicate.raw.strip().lower() not in _TRUE_PREDICATES
     if not txn.files_added and not txn.removed_paths_all and not has_predicate:
@@ -535,38 +535,6 @@ def _is_compaction(txn: CommitSummary) -> bool:
     return not txn.data_change and bool(txn.removed_paths_all)
 
 
-def _compaction_partitions(
-    txn: CommitSummary, partition_columns: list[str]
-) -> frozenset[PartitionKey]:
-    """Partitions of removes without dataChange (OPTIMIZE), which the summary does not keep.
-
-    Hive-style paths (`p=a/q=b/part-...`) carry them; others are not guessed.
-    """
-    if len(txn.removed_paths_all) <= len(txn.removed_paths) or not partition_columns:
-        return frozenset()
-    extra = txn.removed_paths_all - txn.removed_paths
-    if not extra:
-        return frozenset()
-    keys = set()
-    for path in extra:
-        key = partition_from_path(path, partition_columns)
-        if key is not None:
-            keys.add(key)
-    return frozenset(keys)
-
-
-def partition_from_path(path: str, partition_columns: list[str]) -> PartitionKey | None:
-    values: dict[str, str | None] = {}
-    wanted = set(partition_columns)
-    for segment in path.split("/")[:-1]:
-        name, sep, value = segment.partition("=")
-        if sep and name in wanted:
-            values[name] = None if value == "__HIVE_DEFAULT_PARTITION__" else value
-    if set(values) != wanted:
-        return None
-    return tuple(sorted(values.items()))
-
-
 # --------------------------------------------------------------------------- the re-check
 
 
@@ -578,7 +546,6 @@ def recheck(
     *,
     row_level_concurrency: bool | None = None,
     deletion_vectors: bool | None = None,
-    partition_columns: list[str] | None = None,
 ) -> Recheck:
     """Delta's conflict checks of `txn` against the concurrent `winner`, under both levels.
 
@@ -599,17 +566,13 @@ def recheck(
         return NO_CONFLICT
     # Table facts not given are taken from the context, at the txn's read version.
     read_at = txn.read_version if txn.read_version is not None else txn.version - 1
-    if partition_columns is None:
-        partition_columns = ctx.partition_columns_at(read_at) if ctx is not None else []
     if deletion_vectors is None:
         deletion_vectors = ctx.deletion_vectors_at(read_at) if ctx is not None else False
     if row_level_concurrency is None:
         row_level_concurrency = (
             ctx.row_level_concurrency(txn, read_at) if ctx is not None else False
         )
-    return _file_checks(
-        txn, winner, scope, row_level_concurrency, deletion_vectors, partition_columns
-    )
+    return _file_checks(txn, winner, scope, row_level_concurrency, deletion_vectors)
 
 
 def _scope_without_context(txn: CommitSummary) -> ReadScope:
@@ -626,7 +589,6 @@ def _file_checks(
     scope: ReadScope,
     rlc: bool,
     dv: bool,
-    partition_columns: list[str],
 ) -> Recheck:
     same_row = False
     if dv or rlc:  # classifying operations costs; only these two rules need it
@@ -659,7 +621,7 @@ def _file_checks(
         append_ws = not exempt
 
     # 2. Files the winner removed that the txn read; 3. files both removed.
-    delete_read, read_certain = _delete_read(txn, winner, scope, partition_columns)
+    delete_read, read_certain = _delete_read(txn, winner, scope)
     delete_delete = bool(txn.removed_paths_all and winner.removed_paths_all & txn.removed_paths_all)
 
     def first(append: bool) -> tuple[str | None, str | None, bool]:
@@ -680,9 +642,7 @@ def _file_checks(
     return Recheck(ser, ws, rule, certain, same_row, exempt and ser is not None and ws != ser)
 
 
-def _delete_read(
-    txn: CommitSummary, winner: CommitSummary, scope: ReadScope, partition_columns: list[str]
-) -> tuple[bool, bool]:
+def _delete_read(txn: CommitSummary, winner: CommitSummary, scope: ReadScope) -> tuple[bool, bool]:
     """(conflict, certain): did the winner remove a file the txn read?"""
     removed = winner.removed_paths_all
     if not removed or _is_compaction(txn):
@@ -695,14 +655,12 @@ def _delete_read(
         # Delta fails when the txn read the whole table; with a predicate it read only the
         # files that survived data skipping, which the log does not show.
         return True, scope.predicate is None
-    winner_parts = winner.removed_partitions | _compaction_partitions(winner, partition_columns)
-    if len(removed) > winner.files_removed and not _compaction_partitions(
-        winner, partition_columns
-    ):
-        # Removes without dataChange whose partitions the log summary does not keep: they may
-        # have been files the txn read.
+    compacted = winner.compacted_removed_partitions
+    if len(removed) > winner.files_removed and not compacted:
+        # Removes without dataChange whose partitions the summary does not know (a summary
+        # stored before it kept them): they may have been files the txn read.
         return True, False
-    return scope.overlaps(winner_parts), True
+    return scope.overlaps(winner.removed_partitions) or scope.overlaps(compacted), True
 
 
 # --------------------------------------------------------------------------- concurrency
@@ -746,7 +704,6 @@ def concurrent_pairs(
             ctx.row_level_concurrency(txn, read_version),
             ctx.deletion_vectors_at(read_version),
         )
-        columns = ctx.partition_columns_at(read_version)
         for w in window:
             winner = ctx.summary(w)
             if winner is not None:
@@ -760,7 +717,6 @@ def concurrent_pairs(
                         ctx,
                         row_level_concurrency=rlc,
                         deletion_vectors=dv,
-                        partition_columns=columns,
                     ),
                 )
 
@@ -855,7 +811,6 @@ class _Auditor:
         read_version = audit.read_version if audit.read_version is not None else txn.version - 1
         rlc = self.ctx.row_level_concurrency(txn, read_version)
         dv = self.ctx.deletion_vectors_at(read_version)
-        columns = self.ctx.partition_columns_at(read_version)
         reorders: list[int] = []
         exceptions: dict[int, str] = {}
         missed: list[int] = []
@@ -870,7 +825,6 @@ class _Auditor:
                 self.ctx,
                 row_level_concurrency=rlc,
                 deletion_vectors=dv,
-                partition_columns=columns,
             )
             if verdict.any:
                 audit.conflicts[w] = verdict
@@ -1231,9 +1185,11 @@ def _hotspot_findings(hotspots: dict[tuple[str, tuple[str, str]], Hotspot]) -> l
 class StaleCandidate:
     """A destructive commit that left alive files it should have deleted or rewritten.
 
-    `files` maps the version that added each surviving file to its paths. `proven_by_log` is
-    True when the log alone proves the anomaly (an unconditional delete / full overwrite left
-    earlier files alive); otherwise rows matching the predicate must be found in the data.
+    `files` maps the version that added each surviving file to its paths; a compaction's
+    (OPTIMIZE's) outputs count like data files, since they hold the rows of the files it
+    compacted. `proven_by_log` is True when the log alone proves the anomaly (an unconditional
+    delete / full overwrite left earlier files alive); otherwise rows matching the predicate
+    must be found in the data.
     """
 
     txn: CommitSummary
@@ -1248,7 +1204,11 @@ class StaleCandidate:
 def overlap_candidate(
     txn: CommitSummary, audit: CommitAudit, ctx: TableContext
 ) -> StaleCandidate | None:
-    """Files that concurrent commits added into `txn`'s read scope and that are alive after it."""
+    """Files that concurrent commits added into `txn`'s read scope and that are alive after it.
+
+    A concurrent compaction counts too: its outputs hold rows `txn` read (in the files it
+    compacted), so if they survive `txn`, so do those rows.
+    """
     scope = audit.read_scope
     files: dict[int, list[str]] = {}
     removed_later: set[str] = set(txn.removed_paths_all)
@@ -1256,10 +1216,14 @@ def overlap_candidate(
         winner = ctx.summary(w)
         if winner is None:
             continue
+        added: list[str] = []
         if winner.added_paths and scope.overlaps(winner.added_partitions):
-            alive = sorted(p for p in winner.added_paths if p not in removed_later)
-            if alive:
-                files[w] = alive
+            added += winner.added_paths
+        if winner.compacted_paths and _compaction_in_scope(scope, winner):
+            added += winner.compacted_paths
+        alive = sorted(p for p in added if p not in removed_later)
+        if alive:
+            files[w] = alive
         removed_later |= winner.removed_paths_all
     if not files:
         return None
@@ -1306,6 +1270,8 @@ def find_stale_snapshots(
             live.pop(path, None)
         for path in s.added_paths:
             live[path] = s.version
+        for path in s.compacted_paths:  # OPTIMIZE outputs: earlier rows, in new files
+            live[path] = s.version
     return found
 
 
@@ -1318,10 +1284,8 @@ def _survivor_candidate(
     for path, added_at in live.items():
         if path in txn.removed_paths_all or path in txn.added_paths:
             continue
-        if not unconditional:
-            adder = ctx.summary(added_at)
-            if adder is None or not scope.overlaps(adder.added_partitions):
-                continue
+        if not unconditional and not _added_into_scope(scope, ctx.summary(added_at), path):
+            continue
         files[added_at].append(path)
     if not files:
         return None
@@ -1335,6 +1299,24 @@ def _survivor_candidate(
         unconditional,
         scope,
     )
+
+
+def _added_into_scope(scope: ReadScope, adder: CommitSummary | None, path: str) -> bool:
+    """May the file `adder` added at `path` hold rows in `scope`'s partitions?"""
+    if adder is None:
+        return False
+    if path in adder.compacted_paths:
+        return _compaction_in_scope(scope, adder)
+    return scope.overlaps(adder.added_partitions)
+
+
+def _compaction_in_scope(scope: ReadScope, compaction: CommitSummary) -> bool:
+    """Compaction rewrites files within their partitions, so its outputs lie in the partitions
+    of the files it removed; a summary that does not say which (none removed) may overlap."""
+    partitions = compaction.compacted_removed_partitions
+    if not partitions:
+        return scope.kind != "none"
+    return scope.overlaps(partitions)
 
 
 def never_existed_findings(

@@ -20,6 +20,11 @@ Severity = Literal["info", "warning", "critical"]
 SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
 
 
+# The one shared empty set: most commits remove nothing and compact nothing, and each empty
+# frozenset costs 216 bytes (CPython does not share them) across 100k-1M summaries.
+EMPTY_SET: frozenset[Any] = frozenset()
+
+
 def partition_key(values: PartitionValues | None) -> PartitionKey:
     return tuple(sorted((values or {}).items()))
 
@@ -211,6 +216,10 @@ class CommitSummary:
     domains: frozenset[str]
     has_deletion_vectors: bool
     unknown_actions: tuple[str, ...] = ()
+    # Files without dataChange (OPTIMIZE, REORG, auto compaction): the paths it added, which
+    # hold rows earlier commits wrote, and the partitions of the files it removed.
+    compacted_paths: frozenset[str] = EMPTY_SET
+    compacted_removed_partitions: frozenset[PartitionKey] = EMPTY_SET
 
     @property
     def partitions_touched(self) -> frozenset[PartitionKey]:

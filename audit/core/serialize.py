@@ -19,6 +19,7 @@ import orjson
 import pyarrow as pa
 
 from audit.core.model import (
+    EMPTY_SET,
     CommitSummary,
     Finding,
     Metadata,
@@ -137,6 +138,8 @@ def summary_to_row(s: CommitSummary, *, paths: bool = True) -> dict[str, Any]:
             "app_ids": s.app_ids,
             "domains": sorted(s.domains),
             "unknown_actions": list(s.unknown_actions),
+            "compacted_paths": sorted(s.compacted_paths) if paths else [],
+            "compacted_removed_partitions": _keys_out(s.compacted_removed_partitions),
         }
     )
     return row
@@ -179,7 +182,16 @@ def summary_from_row(d: dict[str, Any]) -> CommitSummary:
         domains=frozenset(n["domains"]),
         has_deletion_vectors=d["has_deletion_vectors"],
         unknown_actions=tuple(n["unknown_actions"]),
+        # Absent from rows stored before these fields existed; empty ones share one set.
+        compacted_paths=_shared_set(frozenset(n.get("compacted_paths") or ())),
+        compacted_removed_partitions=_shared_set(
+            _keys_in(n.get("compacted_removed_partitions") or [])
+        ),
     )
+
+
+def _shared_set(value: frozenset[Any]) -> frozenset[Any]:
+    return value or EMPTY_SET
 
 
 # --------------------------------------------------------------------------- configuration

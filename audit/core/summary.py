@@ -17,6 +17,7 @@ import orjson
 
 from audit.core.log import DeltaLog, apply_commit, open_log
 from audit.core.model import (
+    EMPTY_SET,
     AddFile,
     Commit,
     CommitSummary,
@@ -49,7 +50,7 @@ _APPEND_OPERATIONS = frozenset(
     }
 )
 # One shared empty set: most commits remove nothing, and an empty frozenset costs 216 bytes.
-EMPTY: frozenset[Any] = frozenset()
+EMPTY: frozenset[Any] = EMPTY_SET
 # Parameters that carry the condition a commit read the table with.
 # delta-rs MERGE keeps the join condition in `mergePredicate` (its `predicate` is only the
 # partition filter it derived), Spark MERGE in `predicate`: the condition comes first.
@@ -297,6 +298,9 @@ def summarize_commit(
     removed_paths_all = (
         removed_paths if files_removed == len(removes) else frozenset(r.path for r in removes)
     )
+    compacted_paths, compacted_removed_partitions = _compacted_files(
+        adds, files_added, removes, files_removed, interner
+    )
     metrics, job = info.get("operationMetrics"), info.get("job")
     return CommitSummary(
         version=commit.version,
@@ -334,7 +338,34 @@ def summarize_commit(
         else EMPTY,
         has_deletion_vectors=any(a.deletion_vector for a in adds),
         unknown_actions=tuple(commit.unknown_actions),
+        compacted_paths=compacted_paths,
+        compacted_removed_partitions=compacted_removed_partitions,
     )
+
+
+def _compacted_files(
+    adds: Sequence[AddFile],
+    data_adds: int,
+    removes: Sequence[RemoveFile],
+    data_removes: int,
+    interner: Interner,
+) -> tuple[frozenset[str], frozenset[PartitionKey]]:
+    """Paths of the adds and partitions of the removes without dataChange (compaction).
+
+    The counts of data-changing files let the common commit (all of them change data) skip
+    the second pass.
+    """
+    paths = (
+        EMPTY if data_adds == len(adds) else frozenset(a.path for a in adds if not a.data_change)
+    )
+    partitions = (
+        EMPTY
+        if data_removes == len(removes)
+        else interner.partitions(
+            {interner.key(r.partition_values) for r in removes if not r.data_change}
+        )
+    )
+    return paths, partitions
 
 
 def decode_parameters(raw: Any) -> dict[str, Any]:
