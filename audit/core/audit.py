@@ -263,8 +263,6 @@ class TableContext:
 
     def __init__(self, history: History):
         self.history = history
-        self._meta_versions = [v for v, _ in history.metadata_timeline]
-        self._metas = [m for _, m in history.metadata_timeline]
         self._matchers: dict[tuple[str, tuple[str, ...]], PartitionMatcher | None] = {}
         self._pinned: dict[tuple[tuple[str, str], ...], PartitionMatcher] = {}
         self._types: dict[int, dict[str, str]] = {}
@@ -291,10 +289,7 @@ class TableContext:
         return None
 
     def metadata_at(self, version: int) -> Metadata | None:
-        if not self._metas:
-            return None
-        index = bisect.bisect_right(self._meta_versions, version) - 1
-        return self._metas[max(index, 0)]
+        return self.history.metadata_at(version)
 
     def partition_columns_at(self, version: int) -> list[str]:
         metadata = self.metadata_at(version)

@@ -111,8 +111,12 @@ def _value_at(timeline: list[tuple[int, Any]], version: int) -> Any:
     """The value in force at `version` (the last change at or before it; else the first known)."""
     if not timeline:
         return None
-    index = bisect.bisect_right([v for v, _ in timeline], version) - 1
+    index = bisect.bisect_right(timeline, version, key=_change_version) - 1
     return timeline[max(index, 0)][1]
+
+
+def _change_version(change: tuple[int, Any]) -> int:
+    return change[0]
 
 
 # --------------------------------------------------------------------------- loading
