@@ -711,6 +711,17 @@ def iter_commits(
     """
     store = _as_store(source)
     listing = listing or list_log(store)
+    mtimes = listing.file_modification_times
+    for version, data in iter_commit_files(store, listing, start, end):
+        commit = parse_commit(version, data)
+        _set_file_time(store, commit, mtimes)
+        yield commit
+
+
+def iter_commit_files(
+    store: LogStore, listing: LogListing, start: int | None = None, end: int | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """(version, bytes) of the commit files `start..end`, in order, read ahead on threads."""
     if not listing.commit_versions and start is None:
         return
     start = listing.commit_versions[0] if start is None else start
@@ -718,12 +729,13 @@ def iter_commits(
     if start > end:
         return
     versions = _check_range(listing, start, end)
-    mtimes = listing.file_modification_times
     data_iter = _read_ahead(store, [_commit_path(v) for v in versions])
-    for version, data in zip(versions, data_iter, strict=True):
-        commit = parse_commit(version, data)
-        _set_file_time(store, commit, mtimes)
-        yield commit
+    yield from zip(versions, data_iter, strict=True)
+
+
+def set_file_time(store: LogStore, commit: Commit, listing: LogListing) -> None:
+    """Give `commit` its file's modification time when it records no timestamp of its own."""
+    _set_file_time(store, commit, listing.file_modification_times)
 
 
 # --------------------------------------------------------------------------- checkpoints

@@ -15,7 +15,15 @@ from typing import Any
 
 import orjson
 
-from audit.core.log import DeltaLog, apply_commit, open_log
+from audit.core.digest import FileFacts, Interner, digest_commit
+from audit.core.log import (
+    DeltaLog,
+    apply_commit,
+    iter_commit_files,
+    open_log,
+    parse_commit,
+    set_file_time,
+)
 from audit.core.model import (
     EMPTY_SET,
     AddFile,
@@ -30,7 +38,6 @@ from audit.core.model import (
     Protocol,
     RemoveFile,
     TableState,
-    partition_key,
 )
 from audit.core.predicates import parse_predicate
 
@@ -145,19 +152,29 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def load_history(uri: str, *, start: int | None = None, end: int | None = None) -> History:
-    """Read the log of `uri` and summarise every available commit in [start, end]."""
+def load_history(
+    uri: str, *, start: int | None = None, end: int | None = None, parallel: bool = False
+) -> History:
+    """Read the log of `uri` and summarise every available commit in [start, end].
+
+    `parallel` lets a whole history be summarised on two processes (see parallel.py): for
+    one-shot commands, not for long-running servers and workers that should not fork.
+    """
     with paused_gc():
         log = open_log(uri)
-        return history_from_log(log, start=start, end=end)
+        return history_from_log(log, start=start, end=end, parallel=parallel)
 
 
-def history_from_log(log: DeltaLog, *, start: int | None = None, end: int | None = None) -> History:
+def history_from_log(
+    log: DeltaLog, *, start: int | None = None, end: int | None = None, parallel: bool = False
+) -> History:
     with paused_gc():
-        return _history_from_log(log, start, end)
+        return _history_from_log(log, start, end, parallel)
 
 
-def _history_from_log(log: DeltaLog, start: int | None, end: int | None) -> History:
+def _history_from_log(
+    log: DeltaLog, start: int | None, end: int | None, parallel: bool = False
+) -> History:
     listing = log.listing
     first = listing.commit_versions[0] if listing.commit_versions else listing.latest_version
     start = first if start is None else max(start, first)
@@ -170,8 +187,15 @@ def _history_from_log(log: DeltaLog, start: int | None, end: int | None) -> Hist
     else:
         state = log.snapshot(end)
         metadata_timeline, protocol_timeline = [], []
-        commits = log.iter_commits(start, end)
-    summaries = list(summarize_commits(commits, metadata_timeline, protocol_timeline))
+        commits = None
+    if commits is None and parallel:
+        from audit.core.parallel import summarize_log_parallel  # it builds on this module
+
+        summaries = summarize_log_parallel(log, start, end, metadata_timeline, protocol_timeline)
+    elif commits is None:  # the whole history: straight from the files (see digest.py)
+        summaries = summarize_log(log, start, end, metadata_timeline, protocol_timeline)
+    else:
+        summaries = list(summarize_commits(commits, metadata_timeline, protocol_timeline))
     if not metadata_timeline and state.metadata is not None:
         metadata_timeline.append((state.version, state.metadata))
     if not protocol_timeline and state.protocol is not None:
@@ -202,6 +226,57 @@ def _initial_timelines(
     return metadata, protocol
 
 
+def summarize_log(
+    log: DeltaLog,
+    start: int | None,
+    end: int | None,
+    metadata_timeline: list[tuple[int, Metadata]],
+    protocol_timeline: list[tuple[int, Protocol]],
+    interner: Interner | None = None,
+) -> list[CommitSummary]:
+    """`summarize_commits` over the commit files start..end, without building file objects.
+
+    Each file goes through `digest_commit`; the rare one it declines is parsed exactly by
+    `parse_commit`, which also raises the error naming a malformed line.
+    """
+    store, listing = log.store, log.listing
+    interner = interner or Interner()
+    summaries: list[CommitSummary] = []
+    append = summaries.append
+    for version, data in iter_commit_files(store, listing, start, end):
+        digested = digest_commit(version, data, interner)
+        if digested is None:
+            commit = parse_commit(version, data)
+            files = file_facts_of(commit, interner)
+        else:
+            commit, files = digested
+        set_file_time(store, commit, listing)
+        if commit.metadata is not None:
+            metadata_timeline.append((version, commit.metadata))
+        if commit.protocol is not None:
+            protocol_timeline.append((version, commit.protocol))
+        metadata = metadata_timeline[-1][1] if metadata_timeline else None
+        append(
+            summarize_digest(commit, files, metadata.configuration if metadata else {}, interner)
+        )
+    return summaries
+
+
+def rederive_isolation(
+    summaries: Iterable[CommitSummary], properties: dict[str, str], interner: Interner
+) -> None:
+    """Re-derive the isolation level of summaries built without the table's properties.
+
+    For summaries made before the configuration in force was known (a range summarised apart
+    from the commits before it): the same rule `summarize_digest` applies.
+    """
+    for summary in summaries:
+        if summary.facts["isolation_level"] != "recorded":
+            level = effective_isolation_level(summary.engine, properties)
+            summary.isolation_level = interner.text(level)
+            summary.facts["isolation_level"] = "derived" if level else "unknown"
+
+
 def summarize_commits(
     commits: Iterable[Commit],
     metadata_timeline: list[tuple[int, Metadata]],
@@ -223,35 +298,6 @@ def summarize_commits(
 # --------------------------------------------------------------------------- one commit
 
 
-class Interner:
-    """One shared instance per distinct partition key and partition set across a history.
-
-    Most commits of a partitioned table touch one of a few partitions: sharing the tuples and
-    frozensets keeps 100k summaries from holding 100k copies of each.
-    """
-
-    __slots__ = ("_keys", "_sets", "_texts")
-
-    def __init__(self) -> None:
-        self._keys: dict[PartitionKey, PartitionKey] = {}
-        self._sets: dict[frozenset[PartitionKey], frozenset[PartitionKey]] = {}
-        self._texts: dict[str, str] = {}
-
-    def text(self, value: str | None) -> str | None:
-        """One copy of a repeated string (operation, engineInfo, isolation level)."""
-        return value if value is None else self._texts.setdefault(value, value)
-
-    def key(self, values: dict[str, str | None] | None) -> PartitionKey:
-        key = partition_key(values)
-        return self._keys.setdefault(key, key)
-
-    def partitions(self, keys: set[PartitionKey]) -> frozenset[PartitionKey]:
-        if not keys:
-            return EMPTY
-        frozen = frozenset(keys)
-        return self._sets.setdefault(frozen, frozen)
-
-
 def _data_files(
     files: Sequence[AddFile] | Sequence[RemoveFile], interner: Interner
 ) -> tuple[int, int, frozenset[PartitionKey], frozenset[str]]:
@@ -267,9 +313,53 @@ def _data_files(
     return len(changing), size, interner.partitions(keys), frozenset(f.path for f in changing)
 
 
+def file_facts_of(commit: Commit, interner: Interner) -> FileFacts:
+    """The `FileFacts` of a parsed commit (digest.file_facts does this from the raw dicts)."""
+    adds, removes = commit.adds, commit.removes
+    files_added, bytes_added, added_partitions, added_paths = _data_files(adds, interner)
+    files_removed, bytes_removed, removed_partitions, removed_paths = _data_files(removes, interner)
+    # Every remove, dataChange or not: the same set when all of them change data.
+    removed_paths_all = (
+        removed_paths if files_removed == len(removes) else frozenset(r.path for r in removes)
+    )
+    compacted_paths, compacted_removed_partitions = _compacted_files(
+        adds, files_added, removes, files_removed, interner
+    )
+    return FileFacts(
+        files_added,
+        bytes_added,
+        added_partitions,
+        added_paths,
+        files_removed,
+        bytes_removed,
+        removed_partitions,
+        removed_paths,
+        removed_paths_all,
+        compacted_paths,
+        compacted_removed_partitions,
+        any(a.deletion_vector for a in adds),
+        len(adds),
+        len(removes),
+    )
+
+
 def summarize_commit(
     commit: Commit, properties: dict[str, str] | None = None, interner: Interner | None = None
 ) -> CommitSummary:
+    interner = interner or Interner()
+    return summarize_digest(commit, file_facts_of(commit, interner), properties, interner)
+
+
+def summarize_digest(
+    commit: Commit,
+    files: FileFacts,
+    properties: dict[str, str] | None,
+    interner: Interner,
+) -> CommitSummary:
+    """The summary of `commit` whose add/remove actions were reduced to `files`.
+
+    `commit.adds` and `commit.removes` are not read (digest_commit leaves them empty).
+    """
     info = commit.commit_info or {}
     parameters = decode_parameters(info.get("operationParameters"))
     engine = detect_engine(info)
@@ -284,7 +374,9 @@ def summarize_commit(
     if blind_append is not None:
         facts["blind_append"] = "recorded"
     else:
-        blind_append = derive_blind_append(commit, info.get("operation"), parameters, predicate)
+        blind_append = _derive_blind_append(
+            commit.version, files, info.get("operation"), parameters, predicate
+        )
         facts["blind_append"] = "derived"
 
     isolation_level = _as_str(info.get("isolationLevel"))
@@ -294,17 +386,6 @@ def summarize_commit(
         isolation_level = effective_isolation_level(engine, properties or {})
         facts["isolation_level"] = "derived" if isolation_level else "unknown"
 
-    interner = interner or Interner()
-    adds, removes = commit.adds, commit.removes
-    files_added, bytes_added, added_partitions, added_paths = _data_files(adds, interner)
-    files_removed, bytes_removed, removed_partitions, removed_paths = _data_files(removes, interner)
-    # Every remove, dataChange or not: the same set when all of them change data.
-    removed_paths_all = (
-        removed_paths if files_removed == len(removes) else frozenset(r.path for r in removes)
-    )
-    compacted_paths, compacted_removed_partitions = _compacted_files(
-        adds, files_added, removes, files_removed, interner
-    )
     metrics, job = info.get("operationMetrics"), info.get("job")
     return CommitSummary(
         version=commit.version,
@@ -323,16 +404,16 @@ def summarize_commit(
         user_name=_as_str(info.get("userName")),
         job=job if isinstance(job, dict) else None,
         cluster_id=_as_str(info.get("clusterId")),
-        files_added=files_added,
-        files_removed=files_removed,
-        bytes_added=bytes_added,
-        bytes_removed=bytes_removed,
-        data_change=bool(files_added or files_removed),
-        added_partitions=added_partitions,
-        removed_partitions=removed_partitions,
-        removed_paths=removed_paths,
-        removed_paths_all=removed_paths_all,
-        added_paths=added_paths,
+        files_added=files.files_added,
+        files_removed=files.files_removed,
+        bytes_added=files.bytes_added,
+        bytes_removed=files.bytes_removed,
+        data_change=bool(files.files_added or files.files_removed),
+        added_partitions=files.added_partitions,
+        removed_partitions=files.removed_partitions,
+        removed_paths=files.removed_paths,
+        removed_paths_all=files.removed_paths_all,
+        added_paths=files.added_paths,
         predicate=predicate,
         metadata_changed=commit.metadata is not None,
         protocol_changed=commit.protocol is not None,
@@ -340,10 +421,10 @@ def summarize_commit(
         domains=frozenset(d.domain for d in commit.domain_metadata)
         if commit.domain_metadata
         else EMPTY,
-        has_deletion_vectors=any(a.deletion_vector for a in adds),
+        has_deletion_vectors=files.has_deletion_vectors,
         unknown_actions=tuple(commit.unknown_actions),
-        compacted_paths=compacted_paths,
-        compacted_removed_partitions=compacted_removed_partitions,
+        compacted_paths=files.compacted_paths,
+        compacted_removed_partitions=files.compacted_removed_partitions,
     )
 
 
@@ -399,13 +480,25 @@ def derive_blind_append(
     commit: Commit, operation: Any, parameters: dict[str, Any], predicate: Predicate | None
 ) -> bool:
     """A commit of only data-changing adds, in append mode, with no predicate, read nothing."""
-    if commit.removes or not commit.adds or predicate is not None:
+    return _derive_blind_append(
+        commit.version, file_facts_of(commit, Interner()), operation, parameters, predicate
+    )
+
+
+def _derive_blind_append(
+    version: int,
+    files: FileFacts,
+    operation: Any,
+    parameters: dict[str, Any],
+    predicate: Predicate | None,
+) -> bool:
+    if files.num_removes or not files.num_adds or predicate is not None:
         return False
-    if not all(a.data_change for a in commit.adds):
+    if files.files_added != files.num_adds:  # an add without dataChange
         return False
     mode = str(parameters.get("mode", "")).lower()
     if mode:
-        return mode == "append" or (mode in ("errorifexists", "ignore") and commit.version == 0)
+        return mode == "append" or (mode in ("errorifexists", "ignore") and version == 0)
     output_mode = str(parameters.get("outputMode", "")).lower()
     if output_mode:
         return output_mode == "append"

@@ -41,7 +41,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            history = load_history(options["table_uri"])
+            history = load_history(options["table_uri"], parallel=True)
             result = audit_history(history, check_data=not options["no_data"])
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {_one_line(str(err))}\n")

@@ -1,0 +1,157 @@
+"""Summarising a long history on two cores: a forked child takes the later part of the log.
+
+Reading and summarising 100k commit files is CPU-bound Python (orjson, then the reduction of
+each commit's actions), so threads do not help; a second process does. The child is forked
+after the log was listed (it inherits the listing and every import for free), summarises the
+later versions and sends them back pickled as plain tuples (a third of the cost of pickling
+the dataclasses). The parent summarises the earlier versions meanwhile, then takes the
+child's summaries and re-derives the isolation level of those that depended on table
+properties the child could not know (the configuration in force before its first version).
+
+Anything going wrong in the child (an unreadable commit, a failed fork, a killed process)
+makes the parent summarise that range itself, so errors and results are exactly those of
+the sequential path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import operator
+import os
+import pickle
+import signal
+from typing import Any
+
+from audit.core.digest import Interner
+from audit.core.errors import DeltaAuditError
+from audit.core.log import DeltaLog, _check_range
+from audit.core.model import CommitSummary, Metadata, Protocol
+from audit.core.summary import rederive_isolation, summarize_log
+
+# Below this many commits a fork costs more than it saves.
+MIN_PARALLEL_COMMITS = 20_000
+# The child's share: it also pays for pickling, the parent only for unpickling.
+CHILD_SHARE = 0.45
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(CommitSummary))
+_as_row = operator.attrgetter(*_FIELDS)
+
+
+def summarize_log_parallel(
+    log: DeltaLog,
+    start: int | None,
+    end: int | None,
+    metadata_timeline: list[tuple[int, Metadata]],
+    protocol_timeline: list[tuple[int, Protocol]],
+) -> list[CommitSummary]:
+    """`summarize_log` over start..end, on two processes when the range is long enough."""
+    interner = Interner()
+    versions = log.listing.commit_versions
+    start = versions[0] if start is None and versions else start
+    end = versions[-1] if end is None and versions else end
+    if not _splittable(log, start, end):  # short, or an error the plain path will report
+        return summarize_log(log, start, end, metadata_timeline, protocol_timeline, interner)
+    assert start is not None and end is not None
+    count = end - start + 1
+    split = end + 1 - int(count * CHILD_SHARE)
+    child = _fork_child(log, split, end)
+    try:
+        summaries = summarize_log(
+            log, start, split - 1, metadata_timeline, protocol_timeline, interner
+        )
+    except BaseException:
+        if child is not None:
+            _reap(child[0], kill=True)
+            os.close(child[1])
+        raise
+    received = _receive(*child) if child is not None else None
+    if received is None:  # the child failed: do its part here, with its errors
+        summaries += summarize_log(log, split, end, metadata_timeline, protocol_timeline, interner)
+        return summaries
+    rows, child_metadata, child_protocol = received
+    later = [CommitSummary(*row) for row in rows]
+    # The child summarised with no configuration until its first metaData action.
+    metadata = metadata_timeline[-1][1] if metadata_timeline else None
+    first_change = child_metadata[0][0] if child_metadata else end + 1
+    rederive_isolation(
+        (s for s in later if s.version < first_change),
+        metadata.configuration if metadata else {},
+        interner,
+    )
+    metadata_timeline += child_metadata
+    protocol_timeline += child_protocol
+    summaries += later
+    return summaries
+
+
+def _splittable(log: DeltaLog, start: int | None, end: int | None) -> bool:
+    if start is None or end is None or end - start + 1 < MIN_PARALLEL_COMMITS:
+        return False
+    if not hasattr(os, "fork"):
+        return False
+    try:
+        _check_range(log.listing, start, end)
+    except DeltaAuditError:
+        return False
+    return True
+
+
+def _fork_child(log: DeltaLog, start: int, end: int) -> tuple[int, int] | None:
+    """Fork a child summarising start..end into a pipe: (pid, read end), or None."""
+    try:
+        read_fd, write_fd = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # pragma: no cover - the child; its result is checked through the parent
+        os.close(read_fd)
+        _child_main(log, start, end, write_fd)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _child_main(log: DeltaLog, start: int, end: int, write_fd: int) -> None:
+    status = 1
+    try:
+        metadata: list[tuple[int, Metadata]] = []
+        protocol: list[tuple[int, Protocol]] = []
+        summaries = summarize_log(log, start, end, metadata, protocol)
+        payload = pickle.dumps(
+            ([_as_row(s) for s in summaries], metadata, protocol), pickle.HIGHEST_PROTOCOL
+        )
+        with os.fdopen(write_fd, "wb") as pipe:
+            pipe.write(payload)
+        status = 0
+    except BaseException:  # noqa: BLE001 - any failure: the parent redoes this range
+        pass
+    finally:
+        # Leave at once: no atexit handlers, no flushing of stdio buffers copied from the parent.
+        os._exit(status)
+
+
+def _receive(pid: int, read_fd: int) -> tuple[list[tuple[Any, ...]], list, list] | None:
+    with os.fdopen(read_fd, "rb") as pipe:
+        payload = pipe.read()
+    if _reap(pid) != 0 or not payload:
+        return None
+    try:
+        return pickle.loads(payload)
+    except Exception:  # noqa: BLE001 - a truncated payload: redo the range
+        return None
+
+
+def _reap(pid: int, *, kill: bool = False) -> int:
+    if kill:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return -1
+    return os.waitstatus_to_exitcode(status)
