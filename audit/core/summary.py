@@ -10,7 +10,7 @@ import bisect
 import contextlib
 import gc
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import orjson
@@ -62,6 +62,48 @@ EMPTY: frozenset[Any] = EMPTY_SET
 # delta-rs MERGE keeps the join condition in `mergePredicate` (its `predicate` is only the
 # partition filter it derived), Spark MERGE in `predicate`: the condition comes first.
 _PREDICATE_PARAMETERS = ("mergePredicate", "predicate", "replaceWhere", "condition")
+
+# The fields summarize_digest passes positionally, in order. Checked at import so a field added
+# to CommitSummary anywhere but the end fails loudly instead of shifting values.
+_SUMMARY_FIELDS = (
+    "version",
+    "timestamp",
+    "operation",
+    "operation_parameters",
+    "operation_metrics",
+    "read_version",
+    "isolation_level",
+    "blind_append",
+    "facts",
+    "engine",
+    "engine_info",
+    "txn_id",
+    "user_id",
+    "user_name",
+    "job",
+    "cluster_id",
+    "files_added",
+    "files_removed",
+    "bytes_added",
+    "bytes_removed",
+    "data_change",
+    "added_partitions",
+    "removed_partitions",
+    "removed_paths",
+    "removed_paths_all",
+    "added_paths",
+    "predicate",
+    "metadata_changed",
+    "protocol_changed",
+    "app_ids",
+    "domains",
+    "has_deletion_vectors",
+    "unknown_actions",
+    "compacted_paths",
+    "compacted_removed_partitions",
+)
+if tuple(f.name for f in fields(CommitSummary))[: len(_SUMMARY_FIELDS)] != _SUMMARY_FIELDS:
+    raise ImportError("CommitSummary fields changed: update summary._SUMMARY_FIELDS and the call")
 
 
 @dataclass
@@ -387,44 +429,46 @@ def summarize_digest(
         facts["isolation_level"] = "derived" if isolation_level else "unknown"
 
     metrics, job = info.get("operationMetrics"), info.get("job")
+    # Positional, in _SUMMARY_FIELDS order: a call naming 38 keywords costs several times the
+    # positional one, and this runs once per commit.
     return CommitSummary(
-        version=commit.version,
-        timestamp=timestamp,
-        operation=interner.text(_as_str(info.get("operation"))),
-        operation_parameters=parameters,
-        operation_metrics=metrics if isinstance(metrics, dict) else {},
-        read_version=read_version,
-        isolation_level=interner.text(isolation_level),
-        blind_append=blind_append,
-        facts=facts,
-        engine=engine,
-        engine_info=interner.text(_as_str(info.get("engineInfo"))),
-        txn_id=_as_str(info.get("txnId")),
-        user_id=_as_str(info.get("userId")),
-        user_name=_as_str(info.get("userName")),
-        job=job if isinstance(job, dict) else None,
-        cluster_id=_as_str(info.get("clusterId")),
-        files_added=files.files_added,
-        files_removed=files.files_removed,
-        bytes_added=files.bytes_added,
-        bytes_removed=files.bytes_removed,
-        data_change=bool(files.files_added or files.files_removed),
-        added_partitions=files.added_partitions,
-        removed_partitions=files.removed_partitions,
-        removed_paths=files.removed_paths,
-        removed_paths_all=files.removed_paths_all,
-        added_paths=files.added_paths,
-        predicate=predicate,
-        metadata_changed=commit.metadata is not None,
-        protocol_changed=commit.protocol is not None,
-        app_ids={t.app_id: t.version for t in commit.txns},
-        domains=frozenset(d.domain for d in commit.domain_metadata)
+        commit.version,  # version
+        timestamp,  # timestamp
+        interner.text(_as_str(info.get("operation"))),  # operation
+        parameters,  # operation_parameters
+        metrics if isinstance(metrics, dict) else {},  # operation_metrics
+        read_version,  # read_version
+        interner.text(isolation_level),  # isolation_level
+        blind_append,  # blind_append
+        facts,  # facts
+        engine,  # engine
+        interner.text(_as_str(info.get("engineInfo"))),  # engine_info
+        _as_str(info.get("txnId")),  # txn_id
+        _as_str(info.get("userId")),  # user_id
+        _as_str(info.get("userName")),  # user_name
+        job if isinstance(job, dict) else None,  # job
+        _as_str(info.get("clusterId")),  # cluster_id
+        files.files_added,  # files_added
+        files.files_removed,  # files_removed
+        files.bytes_added,  # bytes_added
+        files.bytes_removed,  # bytes_removed
+        bool(files.files_added or files.files_removed),  # data_change
+        files.added_partitions,  # added_partitions
+        files.removed_partitions,  # removed_partitions
+        files.removed_paths,  # removed_paths
+        files.removed_paths_all,  # removed_paths_all
+        files.added_paths,  # added_paths
+        predicate,  # predicate
+        commit.metadata is not None,  # metadata_changed
+        commit.protocol is not None,  # protocol_changed
+        {t.app_id: t.version for t in commit.txns},  # app_ids
+        frozenset(d.domain for d in commit.domain_metadata)  # domains
         if commit.domain_metadata
         else EMPTY,
-        has_deletion_vectors=files.has_deletion_vectors,
-        unknown_actions=tuple(commit.unknown_actions),
-        compacted_paths=files.compacted_paths,
-        compacted_removed_partitions=files.compacted_removed_partitions,
+        files.has_deletion_vectors,  # has_deletion_vectors
+        tuple(commit.unknown_actions),  # unknown_actions
+        files.compacted_paths,  # compacted_paths
+        files.compacted_removed_partitions,  # compacted_removed_partitions
     )
 
 
