@@ -20,12 +20,13 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.db.models import BigIntegerField, Count, ExpressionWrapper, F, Max, Min, Q, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from audit import models as audit_models
+from audit.bulkload import insert_commits
 from audit.core import model
 from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
 from audit.core.errors import DeltaAuditError
@@ -33,6 +34,7 @@ from audit.core.log import DeltaLog, commit_file_name, open_log
 from audit.core.serialize import json_default
 from audit.core.storage import open_store
 from audit.core.summary import History, history_from_log
+from audit.core.tailwindow import load_tail_history
 from audit.models import Commit, CommitRollup, Finding, FindingFlip, Table
 from audit.paths import check_allowed, check_registered
 
@@ -132,27 +134,12 @@ def plan_next_chunk(
 
 
 def load_window(log_: DeltaLog, plan: ChunkPlan) -> History:
-    """Summaries of the new commits plus the older ones they ran concurrently with.
+    """Summaries of the new commits plus the older ones their audit depends on.
 
-    A new commit v that read r was checked against (r, v): the audit needs those summaries, so
-    the history starts at min(r + 1) over the new commits. We first guess a short lookback
-    (most commits read a recent version) and reload only when a commit read further back.
+    The window is worked out from the log (recorded read versions, and for destructive commits
+    without one, the files that survive them): see audit.core.tailwindow. No fixed lookback.
     """
-    first = log_.listing.commit_versions[0] if log_.listing.commit_versions else plan.start
-    max_window = settings.AUDIT_TAIL_MAX_LOOKBACK
-    lo = max(plan.start - settings.AUDIT_TAIL_LOOKBACK, first)
-    history = history_from_log(log_, start=lo, end=plan.end)
-    reads = [
-        s.read_version + 1
-        for s in history.summaries
-        if s.version >= plan.start
-        and s.read_version is not None
-        and 0 <= s.read_version < s.version
-    ]
-    needed = max(min(reads, default=lo), first, plan.start - max_window)
-    if needed < lo:
-        history = history_from_log(log_, start=needed, end=plan.end)
-    return history
+    return load_tail_history(log_, plan.start, plan.end)
 
 
 def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
@@ -316,29 +303,6 @@ def store_history_chunk(
     )
 
 
-def insert_commits(rows: list[dict[str, Any]]) -> None:
-    """INSERT ... ON CONFLICT DO NOTHING of Commit rows (dicts from `commit_values`).
-
-    Same effect as bulk_create(ignore_conflicts=True) (idempotent replays) without the ORM's
-    per-value preparation, which dominated the backfill at about 1 ms per row.
-    """
-    if not rows:
-        return
-    fields = [f for f in Commit._meta.concrete_fields if not f.primary_key]
-    prepare = [_preparer(f) for f in fields]
-    qn = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {qn(Commit._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT ({qn('table_id')}, {qn('version')}) DO NOTHING"
-    )
-    values = [
-        tuple(p(row[f.attname]) for p, f in zip(prepare, fields, strict=True)) for row in rows
-    ]
-    with connection.cursor() as cursor:
-        for i in range(0, len(values), 1000):
-            cursor.executemany(sql, values[i : i + 1000])
-
-
 # --------------------------------------------------------------------------- rollups
 
 
@@ -427,14 +391,6 @@ def _min_known(a: int | None, b: int | None) -> int | None:
 
 def _max_known(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else max(a, b)
-
-
-def _preparer(field: models.Field) -> Any:
-    if isinstance(field, models.JSONField):
-        return json_text
-    if isinstance(field, models.DateTimeField):
-        return connection.ops.adapt_datetimefield_value
-    return lambda v: v
 
 
 def mark_up_to_date(

@@ -196,9 +196,6 @@ LOGGING = {
 AUDIT_FULL_CHECK_SECONDS = env_float("AUDIT_FULL_CHECK_SECONDS", 30.0)
 # A worker holds a table's lock this long per chunk; a crashed worker's lock expires after it.
 AUDIT_LOCK_SECONDS = env_float("AUDIT_LOCK_SECONDS", 120.0)
-# How far before the new commits the tail first loads context, and the most it ever loads.
-AUDIT_TAIL_LOOKBACK = env_int("AUDIT_TAIL_LOOKBACK", 100)
-AUDIT_TAIL_MAX_LOOKBACK = env_int("AUDIT_TAIL_MAX_LOOKBACK", 20000)
 AUDIT_CHECK_DATA = env_bool("AUDIT_CHECK_DATA", True)
 # Table-level findings (hotspots, ignored isolation settings, ...) are recomputed over the whole
 # stored history at most this often per table, after new commits arrive.
