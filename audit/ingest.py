@@ -37,6 +37,7 @@ from audit.core.summary import History, history_from_log
 from audit.core.tailwindow import load_tail_history
 from audit.models import Commit, CommitRollup, Finding, FindingFlip, Table
 from audit.paths import check_allowed, check_registered
+from audit.progress import backfill_fields
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,7 @@ def tail_once(
     if table.status == Table.Status.PAUSED:
         return TailResult(table_id, "paused", message="paused; not tailed")
     chunk = chunk or settings.AUDIT_BACKFILL_CHUNK
+    step_started = timezone.now()
     try:
         log_ = open_log(check_registered(table.uri))  # the roots are enforced on every read
         plan = plan_next_chunk(log_.listing, table.last_seen_version, chunk)
@@ -179,6 +181,7 @@ def tail_once(
             versions=(plan.start, plan.end),
             more=plan.more,
             lock_token=lock_token,
+            step_started=step_started,
         )
         table.refresh_from_db()
         if not plan.more and table_findings_due(table):
@@ -251,6 +254,7 @@ def store_history_chunk(
     versions: tuple[int, int],
     more: bool = False,
     lock_token: str | None = None,
+    step_started: datetime | None = None,
 ) -> TailResult:
     """Store the commits of `history` in [start, end], their findings and the table's progress.
 
@@ -272,11 +276,8 @@ def store_history_chunk(
         "last_error": "",
         "last_tail_at": now,
         "settings_snapshot": settings_snapshot(history.state),
-        "backfill_target_version": listing.latest_version if more else None,
         "table_findings_dirty": True,
-        "backfill_done": max(
-            end - (listing.commit_versions[0] if listing.commit_versions else 0) + 1, 0
-        ),
+        **backfill_fields(table, listing, end, more=more, now=now, step_started=step_started),
     }
     if latest_row is not None and latest_row["committed_at"] is not None:
         updates["last_commit_at"] = latest_row["committed_at"]
@@ -405,6 +406,8 @@ def mark_up_to_date(
         latest_version_in_log=listing.latest_version,
         first_available_version=listing.first_available_version,
         backfill_target_version=None,
+        backfill_started_at=None,
+        backfill_rate=None,
     )
 
 

@@ -197,6 +197,8 @@ AUDIT_FULL_CHECK_SECONDS = env_float("AUDIT_FULL_CHECK_SECONDS", 30.0)
 # A worker holds a table's lock this long per chunk; a crashed worker's lock expires after it.
 AUDIT_LOCK_SECONDS = env_float("AUDIT_LOCK_SECONDS", 120.0)
 AUDIT_CHECK_DATA = env_bool("AUDIT_CHECK_DATA", True)
+# Commit rows go in by COPY (PostgreSQL) or multi-row INSERT; false = one INSERT per row.
+AUDIT_BULK_INSERT = env_bool("AUDIT_BULK_INSERT", True)
 # Table-level findings (hotspots, ignored isolation settings, ...) are recomputed over the whole
 # stored history at most this often per table, after new commits arrive.
 AUDIT_TABLE_FINDINGS_SECONDS = env_float("AUDIT_TABLE_FINDINGS_SECONDS", 60.0)
