@@ -41,12 +41,12 @@ class Interrupted(Exception):
     """Raised inside a tail step to simulate a worker dying before its transaction commits."""
 
 
-def cli_json(path: Path) -> dict[str, Any] | None:
+def cli_json(path: Path, *options: str) -> dict[str, Any] | None:
     """`manage.py audit <path> --json`, in-process; None when the CLI refuses the table."""
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     saved, sys.stdout = sys.stdout, out
     try:
-        call_command("audit", str(path), "--json")
+        call_command("audit", str(path), "--json", *options)
     except SystemExit as exit_:
         if exit_.code == 2:
             return None
