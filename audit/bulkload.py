@@ -48,10 +48,16 @@ def _values(fields: list[models.Field], rows: list[dict[str, Any]], *, raw_datet
     def identity(v: Any) -> Any:
         return v
 
+    def json_value(v: Any) -> Any:
+        # Most commits have no partitions, app ids or verdicts: skip the encoder for those.
+        if isinstance(v, dict | list) and not v:
+            return "{}" if isinstance(v, dict) else "[]"
+        return json_text(v)
+
     prepare = []
     for f in fields:
         if isinstance(f, models.JSONField):
-            prepare.append(json_text)
+            prepare.append(json_value)
         elif isinstance(f, models.DateTimeField) and not raw_datetimes:
             prepare.append(connection.ops.adapt_datetimefield_value)
         else:

@@ -153,10 +153,16 @@ def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
 def tail_once(
     table_id: int, *, lock_token: str | None = None, chunk: int | None = None
 ) -> TailResult:
-    """Store the next chunk of a table's new commits and audit them. One transaction."""
+    """Store the next chunk(s) of a table's new commits and audit them, one transaction each.
+
+    With the default chunk size, a backfill step goes on to further chunks with the same log
+    listing (listing a 100k-commit `_delta_log` costs as much as storing a chunk) until
+    AUDIT_BACKFILL_STEP_SECONDS have passed; an explicit `chunk` stores exactly one chunk.
+    """
     table = Table.objects.get(id=table_id)
     if table.status == Table.Status.PAUSED:
         return TailResult(table_id, "paused", message="paused; not tailed")
+    budget = 0.0 if chunk else settings.AUDIT_BACKFILL_STEP_SECONDS
     chunk = chunk or settings.AUDIT_BACKFILL_CHUNK
     step_started = timezone.now()
     try:
@@ -170,22 +176,19 @@ def tail_once(
                 )
             mark_up_to_date(table, log_.listing, lock_token=lock_token)
             return result
-        history = load_window(log_, plan)
-        keep_lock(table_id, lock_token)
-        audit_result = run_audit(history, (plan.start, plan.end))
-        keep_lock(table_id, lock_token)
-        result = store_history_chunk(
-            table,
-            history,
-            audit_result,
-            versions=(plan.start, plan.end),
-            more=plan.more,
-            lock_token=lock_token,
-            step_started=step_started,
-        )
-        table.refresh_from_db()
-        if not plan.more and table_findings_due(table):
-            opened, resolved = refresh_table_findings(table, log_, plan.end, lock_token=lock_token)
+        result = None
+        while plan is not None:
+            stored = store_next_chunk(table, log_, plan, lock_token, step_started)
+            result = stored if result is None else _added(result, stored)
+            table.refresh_from_db()
+            elapsed = (timezone.now() - step_started).total_seconds()
+            if not plan.more or elapsed >= budget:
+                break
+            plan = plan_next_chunk(log_.listing, table.last_seen_version, chunk)
+        if not result.more and table_findings_due(table):
+            opened, resolved = refresh_table_findings(
+                table, log_, result.last_seen_version, lock_token=lock_token
+            )
             result.opened += opened
             result.resolved += resolved
         return result
@@ -193,6 +196,35 @@ def tail_once(
         message = _one_line(str(err))
         mark_error(table, message, lock_token=lock_token)
         return TailResult(table_id, "error", message=message)
+
+
+def store_next_chunk(
+    table: Table,
+    log_: DeltaLog,
+    plan: ChunkPlan,
+    lock_token: str | None,
+    step_started: datetime,
+) -> TailResult:
+    history = load_window(log_, plan)
+    keep_lock(table.id, lock_token)
+    audit_result = run_audit(history, (plan.start, plan.end))
+    keep_lock(table.id, lock_token)
+    return store_history_chunk(
+        table,
+        history,
+        audit_result,
+        versions=(plan.start, plan.end),
+        more=plan.more,
+        lock_token=lock_token,
+        step_started=step_started,
+    )
+
+
+def _added(before: TailResult, after: TailResult) -> TailResult:
+    after.stored += before.stored
+    after.opened += before.opened
+    after.resolved += before.resolved
+    return after
 
 
 def table_findings_due(table: Table, now: datetime | None = None) -> bool:

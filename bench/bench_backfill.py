@@ -1,13 +1,14 @@
 """Backfill throughput into SQLite and PostgreSQL, against the pure core audit of the same log.
 
     .venv/bin/python bench/bench_backfill.py [--commits 100000] [--log DIR] [--dbs sqlite,postgresql]
-                                             [--paths rowwise,bulk] [--chunk 5000]
+                                             [--paths old,new] [--chunk 5000]
 
 A Spark-style log (bench/gen_log.py, only the log: AUDIT_CHECK_DATA is off) is backfilled by
 `audit.ingest.tail_once` in chunks of AUDIT_BACKFILL_CHUNK, in a fresh database per run (a
-throwaway SQLite file; a throwaway PostgreSQL database next to DATABASE_URL's), once per insert
-path: `rowwise` (AUDIT_BULK_INSERT=false: one INSERT per row, the path before bulk loading) and
-`bulk` (COPY on PostgreSQL, multi-row INSERT on SQLite). The peer measured in the same run is
+throwaway SQLite file; a throwaway PostgreSQL database next to DATABASE_URL's), once per path:
+`old` = the ingest before bulk loading (AUDIT_BULK_INSERT=false: one INSERT per row, and
+AUDIT_BACKFILL_STEP_SECONDS=0: one chunk and one log listing per step) and `new` = the defaults
+(COPY on PostgreSQL, multi-row INSERT on SQLite, several chunks per listing). The peer measured in the same run is
 the pure core audit of the same log (load_history + audit_history, no database): the ratio
 says what storing costs on top of auditing. Each run is a child process; wall time, the
 child's CPU time (the database server's CPU is not in it) and commits/s are printed.
@@ -73,7 +74,8 @@ def child(db: str, path: str, log: str, chunk: int) -> dict[str, float]:
         {
             "DJANGO_SETTINGS_MODULE": "config.settings",
             "DATABASE_URL": url,
-            "AUDIT_BULK_INSERT": "true" if path == "bulk" else "false",
+            "AUDIT_BULK_INSERT": "true" if path == "new" else "false",
+            "AUDIT_BACKFILL_STEP_SECONDS": "10" if path == "new" else "0",
             "AUDIT_CHECK_DATA": "false",  # gen_log writes only the log
             "AUDIT_BACKFILL_CHUNK": str(chunk),
             "AUDIT_ALLOWED_ROOTS": str(Path(log).parent),
@@ -117,7 +119,7 @@ def main() -> int:
     parser.add_argument("--commits", type=int, default=100_000)
     parser.add_argument("--log", help="an existing gen_log.py table (generated when missing)")
     parser.add_argument("--dbs", default="sqlite,postgresql")
-    parser.add_argument("--paths", default="rowwise,bulk")
+    parser.add_argument("--paths", default="old,new")
     parser.add_argument("--chunk", type=int, default=5000)
     parser.add_argument("--child", nargs=2, metavar=("DB", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()

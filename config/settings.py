@@ -173,6 +173,9 @@ AUDIT_ALLOWED_ROOTS = env_list("AUDIT_ALLOWED_ROOTS", [str(BASE_DIR)])
 AUDIT_WITNESS_SAMPLE_ROWS = env_int("AUDIT_WITNESS_SAMPLE_ROWS", 5)
 AUDIT_TAIL_INTERVAL_SECONDS = env_float("AUDIT_TAIL_INTERVAL_SECONDS", 5.0)
 AUDIT_BACKFILL_CHUNK = env_int("AUDIT_BACKFILL_CHUNK", 5000)
+# A backfill step stores further chunks with the same log listing for up to this long, then
+# queues itself again (so other tables get their turn).
+AUDIT_BACKFILL_STEP_SECONDS = env_float("AUDIT_BACKFILL_STEP_SECONDS", 10.0)
 
 # --- Celery --------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
