@@ -158,7 +158,8 @@ def replay_through_tail(src: Path, dst: Path, seed: int, monkeypatch) -> Table |
         mode["land_during_audit"] = rng.choice([0, 0, 1, 2]) if not arrivals.done else 0
         mode["interrupt"] = rng.random() < 0.15
         try:
-            result = ingest.tail_once(table.id, chunk=rng.choice([1, 1, 2, 3, 5, 7, 50]))
+            # None: a worker's step, several chunks of AUDIT_BACKFILL_CHUNK with one listing.
+            result = ingest.tail_once(table.id, chunk=rng.choice([1, 1, 2, 3, 5, 7, 50, None]))
         except Interrupted:
             continue
         if not arrivals.done and rng.random() < 0.6:
@@ -200,6 +201,8 @@ def assert_tail_equals_cli(src: Path, dst: Path, seed: int, monkeypatch) -> None
 def roots(tmp_path, settings, monkeypatch):
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
     settings.AUDIT_TABLE_FINDINGS_SECONDS = 0
+    settings.AUDIT_BACKFILL_CHUNK = 2
+    settings.AUDIT_BACKFILL_STEP_SECONDS = 60
     # The first guess of the window is only a speed-up: without it every widening is exercised.
     monkeypatch.setattr(tailwindow, "GUESS", 0)
     return tmp_path
