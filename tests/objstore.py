@@ -1,9 +1,8 @@
 """Real object-store protocol servers for the tests: moto's S3 server and Azurite (Azure Blob).
 
 Each server runs as a subprocess on a free loopback port and is stopped by its PID (its own
-process group), never by name. Use the session fixtures `s3_server` / `azurite_server`
-(import them into a test module or conftest: `from tests.objstore import s3_server  # noqa`),
-or the classes directly.
+process group), never by name. The session fixtures `s3_server` / `azurite_server` are
+registered by tests/conftest.py; the classes can be used directly too.
 
 - `MotoS3`: `moto_server -H 127.0.0.1 -p PORT`. `enforce_auth()` turns IAM on (moto's
   /moto-api/reset-auth), after which only keys made by `make_user()` work, each with the
@@ -379,3 +378,34 @@ def azurite_server(tmp_path_factory) -> Iterator[Azurite]:
         yield server
     finally:
         server.stop()
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def write_storage_config(path: str | os.PathLike[str], roots: dict[str, dict[str, str]]) -> str:
+    """Write an AUDIT_STORAGE_CONFIG TOML file mapping prefix -> options; returns its path."""
+    lines = []
+    for prefix, options in roots.items():
+        pairs = ", ".join(f"{k} = {json.dumps(v)}" for k, v in sorted(options.items()))
+        lines += ["[[storage]]", f"prefix = {json.dumps(prefix)}", f"options = {{ {pairs} }}", ""]
+    Path(path).write_text("\n".join(lines))
+    return str(path)
+
+
+def audit_cli(uri: str, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
+    """`manage.py audit <uri> --json --files` in a fresh process with exactly `env` on top of a
+    clean environment (no AWS_*/AZURE_*/GOOGLE_* leaking in from the developer's shell)."""
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AWS_", "AZURE_", "GOOGLE_", "AUDIT_STORAGE_CONFIG"))
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", "audit", uri, "--json", "--files", *extra],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
