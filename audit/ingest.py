@@ -194,7 +194,7 @@ def tail_once(
         return result
     except DeltaAuditError as err:
         message = _one_line(str(err))
-        mark_error(table, message, lock_token=lock_token)
+        mark_error(table, message, lock_token=lock_token, cause=err.cause or "other")
         return TailResult(table_id, "error", message=message)
 
 
@@ -306,6 +306,7 @@ def store_history_chunk(
         "first_available_version": listing.first_available_version,
         "status": Table.Status.BACKFILLING if more else Table.Status.OK,
         "last_error": "",
+        "error_cause": "",
         "last_tail_at": now,
         "settings_snapshot": settings_snapshot(history.state),
         "table_findings_dirty": True,
@@ -434,6 +435,7 @@ def mark_up_to_date(
         lock_token,
         status=Table.Status.OK,
         last_error="",
+        error_cause="",
         last_tail_at=timezone.now(),
         latest_version_in_log=listing.latest_version,
         first_available_version=listing.first_available_version,
@@ -443,13 +445,16 @@ def mark_up_to_date(
     )
 
 
-def mark_error(table: Table, message: str, *, lock_token: str | None = None) -> None:
+def mark_error(
+    table: Table, message: str, *, lock_token: str | None = None, cause: str = "other"
+) -> None:
     log.warning("table %s (%s): %s", table.id, table.uri, message)
     _update_table(
         table.id,
         lock_token,
         status=Table.Status.ERROR,
         last_error=_clean_text(message)[:2000],
+        error_cause=cause,
         last_tail_at=timezone.now(),
     )
 
@@ -653,7 +658,7 @@ def tables_due(now: datetime | None = None) -> list[int]:
     now = now or timezone.now()
     stale_before = now - timedelta(seconds=settings.AUDIT_FULL_CHECK_SECONDS)
     rows = (
-        Table.objects.exclude(status=Table.Status.PAUSED)
+        Table.objects.exclude(status__in=(Table.Status.PAUSED, Table.Status.GONE))
         .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
         .values_list(
             "id", "uri", "status", "last_seen_version", "last_tail_at", "table_findings_dirty"
