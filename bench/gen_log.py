@@ -97,7 +97,10 @@ CHECKPOINT_SCHEMA = pa.schema(
 
 
 class Generator:
-    def __init__(self, out: str, commits: int, seed: int):
+    def __init__(
+        self, out: str, commits: int, seed: int, checkpoint_interval: int = CHECKPOINT_INTERVAL
+    ):
+        self.checkpoint_interval = checkpoint_interval
         self.log_dir = os.path.join(out, "_delta_log")
         self.commits = commits
         self.rng = random.Random(seed)
@@ -352,7 +355,7 @@ class Generator:
             with open(os.path.join(self.log_dir, f"{version:020d}.json"), "wb") as fh:
                 fh.write(lines)
             os.utime(os.path.join(self.log_dir, f"{version:020d}.json"), ns=(self.now * 10**6,) * 2)
-            if version and version % CHECKPOINT_INTERVAL == 0:
+            if version and version % self.checkpoint_interval == 0:
                 self.write_checkpoint(version)
 
 
@@ -364,8 +367,11 @@ def verify(out: str, commits: int) -> None:
     print(f"deltalake loads it: version {table.version()}, {len(table.file_uris())} live files")
 
 
-def generate(out: str, commits: int = 100_000, seed: int = 7) -> None:
-    Generator(out, commits, seed).run()
+def generate(
+    out: str, commits: int = 100_000, seed: int = 7, checkpoint_interval: int = CHECKPOINT_INTERVAL
+) -> None:
+    """The commits depend only on `seed`; the interval only changes which checkpoints exist."""
+    Generator(out, commits, seed, checkpoint_interval).run()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -373,13 +379,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", help="table directory to create")
     parser.add_argument("--commits", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--checkpoint-interval",
+        type=int,
+        default=CHECKPOINT_INTERVAL,
+        help="a checkpoint every N commits (live files grow with the log, so at 1M commits a "
+        "checkpoint per 100 makes generation quadratic: bench_log.py uses 1000 there)",
+    )
     parser.add_argument("--verify", action="store_true", help="load the result with deltalake")
     args = parser.parse_args(argv)
     if os.path.exists(os.path.join(args.out, "_delta_log")):
         print(f"{args.out}/_delta_log already exists", file=sys.stderr)
         return 1
     started = time.perf_counter()
-    generate(args.out, args.commits, args.seed)
+    generate(args.out, args.commits, args.seed, args.checkpoint_interval)
     print(f"wrote {args.commits} commits to {args.out} in {time.perf_counter() - started:.1f}s")
     if args.verify:
         verify(args.out, args.commits)

@@ -176,3 +176,23 @@ def test_the_forked_part_derives_isolation_from_the_properties_in_force(
         10 - isolation_set_at
     )
     assert _outcome(tmp_path, parallel=True) == _reference(tmp_path)
+
+
+def test_the_streamed_report_is_byte_identical_to_one_dump(bench_log, monkeypatch):
+    import io
+
+    from audit.core.report import CommitEntries, write_json
+
+    monkeypatch.setattr(CommitEntries, "CHUNK", 7)  # many chunks, the last one short
+    for path in [bench_log, *_every_table()[:40]]:
+        try:
+            history = load_history(str(path))
+        except DeltaAuditError:
+            continue
+        result = audit_history(history, check_data=False)
+        for files in (False, True):
+            whole = build_report(history, result, include_files=files)
+            streamed = build_report(history, result, include_files=files, stream_commits=True)
+            out = io.BytesIO()
+            write_json(streamed, out)
+            assert out.getvalue() == orjson.dumps(whole, option=orjson.OPT_NON_STR_KEYS) + b"\n"

@@ -5,7 +5,10 @@ The field names here are a contract: CI jobs, scripts and the REST API rely on t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import IO, TYPE_CHECKING, Any
+
+import orjson
 
 from audit.core.model import SEVERITY_RANK, CommitSummary, Finding
 from audit.core.summary import paused_gc
@@ -16,11 +19,20 @@ if TYPE_CHECKING:
 
 
 def build_report(
-    history: History, result: AuditResult | None, *, include_files: bool = False
+    history: History,
+    result: AuditResult | None,
+    *,
+    include_files: bool = False,
+    stream_commits: bool = False,
 ) -> dict[str, Any]:
+    """The report. With `stream_commits`, "commits" is a `CommitEntries` for `write_json`."""
     audits = result.commits if result is not None else {}
-    with paused_gc():  # one dict per commit: see `paused_gc`
-        commits = [commit_entry(s, audits.get(s.version)) for s in history.summaries]
+    commits: list[dict[str, Any]] | CommitEntries
+    if stream_commits:
+        commits = CommitEntries(history.summaries, audits)
+    else:
+        with paused_gc():  # one dict per commit: see `paused_gc`
+            commits = [commit_entry(s, audits.get(s.version)) for s in history.summaries]
     report: dict[str, Any] = {
         "table": table_section(history),
         "commits": commits,
@@ -29,6 +41,51 @@ def build_report(
     if include_files:
         report["live_files"] = sorted(history.state.files)
     return report
+
+
+class CommitEntries:
+    """The report's commit list, built a chunk at a time as `write_json` writes it.
+
+    At a million commits the list of entry dicts and the whole JSON text would each cost
+    hundreds of MB on top of the history; streamed, only one chunk of each is alive.
+    """
+
+    __slots__ = ("_summaries", "_audits")
+    CHUNK = 10_000
+
+    def __init__(self, summaries: list[CommitSummary], audits: dict[int, Any]) -> None:
+        self._summaries, self._audits = summaries, audits
+
+    def __len__(self) -> int:
+        return len(self._summaries)
+
+    def chunks(self) -> Iterator[list[dict[str, Any]]]:
+        summaries, audits = self._summaries, self._audits
+        for start in range(0, len(summaries), self.CHUNK):
+            yield [
+                commit_entry(s, audits.get(s.version))
+                for s in summaries[start : start + self.CHUNK]
+            ]
+
+
+def write_json(report: dict[str, Any], out: IO[bytes]) -> None:
+    """Write exactly `orjson.dumps(report, option=OPT_NON_STR_KEYS) + b"\n"`, streaming commits."""
+    option = orjson.OPT_NON_STR_KEYS
+    out.write(b"{")
+    for index, (key, value) in enumerate(report.items()):
+        out.write((b"," if index else b"") + orjson.dumps(key) + b":")
+        if not isinstance(value, CommitEntries):
+            out.write(orjson.dumps(value, option=option))
+            continue
+        out.write(b"[")
+        separator = b""
+        with paused_gc():
+            for chunk in value.chunks():
+                if chunk:
+                    out.write(separator + orjson.dumps(chunk, option=option)[1:-1])
+                    separator = b","
+        out.write(b"]")
+    out.write(b"}\n")
 
 
 def table_section(history: History) -> dict[str, Any]:

@@ -10,12 +10,11 @@ from __future__ import annotations
 import os
 import sys
 
-import orjson
 from django.core.management.base import BaseCommand
 
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError
-from audit.core.report import build_report, fails_gate, render_text
+from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.summary import load_history
 
 
@@ -51,9 +50,11 @@ class Command(BaseCommand):
                 f"error: cannot audit this table ({type(err).__name__}: {_one_line(str(err))[:300]})\n"
             )
             sys.exit(2)
-        report = build_report(history, result, include_files=options["files"])
+        report = build_report(
+            history, result, include_files=options["files"], stream_commits=options["json"]
+        )
         if options["json"]:
-            sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+            write_json(report, sys.stdout.buffer)
         else:
             sys.stdout.write(render_text(report) + "\n")
         sys.stdout.flush()
