@@ -59,5 +59,6 @@ ensure_azurite() {
     return 0
   fi
   mkdir -p "$dir"
-  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >/dev/null
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >/dev/null \
+    || echo "note: npm install azurite@$AZURITE_VERSION failed; Azure tests will be skipped" >&2
 }
