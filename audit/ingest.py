@@ -26,12 +26,12 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from audit import models as audit_models
+from audit import tailing
 from audit.core import model
 from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
 from audit.core.errors import DeltaAuditError
-from audit.core.log import DeltaLog, commit_file_name, open_log
+from audit.core.log import DeltaLog, open_log
 from audit.core.serialize import json_default
-from audit.core.storage import open_store
 from audit.core.summary import History, history_from_log
 from audit.models import Commit, CommitRollup, Finding, FindingFlip, Table
 from audit.paths import check_allowed, check_registered
@@ -171,7 +171,8 @@ def tail_once(
         return TailResult(table_id, "paused", message="paused; not tailed")
     chunk = chunk or settings.AUDIT_BACKFILL_CHUNK
     try:
-        log_ = open_log(check_registered(table.uri))  # the roots are enforced on every read
+        # The roots are enforced on every read; the log is kept between ticks (tailing.py).
+        log_ = tailing.open_log(check_registered(table.uri))
         plan = plan_next_chunk(log_.listing, table.last_seen_version, chunk)
         if plan is None:
             result = TailResult(table_id, "ok", last_seen_version=table.last_seen_version)
@@ -200,6 +201,7 @@ def tail_once(
             result.resolved += resolved
         return result
     except DeltaAuditError as err:
+        tailing.forget(table.uri)  # the next tick starts from a full listing
         message = _one_line(str(err))
         mark_error(table, message, lock_token=lock_token)
         return TailResult(table_id, "error", message=message)
@@ -685,10 +687,7 @@ def tables_due(now: datetime | None = None) -> list[int]:
 
 
 def _has_commit(uri: str, version: int) -> bool:
-    try:
-        return open_store(uri).exists(f"_delta_log/{commit_file_name(version)}")
-    except (DeltaAuditError, OSError, ValueError):
-        return True  # let the tail record the error
+    return tailing.has_commit(uri, version)  # one HEAD; errors say True (the tail records them)
 
 
 # --------------------------------------------------------------------------- value hygiene

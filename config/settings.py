@@ -194,6 +194,17 @@ LOGGING = {
 # for its next commit file and dispatches `tail_table` only for those with news, or those not
 # fully checked for AUDIT_FULL_CHECK_SECONDS (a full listing notices shrunk/vanished logs).
 AUDIT_FULL_CHECK_SECONDS = env_float("AUDIT_FULL_CHECK_SECONDS", 30.0)
+# The worker keeps each table's log between ticks (audit/tailing.py): a tick lists only what
+# follows the last known version, and immutable log files are cached up to this many MB per
+# worker process. A full listing (which notices log cleanup) still runs this often per table.
+AUDIT_LOG_CACHE_MB = env_float("AUDIT_LOG_CACHE_MB", 128.0)
+AUDIT_LOG_CACHE_TABLES = env_int("AUDIT_LOG_CACHE_TABLES", 2000)
+AUDIT_FULL_LISTING_SECONDS = env_float("AUDIT_FULL_LISTING_SECONDS", 3600.0)
+# Idle backoff: a table without a new commit for AUDIT_IDLE_AFTER_SECONDS is probed (and fully
+# checked) only every AUDIT_IDLE_INTERVAL_SECONDS; its first new commit brings it back to the
+# base interval. 0 disables the backoff.
+AUDIT_IDLE_AFTER_SECONDS = env_float("AUDIT_IDLE_AFTER_SECONDS", 3600.0)
+AUDIT_IDLE_INTERVAL_SECONDS = env_float("AUDIT_IDLE_INTERVAL_SECONDS", 60.0)
 # A worker holds a table's lock this long per chunk; a crashed worker's lock expires after it.
 AUDIT_LOCK_SECONDS = env_float("AUDIT_LOCK_SECONDS", 120.0)
 # How far before the new commits the tail first loads context, and the most it ever loads.

@@ -267,4 +267,9 @@ def open_store(uri: str | os.PathLike[str]) -> LogStore:
     local = local_path_of(trimmed)
     if local is not None:
         return LocalStore(local, uri=trimmed)
+    from audit.core import remote  # noqa: PLC0415
+
+    if trimmed.split("://", 1)[0].lower() in remote.REMOTE_SCHEMES and remote.available():
+        # One GET per read and listings from an offset (see remote.py); pyarrow otherwise.
+        return remote.RemoteStore(trimmed)
     return ArrowStore(trimmed)
