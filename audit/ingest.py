@@ -655,35 +655,10 @@ def finding_fields(f: model.Finding) -> dict[str, Any]:
 
 
 def tables_due(now: datetime | None = None) -> list[int]:
-    """Tables a tail pass should visit: new commit file present, not OK, or not checked lately.
+    """Tables a tail pass should visit (idle backoff and the "anything new?" probe: polling.py)."""
+    from audit.polling import tables_due as due  # noqa: PLC0415
 
-    The probe is one `exists` on the next commit file per table, so a fleet of idle tables costs
-    a stat each; a full listing (which also notices shrunk or vanished logs) runs at least
-    every AUDIT_FULL_CHECK_SECONDS.
-    """
-    now = now or timezone.now()
-    stale_before = now - timedelta(seconds=settings.AUDIT_FULL_CHECK_SECONDS)
-    rows = (
-        Table.objects.exclude(status=Table.Status.PAUSED)
-        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
-        .values_list(
-            "id", "uri", "status", "last_seen_version", "last_tail_at", "table_findings_dirty"
-        )
-    )
-    findings_before = now - timedelta(seconds=settings.AUDIT_TABLE_FINDINGS_SECONDS)
-    due = []
-    for table_id, uri, status, last_seen, last_tail_at, dirty in rows:
-        needs_full_check = (
-            status != Table.Status.OK or last_tail_at is None or last_tail_at < stale_before
-        )
-        needs_findings = dirty and last_tail_at is not None and last_tail_at < findings_before
-        if (
-            needs_full_check
-            or needs_findings
-            or _has_commit(uri, (last_seen if last_seen is not None else -1) + 1)
-        ):
-            due.append(table_id)
-    return due
+    return due(now)
 
 
 def _has_commit(uri: str, version: int) -> bool:

@@ -205,6 +205,8 @@ AUDIT_FULL_LISTING_SECONDS = env_float("AUDIT_FULL_LISTING_SECONDS", 3600.0)
 # base interval. 0 disables the backoff.
 AUDIT_IDLE_AFTER_SECONDS = env_float("AUDIT_IDLE_AFTER_SECONDS", 3600.0)
 AUDIT_IDLE_INTERVAL_SECONDS = env_float("AUDIT_IDLE_INTERVAL_SECONDS", 60.0)
+# Idle tables get the full check (a worker tick: one listing request) this often instead.
+AUDIT_IDLE_FULL_CHECK_SECONDS = env_float("AUDIT_IDLE_FULL_CHECK_SECONDS", 600.0)
 # A worker holds a table's lock this long per chunk; a crashed worker's lock expires after it.
 AUDIT_LOCK_SECONDS = env_float("AUDIT_LOCK_SECONDS", 120.0)
 # How far before the new commits the tail first loads context, and the most it ever loads.
