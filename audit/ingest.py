@@ -30,6 +30,7 @@ from audit import tailing
 from audit.core import model
 from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
 from audit.core.errors import DeltaAuditError
+from audit.core.gaps import HistoryGap, find_history_gap, history_gap_finding
 from audit.core.log import DeltaLog, open_log
 from audit.core.serialize import json_default
 from audit.core.summary import History, history_from_log
@@ -173,6 +174,10 @@ def tail_once(
     try:
         # The roots are enforced on every read; the log is kept between ticks (tailing.py).
         log_ = tailing.open_log(check_registered(table.uri))
+        gap = find_history_gap(log_.listing, table.last_seen_version)
+        if gap is not None:
+            record_history_gap(table, gap, lock_token=lock_token)
+            table.refresh_from_db()
         plan = plan_next_chunk(log_.listing, table.last_seen_version, chunk)
         if plan is None:
             result = TailResult(table_id, "ok", last_seen_version=table.last_seen_version)
@@ -205,6 +210,30 @@ def tail_once(
         message = _one_line(str(err))
         mark_error(table, message, lock_token=lock_token)
         return TailResult(table_id, "error", message=message)
+
+
+def record_history_gap(table: Table, gap: HistoryGap, *, lock_token: str | None = None) -> None:
+    """Versions cleaned up before we read them: a `history_gap` finding, and the progress moved
+    past them so the tail resumes at the first commit still in the log (gaps.py)."""
+    now = timezone.now()
+    with transaction.atomic():
+        if not _update_table(
+            table.id,
+            lock_token,
+            last_seen_version=gap.resume_at - 1,
+            table_findings_dirty=True,
+        ):
+            raise LockLost(f"table {table.id}: lock lost before recording a history gap")
+        upsert_findings(
+            table, [history_gap_finding(gap)], scope=(gap.lost_from, gap.lost_from), now=now
+        )
+    log.warning(
+        "table %s: versions %s..%s were cleaned up before ingestion; resuming at %s",
+        table.id,
+        gap.lost_from,
+        gap.lost_to,
+        gap.resume_at,
+    )
 
 
 def table_findings_due(table: Table, now: datetime | None = None) -> bool:

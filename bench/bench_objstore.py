@@ -175,6 +175,8 @@ def per_day(
 
     if backoff:
         add(3600, interval)
+        # AUDIT_IDLE_INTERVAL_SECONDS=60, AUDIT_IDLE_FULL_CHECK_SECONDS=600 (the defaults).
+        full_check = max(full_check, 600.0)
         add(23 * 3600, max(60.0, interval))
     else:
         add(86_400, interval)
@@ -243,6 +245,18 @@ def main() -> int:
             print(
                 f"peer polling update_incremental() every {args.interval:g}s: "
                 f"{_fmt(peer_day).strip()} a day, ${price(peer_day):.4f}/day"
+            )
+            before = results["before"]
+            old_day = per_day(
+                before["probe: next commit? (beat)"],
+                before["idle tick (worker)"],
+                args.interval,
+                args.full_check,
+                False,
+            )
+            print(
+                f"before: idle table per day at {args.interval:g}s: {_fmt(old_day).strip()}, "
+                f"${price(old_day):.4f}/day, ${price(old_day) * 365:.2f}/year"
             )
             for backoff in (False, True):
                 day = per_day(probe, idle, args.interval, args.full_check, backoff)

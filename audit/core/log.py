@@ -711,8 +711,8 @@ def iter_commits(
     """
     store = _as_store(source)
     listing = listing or list_log(store)
-    if not listing.commit_versions and start is None:
-        return
+    if not listing.commit_versions and (start is None or end is None):
+        return  # a checkpoint-only log (every commit cleaned up): no commit to stream
     start = listing.commit_versions[0] if start is None else start
     end = listing.commit_versions[-1] if end is None else end
     if start > end:
