@@ -152,3 +152,64 @@ def test_a_gap_no_checkpoint_covers_stays_a_clear_error(tmp_path, settings):
     assert result.status == "error"
     assert "missing version 2" in result.message, result.message
     assert not Finding.objects.filter(table=table, kind="history_gap").exists()
+
+
+def _make_catalog_managed(path: Path, feature: str) -> None:
+    """A deltalake table upgraded to a catalog-managed protocol (as a catalog-aware writer
+    would), with staged commits beyond the published log: v4 staged once, v5 twice (one of
+    the two was never ratified; only the catalog knows which)."""
+    write_deltalake(str(path), rows())
+    _append(path, 2)
+    log_dir = path / "_delta_log"
+    protocol = {
+        "protocol": {
+            "minReaderVersion": 3,
+            "minWriterVersion": 7,
+            "readerFeatures": [feature],
+            "writerFeatures": [feature, "inCommitTimestamp"],
+        }
+    }
+    info = {
+        "commitInfo": {
+            "timestamp": 1_700_000_000_000,
+            "inCommitTimestamp": 1_700_000_000_000,
+            "operation": "UPGRADE PROTOCOL",
+            "operationParameters": {},
+            "engineInfo": "Apache-Spark/4.0.0 Delta-Lake/4.0.0",
+        }
+    }
+    (log_dir / "00000000000000000003.json").write_text(
+        json.dumps(info) + "\n" + json.dumps(protocol) + "\n"
+    )
+    staged = log_dir / "_staged_commits"
+    staged.mkdir()
+    for version, uid in ((4, "0f3c"), (5, "1a2b"), (5, "9e8d")):
+        name = f"{version:020d}.{uid}0000-0000-4000-8000-000000000000.json"
+        (staged / name).write_text(json.dumps(info) + "\n")
+
+
+@pytest.mark.parametrize("feature", ["catalogManaged", "catalogOwned-preview"])
+def test_catalog_managed_tables_audit_the_published_log_and_say_what_is_unseen(tmp_path, feature):
+    path = tmp_path / "t"
+    _make_catalog_managed(path, feature)
+    code, report, err = _audit_json(path)
+    assert code == 0, err
+    assert [c["version"] for c in report["commits"]] == [0, 1, 2, 3]
+    (finding,) = [f for f in report["findings"] if f["kind"] == "catalog_managed_log"]
+    assert finding["severity"] == "info"
+    assert finding["version"] == 3 and finding["related_versions"] == [4, 5]
+    assert f"catalog-managed table ({feature})" in finding["summary"]
+    assert "2 staged commit file(s) for version(s) 4..5" in finding["summary"]
+
+
+@pytest.mark.django_db
+def test_a_catalog_managed_table_is_tailed_with_its_notice(tmp_path, settings):
+    settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    path = tmp_path / "t"
+    _make_catalog_managed(path, "catalogManaged")
+    table, _ = ingest.register_table(str(path))
+    result = ingest.tail_once(table.id)
+    assert result.status == "ok", result.line()
+    assert _stored(table) == [0, 1, 2, 3]
+    notice = Finding.objects.get(table=table, kind="catalog_managed_log")
+    assert notice.related_versions == [4, 5] and notice.status == "open"

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from audit.core.model import Finding, LogListing
+from audit.core.severity import history_gap_severity
 
 HISTORY_GAP = "history_gap"
 
@@ -55,7 +56,7 @@ def history_gap_finding(gap: HistoryGap) -> Finding:
     where = f" (their effect on the table survives in the checkpoint of version {gap.checkpoint})"
     return Finding(
         kind=HISTORY_GAP,
-        severity="warning",
+        severity=history_gap_severity(),
         version=gap.lost_from,
         related_versions=[gap.lost_to],
         confirmed=True,
