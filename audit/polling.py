@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from audit import tailing
 from audit.models import Table
+from audit.notifications import notify_queues, under_notified_root
 
 
 def is_idle(last_commit_at: datetime | None, now: datetime) -> bool:
@@ -50,9 +51,13 @@ def tables_due(now: datetime | None = None) -> list[int]:
     )
     findings_before = now - timedelta(seconds=settings.AUDIT_TABLE_FINDINGS_SECONDS)
     idle_visit_before = now - timedelta(seconds=settings.AUDIT_IDLE_INTERVAL_SECONDS)
+    notified = [root for root, _queue in notify_queues()]
     due, visited = [], []
     for table_id, uri, status, last_seen, last_tail_at, dirty, last_commit_at, probed_at in rows:
-        idle = is_idle(last_commit_at, now)
+        # Tables whose store sends change notifications are not probed: treated as idle,
+        # they only get the (rare) full check, the safety net for a lost notification.
+        on_notice = bool(notified) and under_notified_root(uri, notified)
+        idle = on_notice or is_idle(last_commit_at, now)
         if idle and probed_at is not None and probed_at > idle_visit_before:
             continue  # backed off: looked at less than AUDIT_IDLE_INTERVAL_SECONDS ago
         visited.append(table_id)
@@ -70,7 +75,10 @@ def tables_due(now: datetime | None = None) -> list[int]:
         if (
             needs_full_check
             or needs_findings
-            or tailing.has_commit(uri, (last_seen if last_seen is not None else -1) + 1)
+            or (
+                not on_notice
+                and tailing.has_commit(uri, (last_seen if last_seen is not None else -1) + 1)
+            )
         ):
             due.append(table_id)
     if visited:

@@ -207,6 +207,9 @@ AUDIT_IDLE_AFTER_SECONDS = env_float("AUDIT_IDLE_AFTER_SECONDS", 3600.0)
 AUDIT_IDLE_INTERVAL_SECONDS = env_float("AUDIT_IDLE_INTERVAL_SECONDS", 60.0)
 # Idle tables get the full check (a worker tick: one listing request) this often instead.
 AUDIT_IDLE_FULL_CHECK_SECONDS = env_float("AUDIT_IDLE_FULL_CHECK_SECONDS", 600.0)
+# Tail on S3 event notifications instead of polling: "<root-uri>=<sqs-queue-url>,..."
+# (audit/notifications.py). Tables under such a root are not probed between notifications.
+AUDIT_NOTIFY_QUEUES = env_list("AUDIT_NOTIFY_QUEUES", [])
 # A worker holds a table's lock this long per chunk; a crashed worker's lock expires after it.
 AUDIT_LOCK_SECONDS = env_float("AUDIT_LOCK_SECONDS", 120.0)
 # How far before the new commits the tail first loads context, and the most it ever loads.
@@ -235,6 +238,12 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": max(AUDIT_TAIL_INTERVAL_SECONDS, 1.0)},
     },
 }
+if AUDIT_NOTIFY_QUEUES:
+    CELERY_BEAT_SCHEDULE["drain-notifications"] = {
+        "task": "workers.tasks.drain_notifications",
+        "schedule": AUDIT_TAIL_INTERVAL_SECONDS,
+        "options": {"expires": max(AUDIT_TAIL_INTERVAL_SECONDS, 1.0)},
+    }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Take the write lock when a transaction starts: a deferred transaction that reads then
     # writes fails at once with "database is locked" when another process writes meanwhile.
