@@ -15,6 +15,7 @@ default 5 s interval, 17,280 visits a day become about 2,100 (see bench/bench_ob
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -52,7 +53,7 @@ def tables_due(now: datetime | None = None) -> list[int]:
     findings_before = now - timedelta(seconds=settings.AUDIT_TABLE_FINDINGS_SECONDS)
     idle_visit_before = now - timedelta(seconds=settings.AUDIT_IDLE_INTERVAL_SECONDS)
     notified = [root for root, _queue in notify_queues()]
-    due, visited = [], []
+    due, visited, probes = [], [], []
     for table_id, uri, status, last_seen, last_tail_at, dirty, last_commit_at, probed_at in rows:
         # Tables whose store sends change notifications are not probed: treated as idle,
         # they only get the (rare) full check, the safety net for a lost notification.
@@ -72,15 +73,22 @@ def tables_due(now: datetime | None = None) -> list[int]:
             or last_tail_at < now - timedelta(seconds=full_every)
         )
         needs_findings = dirty and last_tail_at is not None and last_tail_at < findings_before
-        if (
-            needs_full_check
-            or needs_findings
-            or (
-                not on_notice
-                and tailing.has_commit(uri, (last_seen if last_seen is not None else -1) + 1)
-            )
-        ):
+        if needs_full_check or needs_findings:
             due.append(table_id)
+        elif not on_notice:
+            probes.append((table_id, uri, (last_seen if last_seen is not None else -1) + 1))
+    due += _probe(probes)
     if visited:
         Table.objects.filter(id__in=visited).update(probed_at=now)
     return due
+
+
+def _probe(probes: list[tuple[int, str, int]]) -> list[int]:
+    """Tables whose next commit file exists. One HEAD each, run concurrently: a pass over
+    hundreds of tables must fit in one tail interval, and each probe is a network round trip."""
+    if len(probes) <= 1:
+        return [tid for tid, uri, version in probes if tailing.has_commit(uri, version)]
+    workers = min(settings.AUDIT_PROBE_THREADS, len(probes))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tail-probe") as pool:
+        found = pool.map(lambda p: tailing.has_commit(p[1], p[2]), probes)
+        return [probe[0] for probe, hit in zip(probes, found, strict=True) if hit]

@@ -87,8 +87,29 @@ def _old_path():
     return open_log, has_commit
 
 
-def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]:
+def _peer(server, client, bucket: str, local: Path, n: int) -> dict[str, Counter[str]]:
+    """deltalake's DeltaTable.update_incremental() on a copy of the same log."""
     from deltalake import DeltaTable
+
+    prefix = "peer/t"
+    uri = f"s3://{bucket}/{prefix}"
+    _upload(client, bucket, prefix, local, range(0, n))
+    peer: dict[str, Counter[str]] = {}
+    holder: list[DeltaTable] = []
+    peer["cold tick (first in a process)"] = _count(
+        server, lambda: holder.append(DeltaTable(uri, storage_options=server.options))
+    )
+    dt = holder[0]
+    peer["idle tick (worker)"] = _count(server, dt.update_incremental)
+    _upload(client, bucket, prefix, local, range(n, n + 1))
+    peer["tick after 1 new commit"] = _count(server, dt.update_incremental)
+    _upload(client, bucket, prefix, local, range(n + 1, n + NEW))
+    peer["tick after 5 new commits"] = _count(server, dt.update_incremental)
+    assert dt.version() == n + NEW - 1
+    return peer
+
+
+def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]:
 
     from audit import ingest, tailing
     from audit.models import Table
@@ -138,22 +159,7 @@ def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]
         finally:
             tailing.open_log, tailing.has_commit = saved
 
-    prefix = "peer/t"
-    uri = f"s3://{bucket}/{prefix}"
-    _upload(client, bucket, prefix, local, range(0, n))
-    peer: dict[str, Counter[str]] = {}
-    holder: list[DeltaTable] = []
-    peer["cold tick (first in a process)"] = _count(
-        server, lambda: holder.append(DeltaTable(uri, storage_options=server.options))
-    )
-    dt = holder[0]
-    peer["idle tick (worker)"] = _count(server, dt.update_incremental)
-    _upload(client, bucket, prefix, local, range(n, n + 1))
-    peer["tick after 1 new commit"] = _count(server, dt.update_incremental)
-    _upload(client, bucket, prefix, local, range(n + 1, n + NEW))
-    peer["tick after 5 new commits"] = _count(server, dt.update_incremental)
-    assert dt.version() == n + NEW - 1
-    results["peer"] = peer
+    results["peer"] = _peer(server, client, bucket, local, n)
     return results
 
 
@@ -187,6 +193,55 @@ def price(kinds: Counter[str]) -> float:
     return sum(PRICE[k] * n for k, n in kinds.items())
 
 
+def report_size(server, n: int, work: Path, args: argparse.Namespace) -> None:
+    started = time.perf_counter()
+    results = bench_size(server, n, work)
+    print(f"\n== log of {n} entries (+{NEW} new)  [{time.perf_counter() - started:.0f}s]")
+    print(f"{'requests':34s} {'after':>22s} {'before':>22s} {'peer update_incremental':>26s}")
+    for name in results["after"]:
+        peer = results["peer"].get(name)
+        print(
+            f"{name:34s} {_fmt(results['after'][name]):>22s} "
+            f"{_fmt(results['before'][name]):>22s} "
+            f"{_fmt(peer) if peer is not None else '-':>26s}"
+        )
+    after, peer = results["after"], results["peer"]
+    five = sum(after["tick after 5 new commits"].values()) / 5
+    one = sum(after["tick after 1 new commit"].values())
+    peer_five = sum(peer["tick after 5 new commits"].values()) / 5
+    print(
+        f"per new commit: {five:.1f} (5 per tick), {one} (1 per tick, +1 probe HEAD); "
+        f"peer {peer_five:.1f} / {sum(peer['tick after 1 new commit'].values())}"
+    )
+    probe, idle = after["probe: next commit? (beat)"], after["idle tick (worker)"]
+    peer_day = Counter(
+        {k: round(v * 86_400 / args.interval) for k, v in peer["idle tick (worker)"].items()}
+    )
+    print(
+        f"peer polling update_incremental() every {args.interval:g}s: "
+        f"{_fmt(peer_day).strip()} a day, ${price(peer_day):.4f}/day"
+    )
+    before = results["before"]
+    old_day = per_day(
+        before["probe: next commit? (beat)"],
+        before["idle tick (worker)"],
+        args.interval,
+        args.full_check,
+        False,
+    )
+    print(
+        f"before: idle table per day at {args.interval:g}s: {_fmt(old_day).strip()}, "
+        f"${price(old_day):.4f}/day, ${price(old_day) * 365:.2f}/year"
+    )
+    for backoff in (False, True):
+        day = per_day(probe, idle, args.interval, args.full_check, backoff)
+        label = " with backoff (60 s after 1 h idle)" if backoff else ""
+        print(
+            f"idle table per day at {args.interval:g}s{label}: {_fmt(day).strip()}, "
+            f"${price(day):.4f}/day, ${price(day) * 365:.2f}/year"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="30,3000")
@@ -214,57 +269,7 @@ def main() -> int:
     )
     try:
         for n in (int(s) for s in args.sizes.split(",")):
-            started = time.perf_counter()
-            results = bench_size(server, n, work)
-            print(f"\n== log of {n} entries (+{NEW} new)  [{time.perf_counter() - started:.0f}s]")
-            print(
-                f"{'requests':34s} {'after':>22s} {'before':>22s} {'peer update_incremental':>26s}"
-            )
-            for name in results["after"]:
-                peer = results["peer"].get(name)
-                print(
-                    f"{name:34s} {_fmt(results['after'][name]):>22s} "
-                    f"{_fmt(results['before'][name]):>22s} "
-                    f"{_fmt(peer) if peer is not None else '-':>26s}"
-                )
-            after, peer = results["after"], results["peer"]
-            five = sum(after["tick after 5 new commits"].values()) / 5
-            one = sum(after["tick after 1 new commit"].values())
-            peer_five = sum(peer["tick after 5 new commits"].values()) / 5
-            print(
-                f"per new commit: {five:.1f} (5 per tick), {one} (1 per tick, +1 probe HEAD); "
-                f"peer {peer_five:.1f} / {sum(peer['tick after 1 new commit'].values())}"
-            )
-            probe, idle = after["probe: next commit? (beat)"], after["idle tick (worker)"]
-            peer_day = Counter(
-                {
-                    k: round(v * 86_400 / args.interval)
-                    for k, v in peer["idle tick (worker)"].items()
-                }
-            )
-            print(
-                f"peer polling update_incremental() every {args.interval:g}s: "
-                f"{_fmt(peer_day).strip()} a day, ${price(peer_day):.4f}/day"
-            )
-            before = results["before"]
-            old_day = per_day(
-                before["probe: next commit? (beat)"],
-                before["idle tick (worker)"],
-                args.interval,
-                args.full_check,
-                False,
-            )
-            print(
-                f"before: idle table per day at {args.interval:g}s: {_fmt(old_day).strip()}, "
-                f"${price(old_day):.4f}/day, ${price(old_day) * 365:.2f}/year"
-            )
-            for backoff in (False, True):
-                day = per_day(probe, idle, args.interval, args.full_check, backoff)
-                label = " with backoff (60 s after 1 h idle)" if backoff else ""
-                print(
-                    f"idle table per day at {args.interval:g}s{label}: {_fmt(day).strip()}, "
-                    f"${price(day):.4f}/day, ${price(day) * 365:.2f}/year"
-                )
+            report_size(server, n, work, args)
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -210,6 +210,8 @@ AUDIT_IDLE_FULL_CHECK_SECONDS = env_float("AUDIT_IDLE_FULL_CHECK_SECONDS", 600.0
 # Tail on S3 event notifications instead of polling: "<root-uri>=<sqs-queue-url>,..."
 # (audit/notifications.py). Tables under such a root are not probed between notifications.
 AUDIT_NOTIFY_QUEUES = env_list("AUDIT_NOTIFY_QUEUES", [])
+# Next-commit probes of one tail pass run on this many threads (each is a network round trip).
+AUDIT_PROBE_THREADS = env_int("AUDIT_PROBE_THREADS", 16)
 # A worker holds a table's lock this long per chunk; a crashed worker's lock expires after it.
 AUDIT_LOCK_SECONDS = env_float("AUDIT_LOCK_SECONDS", 120.0)
 # How far before the new commits the tail first loads context, and the most it ever loads.
