@@ -208,7 +208,7 @@ def tail_once(
     except DeltaAuditError as err:
         tailing.forget(table.uri)  # the next tick starts from a full listing
         message = _one_line(str(err))
-        mark_error(table, message, lock_token=lock_token)
+        mark_error(table, message, lock_token=lock_token, cause=err.cause or "other")
         return TailResult(table_id, "error", message=message)
 
 
@@ -314,6 +314,7 @@ def store_history_chunk(
         "first_available_version": listing.first_available_version,
         "status": Table.Status.BACKFILLING if more else Table.Status.OK,
         "last_error": "",
+        "error_cause": "",
         "last_tail_at": now,
         "settings_snapshot": settings_snapshot(history.state),
         "backfill_target_version": listing.latest_version if more else None,
@@ -476,6 +477,7 @@ def mark_up_to_date(
         lock_token,
         status=Table.Status.OK,
         last_error="",
+        error_cause="",
         last_tail_at=timezone.now(),
         latest_version_in_log=listing.latest_version,
         first_available_version=listing.first_available_version,
@@ -483,13 +485,16 @@ def mark_up_to_date(
     )
 
 
-def mark_error(table: Table, message: str, *, lock_token: str | None = None) -> None:
+def mark_error(
+    table: Table, message: str, *, lock_token: str | None = None, cause: str = "other"
+) -> None:
     log.warning("table %s (%s): %s", table.id, table.uri, message)
     _update_table(
         table.id,
         lock_token,
         status=Table.Status.ERROR,
         last_error=_clean_text(message)[:2000],
+        error_cause=cause,
         last_tail_at=timezone.now(),
     )
 

@@ -17,11 +17,15 @@ class Table(models.Model):
         BACKFILLING = "backfilling"
         ERROR = "error"
         PAUSED = "paused"
+        # Its _delta_log vanished from a discovered root: kept with its history, not tailed.
+        GONE = "gone"
 
     uri = models.CharField(max_length=2000, unique=True)
     name = models.CharField(max_length=200, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.INGESTING)
     last_error = models.TextField(blank=True)
+    # Why the last read failed: access_denied / not_found / unreachable / other ("" when OK).
+    error_cause = models.CharField(max_length=20, blank=True)
     # Highest version stored in Commit rows; advances only in the transaction that stores them.
     last_seen_version = models.BigIntegerField(null=True, blank=True)
     first_available_version = models.BigIntegerField(null=True, blank=True)

@@ -37,7 +37,7 @@ def is_idle(last_commit_at: datetime | None, now: datetime) -> bool:
 def tables_due(now: datetime | None = None) -> list[int]:
     now = now or timezone.now()
     rows = (
-        Table.objects.exclude(status=Table.Status.PAUSED)
+        Table.objects.exclude(status__in=(Table.Status.PAUSED, Table.Status.GONE))
         .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
         .values_list(
             "id",

@@ -315,6 +315,23 @@ CELERY_BEAT_SCHEDULE["refresh-risks"] = {
 }
 # === end of alerting block ==================================================================
 
+# === Storage roots and discovery (issue 14 part 1; owned by lake1) ==========================
+# AUDIT_STORAGE_CONFIG (read from the environment where each read happens, see
+# audit/core/storage_config.py) names a TOML file of per-root storage options.
+# Roots walked by `workers.discovery_tasks.discover_roots` (beat): new tables are registered,
+# tables whose log vanished are marked gone. Comma-separated; each must be under an allowed root.
+AUDIT_DISCOVERY_ROOTS = env_list("AUDIT_DISCOVERY_ROOTS", [])
+AUDIT_DISCOVERY_INTERVAL_SECONDS = env_float("AUDIT_DISCOVERY_INTERVAL_SECONDS", 300.0)
+AUDIT_DISCOVERY_MAX_DEPTH = env_int("AUDIT_DISCOVERY_MAX_DEPTH", 6)
+CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "workers.discovery_tasks"]
+# Always scheduled: with no roots configured a pass does nothing.
+CELERY_BEAT_SCHEDULE["discover-roots"] = {
+    "task": "workers.discovery_tasks.discover_roots",
+    "schedule": AUDIT_DISCOVERY_INTERVAL_SECONDS,
+    "options": {"expires": max(AUDIT_DISCOVERY_INTERVAL_SECONDS, 5.0)},
+}
+# === end of storage block ==================================================================
+
 # === Spark fleet pipeline (issue 6; owned by the Spark engineer) ===========================
 # `manage.py spark_audit` and the `spark_audit_tables` task run the audit of many tables as one
 # Spark job (workers/spark_job.py). The master: local[*], spark://..., yarn, k8s://..., or a

@@ -24,7 +24,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from audit.core import storage_errors
 from audit.core.errors import DeltaAuditError
+from audit.core.storage_config import describe_storage
 from audit.models import Commit, Finding, Table
 from frontend.forms import ExplainForm, FindingFilterForm, RegisterTableForm
 
@@ -193,6 +195,9 @@ def _table_header(table: Table) -> dict[str, Any]:
         "lag": lag,
         "risk_level": risk_level(table),
         "snapshot": table.settings_snapshot or {},
+        # Redacted: the root prefix and the credential's name (env:NAME), never its value.
+        "storage": describe_storage(table.uri),
+        "error_cause": storage_errors.label(table.error_cause),
     }
 
 
@@ -228,6 +233,7 @@ def table_status(request: HttpRequest, table_id: int) -> HttpResponse:
         {
             "status": table.status,
             "last_error": table.last_error,
+            "error_cause": table.error_cause,
             "last_seen_version": table.last_seen_version,
             "latest_version_in_log": table.latest_version_in_log,
             "lag": header["lag"],

@@ -44,3 +44,20 @@ except Exception:
     sys.exit(1)
 PY
 }
+
+# Azurite (Azure Blob protocol server) for the object-store tests, from the npm registry into
+# .cache/azurite; idempotent. Without node/npm the Azure tests skip with a reason.
+AZURITE_VERSION="3.37.0"  # keep in step with tests/objstore.py
+ensure_azurite() {
+  local dir=.cache/azurite
+  if [ -x "$dir/node_modules/.bin/azurite-blob" ] \
+    && grep -q "\"version\": \"$AZURITE_VERSION\"" "$dir/node_modules/azurite/package.json" 2>/dev/null; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "note: npm not installed; Azure (Azurite) tests will be skipped" >&2
+    return 0
+  fi
+  mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >/dev/null
+}

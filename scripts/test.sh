@@ -7,6 +7,7 @@ source scripts/lib.sh
 
 ensure_venv
 ensure_chromium
+ensure_azurite
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 exec .venv/bin/pytest "$@"

@@ -26,6 +26,9 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
+# Object-store protocol servers (moto S3, Azurite), session-scoped: see tests/objstore.py.
+from tests.objstore import azurite_server, s3_server  # noqa: E402, F401
+
 ROOT = Path(__file__).resolve().parent.parent
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
 

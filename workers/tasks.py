@@ -101,7 +101,7 @@ def drain_notifications() -> str:
             log.warning("cannot read notifications from %s: %s", queue_url, type(err).__name__)
     ids = list(
         Table.objects.filter(uri__in=uris)
-        .exclude(status=Table.Status.PAUSED)
+        .exclude(status__in=(Table.Status.PAUSED, Table.Status.GONE))
         .values_list("id", flat=True)
     )
     expires = max(settings.AUDIT_TAIL_INTERVAL_SECONDS * 5, 10.0)

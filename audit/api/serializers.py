@@ -12,6 +12,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from audit.core.storage_config import describe_storage
 from audit.models import Commit, Finding, Table
 
 INT64_MAX = 2**63 - 1
@@ -48,15 +49,21 @@ class TableSerializer(serializers.ModelSerializer):
     lag = serializers.SerializerMethodField()
     open_findings = serializers.SerializerMethodField()
     backfill = serializers.SerializerMethodField()
+    storage = serializers.SerializerMethodField(
+        help_text="storage root and credential name the table is read with (never a secret)"
+    )
 
     class Meta:
         model = Table
         fields = [
-            "id", "uri", "name", "status", "last_error", "risk", "version",
+            "id", "uri", "name", "status", "last_error", "error_cause", "storage", "risk", "version",
             "last_seen_version", "latest_version_in_log", "first_available_version", "lag",
             "open_findings", "backfill", "last_commit_at", "last_tail_at", "created_at",
         ]  # fmt: skip
         read_only_fields = fields
+
+    def get_storage(self, table: Table) -> str:
+        return describe_storage(table.uri)
 
     @extend_schema_field(LagSerializer)
     def get_lag(self, table: Table) -> dict:

@@ -535,7 +535,9 @@ def list_log(source: LogStore | str | os.PathLike[str]) -> LogListing:
     store = _as_store(source)
     if not store.exists(LOG_DIR):
         if not store.exists(""):
-            raise DeltaAuditError(f"{store.uri} does not exist", table_uri=store.uri)
+            raise DeltaAuditError(
+                f"{store.uri} does not exist", table_uri=store.uri, cause="not_found"
+            )
         raise DeltaAuditError(
             f"{store.uri} is not a Delta table: no _delta_log directory", table_uri=store.uri
         )

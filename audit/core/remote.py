@@ -7,8 +7,10 @@ option keys as deltalake (`aws_endpoint_url`, `azure_storage_account_name`, ...)
 of storage options serves both. Data files (the witness) still go through pyarrow, which
 reads parquet by ranges instead of whole files.
 
-Every failure becomes a `DeltaAuditError` with one line naming the path and the cause
-(not found, access denied, ...) and never an option value (they may be secrets).
+Options come from the URI's storage root (storage_config.py, `AUDIT_STORAGE_CONFIG`) or the
+standard environment variables. Every failure becomes a `DeltaAuditError` classified like the
+other stores' (storage_errors.py: access denied, not found, unreachable), never carrying an
+option value (they may be secrets).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import pyarrow as pa
 
 from audit.core.errors import DeltaAuditError
 from audit.core.storage import FileEntry
+from audit.core.storage_config import ResolvedStorage
+from audit.core.storage_errors import NOT_FOUND, classify, storage_error
 
 REMOTE_SCHEMES = ("s3", "s3a", "gs", "az", "abfs", "abfss", "adl", "azure")
 # Options object_store takes as client options rather than store configuration.
@@ -50,51 +54,38 @@ def _split_options(options: dict[str, str]) -> tuple[dict[str, str], dict[str, A
     return config, client
 
 
-def _cause(err: BaseException) -> str:
-    """The kind of failure, in words: the exception classes of obstore name it."""
-    from obstore import exceptions as ox  # noqa: PLC0415
+class UnsupportedOptions(Exception):
+    """The root's options include keys the object_store bindings do not take."""
 
-    if isinstance(err, FileNotFoundError | ox.NotFoundError):
-        return "not found"
-    if isinstance(err, ox.PermissionDeniedError):
-        return "access denied"
-    if isinstance(err, ox.UnauthenticatedError):
-        return "not authenticated (check the credentials)"
-    text = str(err).strip().splitlines()
-    first = text[0] if text else type(err).__name__
-    if "error sending request" in first.lower() or "connect" in first.lower():
-        return f"endpoint unreachable ({first[:200]})"
-    return first[:300]
+
+def _not_found(err: BaseException) -> bool:
+    return classify(err) == NOT_FOUND
 
 
 class RemoteStore:
     """A table on an object store. Paths are relative to the table root."""
 
-    def __init__(self, uri: str, options: dict[str, str] | None = None):
+    def __init__(self, uri: str, storage: ResolvedStorage | None = None):
         from obstore.store import from_url  # noqa: PLC0415
 
         self.uri = uri.rstrip("/")
-        self.options = dict(options or {})
-        config, client = _split_options(self.options)
+        self.storage = storage
+        self._where = storage.description if storage is not None else ""
+        self._secrets = storage.secrets if storage is not None else ()
+        config, client = _split_options(dict(storage.options) if storage is not None else {})
         try:
             self.store = from_url(self.uri, config=config or None, client_options=client or None)
         except BaseException as err:  # noqa: BLE001 - a bad key panics inside the Rust bindings
             if isinstance(err, KeyboardInterrupt | SystemExit):
                 raise
-            reason = type(err).__name__
-            raise DeltaAuditError(
-                f"cannot open {self.uri}: invalid storage options ({reason})", table_uri=self.uri
-            ) from None
+            raise UnsupportedOptions(type(err).__name__) from None
         self._arrow: Any = None
 
     def full_path(self, path: str) -> str:
         return f"{self.uri}/{path}" if path else self.uri
 
-    def _error(self, verb: str, path: str, err: BaseException) -> DeltaAuditError:
-        cause = _cause(err)
-        if cause == "not found":
-            return DeltaAuditError(f"{self.full_path(path)} does not exist", table_uri=self.uri)
-        return DeltaAuditError(f"cannot {verb} {self.full_path(path)}: {cause}", table_uri=self.uri)
+    def _error(self, err: BaseException, action: str) -> DeltaAuditError:
+        return storage_error(err, self.uri, action, where=self._where, secrets=self._secrets)
 
     def list(self, directory: str, stats: bool = True) -> list[FileEntry]:
         import obstore  # noqa: PLC0415
@@ -103,13 +94,13 @@ class RemoteStore:
         try:
             result = obstore.list_with_delimiter(self.store, prefix or None)
         except Exception as err:
-            raise self._error("list", directory, err) from None
+            raise self._error(err, f"listing {directory or 'the table root'}") from None
         entries = [
             FileEntry(p.rsplit("/", 1)[-1], None, None, True) for p in result["common_prefixes"]
         ]
         entries += [_entry(meta) for meta in result["objects"]]
         if not entries and not self.exists(directory):
-            raise DeltaAuditError(f"{self.full_path(directory)} does not exist", table_uri=self.uri)
+            raise self._error(FileNotFoundError(directory), f"listing {directory}")
         return entries
 
     def list_after(self, directory: str, after: str) -> list[FileEntry]:
@@ -125,7 +116,7 @@ class RemoteStore:
             batches = obstore.list(self.store, prefix, offset=prefix + after, chunk_size=1000)
             metas = [meta for batch in batches for meta in batch]
         except Exception as err:
-            raise self._error("list", directory, err) from None
+            raise self._error(err, f"listing {directory or 'the table root'}") from None
         out = []
         for meta in metas:
             entry = _entry(meta)
@@ -138,7 +129,7 @@ class RemoteStore:
         try:
             return bytes(obstore.get(self.store, path).bytes())
         except Exception as err:
-            raise self._error("read", path, err) from None
+            raise self._error(err, f"reading {path}") from None
 
     def read_if_exists(self, path: str) -> bytes | None:
         """The file's bytes, or None when it does not exist: one GET either way."""
@@ -147,9 +138,9 @@ class RemoteStore:
         try:
             return bytes(obstore.get(self.store, path).bytes())
         except Exception as err:
-            if _cause(err) == "not found":
+            if _not_found(err):
                 return None
-            raise self._error("read", path, err) from None
+            raise self._error(err, f"reading {path}") from None
 
     def _head(self, path: str) -> dict[str, Any] | None:
         import obstore  # noqa: PLC0415
@@ -157,9 +148,9 @@ class RemoteStore:
         try:
             return obstore.head(self.store, path)
         except Exception as err:
-            if _cause(err) == "not found":
+            if _not_found(err):
                 return None
-            raise self._error("read", path, err) from None
+            raise self._error(err, f"reading {path}") from None
 
     def has_file(self, path: str) -> bool:
         """Is there a file at `path`? One HEAD (`exists` may also list, to find directories)."""
@@ -185,7 +176,7 @@ class RemoteStore:
         except StopIteration:
             return False
         except Exception as err:
-            raise self._error("list", path, err) from None
+            raise self._error(err, f"looking up {path or 'the table root'}") from None
         return bool(batch)
 
     def is_dir(self, path: str) -> bool:
@@ -201,7 +192,7 @@ class RemoteStore:
         if self._arrow is None:
             from audit.core.storage import ArrowStore  # noqa: PLC0415
 
-            self._arrow = ArrowStore(self.uri)
+            self._arrow = ArrowStore(self.uri, self.storage)
         return self._arrow
 
 

@@ -3,9 +3,11 @@
 A `LogStore` lists a directory and reads files by paths relative to the table root
 (e.g. "_delta_log/00000000000000000000.json"). Local paths use plain os calls because they
 are several times faster than going through pyarrow for 100k tiny commit files; remote URIs
-(s3://, abfss://, gs://, ...) go through `pyarrow.fs.FileSystem.from_uri`.
+(s3://, abfss://, gs://, ...) go through deltalake's object_store file system with the options
+of their storage root (audit/core/storage_config.py); other URIs through pyarrow.
 
-Every failure becomes a `DeltaAuditError` with a one-line message naming the path.
+Every failure becomes a `DeltaAuditError` with a one-line message naming the path and, for
+remote stores, the cause (audit/core/storage_errors.py): access denied, not found, unreachable.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from audit.core.errors import DeltaAuditError
+from audit.core.storage_config import ResolvedStorage, storage_for
+from audit.core.storage_errors import classify, storage_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,20 +155,45 @@ class LocalStore:
             raise DeltaAuditError(f"cannot open {full}: {err}", table_uri=self.uri) from None
 
 
-class ArrowStore:
-    """A table on any filesystem pyarrow knows (S3, ADLS/abfss, GCS, HDFS, ...)."""
+# Schemes read through deltalake's object_store file system, with the per-root options of
+# storage_config (the same options deltalake uses for the witness and the Spark executors).
+OBJECT_STORE_SCHEMES = frozenset(
+    {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "azure", "r2", "lakefs"}
+)
 
-    def __init__(self, uri: str):
+
+class ArrowStore:
+    """A table on object storage (S3, ADLS/abfss, GCS through object_store) or another pyarrow
+    filesystem (HDFS, ...). Failures are classified: access denied, not found, unreachable."""
+
+    def __init__(self, uri: str, storage: ResolvedStorage | None = None):
         from pyarrow import fs as pafs
 
         self.uri = uri.rstrip("/")
+        scheme = self.uri.partition("://")[0].lower()
+        self.storage = storage
+        self._where = storage.description if storage is not None else ""
+        self._secrets = storage.secrets if storage is not None else ()
         try:
-            self.fs, root = pafs.FileSystem.from_uri(self.uri)
-        except (pa.ArrowException, ValueError, OSError) as err:
-            raise DeltaAuditError(f"cannot open {uri}: {_one_line(err)}", table_uri=uri) from None
+            if scheme in OBJECT_STORE_SCHEMES:
+                from deltalake.fs import DeltaStorageHandler
+
+                handler = DeltaStorageHandler(
+                    self.uri, options=dict(storage.options) if storage else None
+                )
+                self.fs, root = pafs.PyFileSystem(handler), ""
+            else:
+                self.fs, root = pafs.FileSystem.from_uri(self.uri)
+        except (pa.ArrowException, ValueError, OSError, RuntimeError) as err:
+            raise self._error(err, "opening the store") from None
         self.root = root.rstrip("/")
 
+    def _error(self, err: BaseException, action: str) -> DeltaAuditError:
+        return storage_error(err, self.uri, action, where=self._where, secrets=self._secrets)
+
     def _full(self, path: str) -> str:
+        if not self.root:
+            return path
         return f"{self.root}/{path}" if path else self.root
 
     def full_path(self, path: str) -> str:
@@ -176,14 +205,8 @@ class ArrowStore:
         full = self._full(directory)
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(full, allow_not_found=False))
-        except FileNotFoundError:
-            raise DeltaAuditError(
-                f"{self.full_path(directory)} does not exist", table_uri=self.uri
-            ) from None
-        except (pa.ArrowException, OSError) as err:
-            raise DeltaAuditError(
-                f"cannot list {self.full_path(directory)}: {_one_line(err)}", table_uri=self.uri
-            ) from None
+        except (pa.ArrowException, OSError, RuntimeError) as err:
+            raise self._error(err, f"listing {directory or 'the table root'}") from None
         entries = []
         for info in infos:
             mtime = int(info.mtime.timestamp() * 1000) if info.mtime is not None else 0
@@ -195,45 +218,42 @@ class ArrowStore:
         try:
             with self.fs.open_input_stream(self._full(path)) as fh:
                 return fh.read()
+        except (pa.ArrowException, OSError, RuntimeError) as err:
+            raise self._error(err, f"reading {path}") from None
+
+    def _info(self, path: str):
+        try:
+            return self.fs.get_file_info(self._full(path))
         except FileNotFoundError:
-            raise DeltaAuditError(
-                f"{self.full_path(path)} does not exist", table_uri=self.uri
-            ) from None
-        except (pa.ArrowException, OSError) as err:
-            raise DeltaAuditError(
-                f"cannot read {self.full_path(path)}: {_one_line(err)}", table_uri=self.uri
-            ) from None
+            return None
+        except (pa.ArrowException, OSError, RuntimeError) as err:
+            if classify(err) == "not_found":
+                return None
+            # Anything else (a refused key, a dead endpoint) must not read as "missing".
+            raise self._error(err, f"looking up {path or 'the table root'}") from None
 
     def modification_time(self, path: str) -> int | None:
-        try:
-            mtime = self.fs.get_file_info(self._full(path)).mtime
-        except (pa.ArrowException, OSError):
-            return None
+        info = self._info(path)
+        mtime = info.mtime if info is not None else None
         return int(mtime.timestamp() * 1000) if mtime is not None else None
 
     def exists(self, path: str) -> bool:
         from pyarrow import fs as pafs
 
-        try:
-            return self.fs.get_file_info(self._full(path)).type != pafs.FileType.NotFound
-        except (pa.ArrowException, OSError):
-            return False
+        info = self._info(path)
+        return info is not None and info.type != pafs.FileType.NotFound
 
     def is_dir(self, path: str) -> bool:
         from pyarrow import fs as pafs
 
-        try:
-            return self.fs.get_file_info(self._full(path)).type == pafs.FileType.Directory
-        except (pa.ArrowException, OSError):
-            return False
+        info = self._info(path)
+        return info is not None and info.type == pafs.FileType.Directory
 
     def open_input(self, path: str) -> pa.NativeFile:
         try:
             return self.fs.open_input_file(self._full(path))
-        except (pa.ArrowException, OSError) as err:
-            raise DeltaAuditError(
-                f"cannot open {self.full_path(path)}: {_one_line(err)}", table_uri=self.uri
-            ) from None
+        except (pa.ArrowException, OSError, RuntimeError) as err:
+            raise self._error(err, f"opening {path}") from None
 
 
 def _one_line(err: BaseException) -> str:
@@ -267,9 +287,15 @@ def open_store(uri: str | os.PathLike[str]) -> LogStore:
     local = local_path_of(trimmed)
     if local is not None:
         return LocalStore(local, uri=trimmed)
+    # Options resolved here, in the process that reads: the Celery worker, a Spark executor.
+    storage = storage_for(trimmed)
     from audit.core import remote  # noqa: PLC0415
 
     if trimmed.split("://", 1)[0].lower() in remote.REMOTE_SCHEMES and remote.available():
-        # One GET per read and listings from an offset (see remote.py); pyarrow otherwise.
-        return remote.RemoteStore(trimmed)
-    return ArrowStore(trimmed)
+        # One GET per read and listings from an offset (see remote.py); options the Python
+        # object_store bindings do not take fall back to deltalake's handler below.
+        try:
+            return remote.RemoteStore(trimmed, storage)
+        except remote.UnsupportedOptions:
+            pass
+    return ArrowStore(trimmed, storage)

@@ -292,10 +292,12 @@ def _has_data_columns(predicate: Predicate, partition_types: dict[str, str]) -> 
 
 def _open(store: Any, path: str) -> Any:
     if "://" in path or path.startswith("file:"):
-        from pyarrow import fs as pafs
+        # An absolute data-file URI (shallow clones, some writers): read it with the options
+        # of its own storage root, like the log.
+        from audit.core.storage import open_store  # noqa: PLC0415
 
-        filesystem, inner = pafs.FileSystem.from_uri(path)
-        return filesystem.open_input_file(inner)
+        parent, _, name = path.rpartition("/")
+        return open_store(parent).open_input(name)
     if path.startswith("/"):
         return pa.OSFile(path, "rb")
     return store.open_input(path)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('audit', '0002_commit_rollups'),
+        ('audit', '0003_lake1_storage'),
     ]
 
     operations = [

@@ -1,0 +1,113 @@
+"""Turn an object-store failure into a one-line `DeltaAuditError` that says the cause.
+
+object_store, pyarrow and the servers word the same failure in many ways ("403 Forbidden",
+"lacked the necessary privileges", "InvalidAccessKeyId", "AuthenticationFailed", ...). The
+message never repeats the raw error text for the known causes (it can hold signed URLs or SAS
+tokens); for other failures it keeps a scrubbed first line: no query strings, no secrets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from audit.core.errors import DeltaAuditError
+
+ACCESS_DENIED = "access_denied"
+NOT_FOUND = "not_found"
+UNREACHABLE = "unreachable"
+OTHER = "other"
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        ACCESS_DENIED,
+        re.compile(
+            r"\b40[13]\b|forbidden|unauthori[sz]ed|access ?denied|lacked the necessary privileges"
+            r"|invalidaccesskeyid|signaturedoesnotmatch|authenticationfailed|authorizationfailure"
+            r"|authorizationpermissionmismatch|permission ?denied|invalid_grant|expiredtoken"
+            r"|invalidclienttokenid|credentials? (?:were )?(?:not|invalid)",
+            re.I,
+        ),
+    ),
+    (
+        UNREACHABLE,
+        re.compile(
+            r"error sending request|connection refused|connect(?:ion)? (?:error|timed out|reset)"
+            r"|failed to connect|dns error|failed to lookup|name or service not known"
+            r"|timed? ?out|unreachable|max_retries|curlcode|couldn't connect",
+            re.I,
+        ),
+    ),
+    (
+        NOT_FOUND,
+        re.compile(
+            r"\b404\b|not found|nosuchbucket|nosuchkey|containernotfound|blobnotfound"
+            r"|does not exist|no such file|pathnotfound|filesystemnotfound",
+            re.I,
+        ),
+    ),
+)
+_LABELS = {
+    ACCESS_DENIED: "access denied",
+    NOT_FOUND: "not found",
+    UNREACHABLE: "storage endpoint unreachable",
+    OTHER: "storage error",
+}
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_QUERY = re.compile(r"(https?://[^\s?]+)\?\S*")
+
+
+def classify(err: BaseException) -> str:
+    """One of access_denied, not_found, unreachable, other."""
+    if isinstance(err, FileNotFoundError):
+        return NOT_FOUND
+    if isinstance(err, PermissionError):
+        return ACCESS_DENIED
+    if isinstance(err, ConnectionError | TimeoutError):
+        return UNREACHABLE
+    text = _ANSI.sub("", str(err))
+    for cause, pattern in _PATTERNS:
+        if pattern.search(text):
+            return cause
+    return OTHER
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """The first meaningful line of `text` with query strings and secret values removed."""
+    lines = [ln.strip(" ↳\t") for ln in _ANSI.sub("", text).splitlines()]
+    first = next((ln for ln in lines if ln), "")
+    first = _QUERY.sub(r"\1?…", first)
+    for secret in secrets:
+        if secret:
+            first = first.replace(secret, "***")
+    return first[:300]
+
+
+def storage_error(
+    err: BaseException,
+    uri: str,
+    action: str,
+    *,
+    where: str = "",
+    secrets: Iterable[str] = (),
+) -> DeltaAuditError:
+    """A DeltaAuditError for `err` raised while `action` (e.g. "listing _delta_log") on `uri`.
+
+    `where` is the redacted root/credential description, so the user sees which credential
+    was refused without seeing it.
+    """
+    cause = classify(err)
+    context = f" ({where})" if where else ""
+    if cause == OTHER:
+        detail = scrub(str(err), secrets) or err.__class__.__name__
+        message = f"{uri}: storage error while {action}{context}: {detail}"
+    elif cause == NOT_FOUND:
+        message = f"{uri}: not found while {action}{context}"
+    else:
+        message = f"{uri}: {_LABELS[cause]} while {action}{context}"
+    return DeltaAuditError(message, table_uri=uri, cause=cause)
+
+
+def label(cause: str | None) -> str:
+    """Words for a cause, for pages ("access denied")."""
+    return _LABELS.get(cause or "", "")
