@@ -75,7 +75,7 @@ def test_worker_backs_off_idle_tables_and_returns_on_a_new_commit(
     table, _ = ingest.register_table(str(path))
     celery_workers.start(
         "w1",
-        AUDIT_IDLE_AFTER_SECONDS="12",
+        AUDIT_IDLE_AFTER_SECONDS="14",
         AUDIT_IDLE_INTERVAL_SECONDS="4",
         AUDIT_IDLE_FULL_CHECK_SECONDS="4",
     )
@@ -89,15 +89,15 @@ def test_worker_backs_off_idle_tables_and_returns_on_a_new_commit(
     wait_for(lambda: stored(1), 30, message=celery_workers.logs())
     committed = Table.objects.get(id=table.id).last_commit_at
     assert committed is not None
-    # Active: visited about every 0.5 s.
-    assert _visits(table.id, 2.5) >= 3
-    # Idle after 12 s without a commit: visited every 4 s at most.
-    wait_for(lambda: timezone.now() > committed + timedelta(seconds=13), 30)
+    # Active: visited about every 0.5 s (>= 3 looks in 4 s leaves room for a loaded machine).
+    assert _visits(table.id, 4) >= 3
+    # Idle after 14 s without a commit: visited every 4 s at most.
+    wait_for(lambda: timezone.now() > committed + timedelta(seconds=15), 30)
     assert _visits(table.id, 8.5) <= 3
 
     write_deltalake(str(path), rows(start=9), mode="append")
     landed = time.monotonic()
     wait_for(lambda: stored(2), 30, message=celery_workers.logs())
-    assert time.monotonic() - landed < 4 + 3  # found at the next idle visit
+    assert time.monotonic() - landed < 4 + 5  # found at the next idle visit
     # Back to the base interval on the first new commit.
-    assert _visits(table.id, 2.5) >= 3
+    assert _visits(table.id, 4) >= 3
