@@ -184,11 +184,19 @@ class TailedLog(DeltaLog):
         self.full_listings = 1
 
     def refresh(self) -> LogListing:
-        extended = extend_listing(self.store, self.listing)
-        if extended is None:
+        known = self.listing
+        extended = extend_listing(self.store, known)
+        if extended is None or self._cleaned_up(known, extended):
             return self.relist()
         self.listing = extended
         return extended
+
+    def _cleaned_up(self, known: LogListing, extended: LogListing) -> bool:
+        """Log cleanup runs after a checkpoint and deletes the oldest files first: when a new
+        checkpoint appeared, one HEAD on the oldest known commit tells whether it ran."""
+        if not known.commit_versions or extended.checkpoints.keys() <= known.checkpoints.keys():
+            return False
+        return not self.has_commit(known.commit_versions[0])
 
     def relist(self) -> LogListing:
         """A full listing; cached bytes of this table are dropped (the log may be a new one)."""
