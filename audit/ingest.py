@@ -26,13 +26,14 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from audit import models as audit_models
+from audit import tailing
 from audit.bulkload import insert_commits
 from audit.core import model
 from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
 from audit.core.errors import DeltaAuditError
-from audit.core.log import DeltaLog, commit_file_name, open_log
+from audit.core.gaps import HistoryGap, find_history_gap, history_gap_finding
+from audit.core.log import DeltaLog, open_log
 from audit.core.serialize import json_default
-from audit.core.storage import open_store
 from audit.core.summary import History, history_from_log
 from audit.core.tailwindow import load_tail_history
 from audit.models import Commit, CommitRollup, Finding, FindingFlip, Table
@@ -166,7 +167,12 @@ def tail_once(
     chunk = chunk or settings.AUDIT_BACKFILL_CHUNK
     step_started = timezone.now()
     try:
-        log_ = open_log(check_registered(table.uri))  # the roots are enforced on every read
+        # The roots are enforced on every read; the log is kept between ticks (tailing.py).
+        log_ = tailing.open_log(check_registered(table.uri))
+        gap = find_history_gap(log_.listing, table.last_seen_version)
+        if gap is not None:
+            record_history_gap(table, gap, lock_token=lock_token)
+            table.refresh_from_db()
         plan = plan_next_chunk(log_.listing, table.last_seen_version, chunk)
         if plan is None:
             result = TailResult(table_id, "ok", last_seen_version=table.last_seen_version)
@@ -193,6 +199,7 @@ def tail_once(
             result.resolved += resolved
         return result
     except DeltaAuditError as err:
+        tailing.forget(table.uri)  # the next tick starts from a full listing
         message = _one_line(str(err))
         mark_error(table, message, lock_token=lock_token, cause=err.cause or "other")
         return TailResult(table_id, "error", message=message)
@@ -225,6 +232,30 @@ def _added(before: TailResult, after: TailResult) -> TailResult:
     after.opened += before.opened
     after.resolved += before.resolved
     return after
+
+
+def record_history_gap(table: Table, gap: HistoryGap, *, lock_token: str | None = None) -> None:
+    """Versions cleaned up before we read them: a `history_gap` finding, and the progress moved
+    past them so the tail resumes at the first commit still in the log (gaps.py)."""
+    now = timezone.now()
+    with transaction.atomic():
+        if not _update_table(
+            table.id,
+            lock_token,
+            last_seen_version=gap.resume_at - 1,
+            table_findings_dirty=True,
+        ):
+            raise LockLost(f"table {table.id}: lock lost before recording a history gap")
+        upsert_findings(
+            table, [history_gap_finding(gap)], scope=(gap.lost_from, gap.lost_from), now=now
+        )
+    log.warning(
+        "table %s: versions %s..%s were cleaned up before ingestion; resuming at %s",
+        table.id,
+        gap.lost_from,
+        gap.lost_to,
+        gap.resume_at,
+    )
 
 
 def table_findings_due(table: Table, now: datetime | None = None) -> bool:
@@ -649,42 +680,14 @@ def finding_fields(f: model.Finding) -> dict[str, Any]:
 
 
 def tables_due(now: datetime | None = None) -> list[int]:
-    """Tables a tail pass should visit: new commit file present, not OK, or not checked lately.
+    """Tables a tail pass should visit (idle backoff and the "anything new?" probe: polling.py)."""
+    from audit.polling import tables_due as due  # noqa: PLC0415
 
-    The probe is one `exists` on the next commit file per table, so a fleet of idle tables costs
-    a stat each; a full listing (which also notices shrunk or vanished logs) runs at least
-    every AUDIT_FULL_CHECK_SECONDS.
-    """
-    now = now or timezone.now()
-    stale_before = now - timedelta(seconds=settings.AUDIT_FULL_CHECK_SECONDS)
-    rows = (
-        Table.objects.exclude(status__in=(Table.Status.PAUSED, Table.Status.GONE))
-        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
-        .values_list(
-            "id", "uri", "status", "last_seen_version", "last_tail_at", "table_findings_dirty"
-        )
-    )
-    findings_before = now - timedelta(seconds=settings.AUDIT_TABLE_FINDINGS_SECONDS)
-    due = []
-    for table_id, uri, status, last_seen, last_tail_at, dirty in rows:
-        needs_full_check = (
-            status != Table.Status.OK or last_tail_at is None or last_tail_at < stale_before
-        )
-        needs_findings = dirty and last_tail_at is not None and last_tail_at < findings_before
-        if (
-            needs_full_check
-            or needs_findings
-            or _has_commit(uri, (last_seen if last_seen is not None else -1) + 1)
-        ):
-            due.append(table_id)
-    return due
+    return due(now)
 
 
 def _has_commit(uri: str, version: int) -> bool:
-    try:
-        return open_store(uri).exists(f"_delta_log/{commit_file_name(version)}")
-    except (DeltaAuditError, OSError, ValueError):
-        return True  # let the tail record the error
+    return tailing.has_commit(uri, version)  # one HEAD; errors say True (the tail records them)
 
 
 # --------------------------------------------------------------------------- value hygiene

@@ -43,6 +43,8 @@ class Table(models.Model):
     risk = models.FloatField(null=True, blank=True)  # computed by the risk scorer
     last_commit_at = models.DateTimeField(null=True, blank=True)
     last_tail_at = models.DateTimeField(null=True, blank=True)
+    # When a tail pass last looked at the table (probe or tick): spaces out idle tables' visits.
+    probed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Table-level findings (hotspots, ignored settings, ...) need the whole history: they are
     # recomputed by a full audit, debounced, whenever new commits made them stale.

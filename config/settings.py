@@ -197,6 +197,24 @@ LOGGING = {
 # for its next commit file and dispatches `tail_table` only for those with news, or those not
 # fully checked for AUDIT_FULL_CHECK_SECONDS (a full listing notices shrunk/vanished logs).
 AUDIT_FULL_CHECK_SECONDS = env_float("AUDIT_FULL_CHECK_SECONDS", 30.0)
+# The worker keeps each table's log between ticks (audit/tailing.py): a tick lists only what
+# follows the last known version, and immutable log files are cached up to this many MB per
+# worker process. A full listing (which notices log cleanup) still runs this often per table.
+AUDIT_LOG_CACHE_MB = env_float("AUDIT_LOG_CACHE_MB", 128.0)
+AUDIT_LOG_CACHE_TABLES = env_int("AUDIT_LOG_CACHE_TABLES", 2000)
+AUDIT_FULL_LISTING_SECONDS = env_float("AUDIT_FULL_LISTING_SECONDS", 3600.0)
+# Idle backoff: a table without a new commit for AUDIT_IDLE_AFTER_SECONDS is probed (and fully
+# checked) only every AUDIT_IDLE_INTERVAL_SECONDS; its first new commit brings it back to the
+# base interval. 0 disables the backoff.
+AUDIT_IDLE_AFTER_SECONDS = env_float("AUDIT_IDLE_AFTER_SECONDS", 3600.0)
+AUDIT_IDLE_INTERVAL_SECONDS = env_float("AUDIT_IDLE_INTERVAL_SECONDS", 60.0)
+# Idle tables get the full check (a worker tick: one listing request) this often instead.
+AUDIT_IDLE_FULL_CHECK_SECONDS = env_float("AUDIT_IDLE_FULL_CHECK_SECONDS", 600.0)
+# Tail on S3 event notifications instead of polling: "<root-uri>=<sqs-queue-url>,..."
+# (audit/notifications.py). Tables under such a root are not probed between notifications.
+AUDIT_NOTIFY_QUEUES = env_list("AUDIT_NOTIFY_QUEUES", [])
+# Next-commit probes of one tail pass run on this many threads (each is a network round trip).
+AUDIT_PROBE_THREADS = env_int("AUDIT_PROBE_THREADS", 16)
 # A worker holds a table's lock this long per chunk; a crashed worker's lock expires after it.
 AUDIT_LOCK_SECONDS = env_float("AUDIT_LOCK_SECONDS", 120.0)
 AUDIT_CHECK_DATA = env_bool("AUDIT_CHECK_DATA", True)
@@ -224,6 +242,12 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": max(AUDIT_TAIL_INTERVAL_SECONDS, 1.0)},
     },
 }
+if AUDIT_NOTIFY_QUEUES:
+    CELERY_BEAT_SCHEDULE["drain-notifications"] = {
+        "task": "workers.tasks.drain_notifications",
+        "schedule": AUDIT_TAIL_INTERVAL_SECONDS,
+        "options": {"expires": max(AUDIT_TAIL_INTERVAL_SECONDS, 1.0)},
+    }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Take the write lock when a transaction starts: a deferred transaction that reads then
     # writes fails at once with "database is locked" when another process writes meanwhile.

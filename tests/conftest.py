@@ -208,6 +208,8 @@ def celery_workers(transactional_db, tmp_path) -> Iterator[Workers]:
         "AUDIT_TAIL_INTERVAL_SECONDS": "0.5",
         "AUDIT_FULL_CHECK_SECONDS": "1",
         "AUDIT_LOCK_SECONDS": "3",
+        # Tables copied from tests/data have old commits: no idle backoff unless a test asks.
+        "AUDIT_IDLE_AFTER_SECONDS": "0",
         "PYTHONUNBUFFERED": "1",
     }
     workers = Workers(tmp_path, env)

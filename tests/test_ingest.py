@@ -142,7 +142,7 @@ def test_a_log_that_shrinks_puts_the_table_in_error(delta_table_factory):
     assert "\n" not in table.last_error
 
 
-def test_versions_removed_before_ingestion_put_the_table_in_error(delta_table_factory):
+def test_versions_removed_before_ingestion_are_a_history_gap(delta_table_factory):
     path = delta_table_factory("t", commits=2)
     table, _ = ingest.register_table(str(path))
     ingest.tail_once(table.id)
@@ -154,10 +154,13 @@ def test_versions_removed_before_ingestion_put_the_table_in_error(delta_table_fa
 
     ingest.tail_once(table.id)
 
+    # Issue 14: not an error until re-registered; the loss is recorded and the tail resumes.
     table.refresh_from_db()
-    assert table.status == "error"
-    assert "versions 2..3 were removed from the log" in table.last_error
-    assert stored_versions(table) == [0, 1]
+    assert table.status == "ok", table.last_error
+    assert stored_versions(table) == [0, 1, 4]
+    gap = Finding.objects.get(table=table, kind="history_gap")
+    assert (gap.version, gap.related_versions) == (2, [3])
+    assert "versions 2..3 were removed by log cleanup" in gap.summary
 
 
 def test_a_corrupt_commit_errors_and_the_table_recovers_when_it_is_fixed(delta_table_factory):

@@ -88,6 +88,28 @@ def tail_all() -> str:
     return f"dispatched {len(due)} tables"
 
 
+@shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=3)
+def drain_notifications() -> str:
+    """Tail the tables S3 event notifications name (AUDIT_NOTIFY_QUEUES; notifications.py)."""
+    from audit import notifications
+
+    uris: set[str] = set()
+    for _root, queue_url in notifications.notify_queues():
+        try:
+            uris |= notifications.drain(queue_url)
+        except Exception as err:  # a queue outage must not stop the other queues
+            log.warning("cannot read notifications from %s: %s", queue_url, type(err).__name__)
+    ids = list(
+        Table.objects.filter(uri__in=uris)
+        .exclude(status__in=(Table.Status.PAUSED, Table.Status.GONE))
+        .values_list("id", flat=True)
+    )
+    expires = max(settings.AUDIT_TAIL_INTERVAL_SECONDS * 5, 10.0)
+    for table_id in ids:
+        tail_table.apply_async((table_id,), expires=expires)
+    return f"notified {len(ids)} tables"
+
+
 @shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=5, acks_late=True)
 def reaudit_table(table_id: int, start: int | None = None, end: int | None = None) -> str:
     token = locks.acquire(table_id)

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import orjson
 
 from audit.core import severity as sev
+from audit.core.catalog import catalog_feature, catalog_findings
 from audit.core.matrix import OPTIMIZE, UDM, classify_operation, uses_zorder
 from audit.core.model import CommitSummary, Finding, Metadata, PartitionKey, Predicate
 from audit.core.summary import History, paused_gc
@@ -52,6 +53,7 @@ TABLE_LEVEL_KINDS = frozenset(
         "isolation_setting_ignored",
         "identity_column_concurrency",
         "missing_read_version",
+        "catalog_managed_log",
     }
 )
 
@@ -1018,6 +1020,11 @@ def _table_findings(history: History, ctx: TableContext, auditor: _Auditor) -> l
     if missing is not None:
         findings.append(missing)
     findings += _hotspot_findings(auditor.hotspots)
+    # Catalog-managed tables: say how far the published log reaches (lists staged commits).
+    if catalog_feature(history.state.protocol) is not None:
+        findings += catalog_findings(
+            history.get_log().store, history.state.protocol, history.latest_version
+        )
     return findings
 
 

@@ -724,8 +724,8 @@ def iter_commit_files(
     store: LogStore, listing: LogListing, start: int | None = None, end: int | None = None
 ) -> Iterator[tuple[int, bytes]]:
     """(version, bytes) of the commit files `start..end`, in order, read ahead on threads."""
-    if not listing.commit_versions and start is None:
-        return
+    if not listing.commit_versions and (start is None or end is None):
+        return  # a checkpoint-only log (every commit cleaned up): no commit to stream
     start = listing.commit_versions[0] if start is None else start
     end = listing.commit_versions[-1] if end is None else end
     if start > end:

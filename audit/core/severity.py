@@ -17,6 +17,8 @@ the rules are deliberately few and stable:
 | isolation_setting_ignored     | warning                                                        |
 | identity_column_concurrency   | warning                                                        |
 | missing_read_version          | info (facts the audit had to derive)                           |
+| history_gap                   | warning (commits cleaned up before they were audited)          |
+| catalog_managed_log           | info (how far the published log of a catalog-managed table goes)|
 
 The thresholds below are the only tuning knobs.
 """
@@ -68,4 +70,12 @@ def identity_concurrency_severity() -> Severity:
 
 
 def derived_fact_severity() -> Severity:
+    return "info"
+
+
+def history_gap_severity() -> Severity:
+    return "warning"
+
+
+def catalog_managed_severity() -> Severity:
     return "info"

@@ -288,4 +288,14 @@ def open_store(uri: str | os.PathLike[str]) -> LogStore:
     if local is not None:
         return LocalStore(local, uri=trimmed)
     # Options resolved here, in the process that reads: the Celery worker, a Spark executor.
-    return ArrowStore(trimmed, storage_for(trimmed))
+    storage = storage_for(trimmed)
+    from audit.core import remote  # noqa: PLC0415
+
+    if trimmed.split("://", 1)[0].lower() in remote.REMOTE_SCHEMES and remote.available():
+        # One GET per read and listings from an offset (see remote.py); options the Python
+        # object_store bindings do not take fall back to deltalake's handler below.
+        try:
+            return remote.RemoteStore(trimmed, storage)
+        except remote.UnsupportedOptions:
+            pass
+    return ArrowStore(trimmed, storage)

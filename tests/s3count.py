@@ -1,0 +1,114 @@
+"""moto's S3 server on a free loopback port, counting the requests it serves.
+
+Requests are counted AT THE SERVER (a WSGI middleware in front of moto's app), so every
+client is measured the same way: our obstore/pyarrow reads, deltalake's Rust client, boto3.
+Used by the tests of the incremental tail and by bench/bench_objstore.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+ACCESS_KEY = "lake2-test-key"
+SECRET_KEY = "lake2-test-secret"
+REGION = "us-east-1"
+
+
+class CountingS3:
+    def __init__(self) -> None:
+        from moto.server import DomainDispatcherApplication, create_backend_app
+        from werkzeug.serving import make_server
+
+        self.requests: list[tuple[str, str, str]] = []
+        self._lock = threading.Lock()
+        app = DomainDispatcherApplication(create_backend_app)
+
+        def counting(environ: dict[str, Any], start_response: Any) -> Any:
+            with self._lock:
+                self.requests.append(
+                    (
+                        environ["REQUEST_METHOD"],
+                        environ.get("PATH_INFO", ""),
+                        environ.get("QUERY_STRING", ""),
+                    )
+                )
+            return app(environ, start_response)
+
+        self.server = make_server("127.0.0.1", 0, counting, threaded=True)
+        self.port = self.server.server_port
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The standard AWS variables every client here reads (obstore, pyarrow, deltalake)."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ALLOW_HTTP": "true",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+
+    @property
+    def options(self) -> dict[str, str]:
+        """deltalake storage options for writing test tables."""
+        return {
+            "aws_endpoint_url": self.endpoint,
+            "aws_access_key_id": ACCESS_KEY,
+            "aws_secret_access_key": SECRET_KEY,
+            "aws_region": REGION,
+            "aws_allow_http": "true",
+            "aws_s3_allow_unsafe_rename": "true",
+        }
+
+    def create_bucket(self, name: str) -> None:
+        import boto3
+
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+        )
+        client.create_bucket(Bucket=name)
+
+    def boto(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+        )
+
+    @contextlib.contextmanager
+    def counting(self) -> Iterator[list[tuple[str, str, str]]]:
+        """Yields a list that holds, on exit, the requests served inside the block."""
+        seen: list[tuple[str, str, str]] = []
+        with self._lock:
+            start = len(self.requests)
+        yield seen
+        with self._lock:
+            seen.extend(self.requests[start:])
+
+    def kinds(self, requests: list[tuple[str, str, str]]) -> Counter[str]:
+        """HEAD / GET (object) / LIST counts."""
+        out: Counter[str] = Counter()
+        for method, _path, query in requests:
+            out["LIST" if "list-type" in query else method] += 1
+        return out
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
