@@ -26,6 +26,7 @@ from typing import Any, Literal
 import orjson
 
 from audit.core import severity as sev
+from audit.core.integrity import INTEGRITY_KINDS, integrity_findings
 from audit.core.matrix import OPTIMIZE, UDM, classify_operation, uses_zorder
 from audit.core.model import CommitSummary, Finding, Metadata, PartitionKey, Predicate
 from audit.core.summary import History, paused_gc
@@ -53,6 +54,7 @@ TABLE_LEVEL_KINDS = frozenset(
         "identity_column_concurrency",
         "missing_read_version",
     }
+    | INTEGRITY_KINDS
 )
 
 MAX_CONCURRENT_WINDOW = 10_000
@@ -743,6 +745,10 @@ def _audit_history(
     )
     _upgrade_reorders(findings)
     findings += _table_findings(history, ctx, auditor)
+    if versions is None:
+        # Log integrity replays every available commit's files: whole-table work, done by the
+        # full audits only (the kinds are table-level, so windowed audits leave them alone).
+        findings += integrity_findings(history)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))
     hotspots = sorted(auditor.hotspots.values(), key=lambda h: (h.partition, h.operations))
     return AuditResult(findings=findings, commits=auditor.commits, hotspots=hotspots)

@@ -17,6 +17,11 @@ the rules are deliberately few and stable:
 | isolation_setting_ignored     | warning                                                        |
 | identity_column_concurrency   | warning                                                        |
 | missing_read_version          | info (facts the audit had to derive)                           |
+| duplicate_active_file,        | critical (the log itself is wrong: rows counted twice, deleted |
+| remove_of_unknown_file,       | rows still live, or rows lost by a "no data change" commit)    |
+| row_count_changed_by_rewrite  |                                                                |
+| metrics_mismatch              | warning (the commit's own report contradicts its actions)      |
+| protocol_violation            | warning (readers may ignore what the protocol does not allow)  |
 
 The thresholds below are the only tuning knobs.
 """
@@ -69,3 +74,12 @@ def identity_concurrency_severity() -> Severity:
 
 def derived_fact_severity() -> Severity:
     return "info"
+
+
+_CRITICAL_INTEGRITY = frozenset(
+    {"duplicate_active_file", "remove_of_unknown_file", "row_count_changed_by_rewrite"}
+)
+
+
+def integrity_severity(kind: str) -> Severity:
+    return "critical" if kind in _CRITICAL_INTEGRITY else "warning"
