@@ -515,6 +515,27 @@ def findings_list(request: HttpRequest) -> HttpResponse:
     return render(request, "frontend/findings.html", ctx)
 
 
+_EDGE_TYPES = frozenset({"ww", "wr", "rw"})
+MAX_CYCLE_EDGES = 40
+
+
+def cycle_edges(witness: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The dependency cycle of an anomaly finding, checked field by field (it is stored JSON)."""
+    edges = (witness or {}).get("cycle")
+    if not isinstance(edges, list):
+        return []
+    out = []
+    for e in edges[:MAX_CYCLE_EDGES]:
+        if not isinstance(e, dict) or e.get("type") not in _EDGE_TYPES:
+            continue
+        if not all(isinstance(e.get(k), int) for k in ("from", "to")):
+            continue
+        out.append(
+            {"from": e["from"], "to": e["to"], "type": e["type"], "why": str(e.get("why", ""))}
+        )
+    return out
+
+
 def witness_table(witness: dict[str, Any] | None) -> dict[str, Any]:
     """Sample rows as a header and row lists (columns in first-seen order)."""
     samples = (witness or {}).get("sample_rows") or []
@@ -552,6 +573,8 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
         ],
         "related_total": len(finding.related_versions),
         "witness": witness,
+        "has_witness_rows": witness is not None and ("row_count" in witness or "files" in witness),
+        "cycle": cycle_edges(witness),
         "witness_table": witness_table(witness),
         "details": _pretty(finding.details) if finding.details else "",
         "flips": list(finding.flips.all()[:20]),

@@ -189,6 +189,10 @@ def test_it_walks_from_the_timeline_to_the_witness_and_acknowledges(
     assert witness.is_visible()
     cells = witness.locator("tbody td").all_inner_texts()
     assert "10" in cells and "11" in cells
+    # The dependency cycle, drawn: two commits, an rw and a ww edge.
+    wait_until(w.page, "document.querySelector('#cycle-graph').dataset.edges === '2'")
+    assert w.page.locator("#cycle-graph canvas").count() >= 1
+    assert "G-single" in w.page.locator("#cycle-sentence").inner_text()
     w.shot("finding")
 
     w.page.click("button:has-text('Acknowledge')")
