@@ -328,6 +328,15 @@ class HotspotsSerializer(AnalysisSerializer):
     hotspots = serializers.ListField(child=serializers.DictField())
 
 
+class WritersSerializer(AnalysisSerializer):
+    writers = serializers.DictField(
+        help_text="`writers` (per writer: commits, operations, read_version_distance buckets, "
+        "recorded_retries, first/last version and timestamp), `pairs` (earlier writer, later "
+        "writer, concurrent_commits, conflicting_commits), `txn_anomalies` (appId txn versions "
+        "that repeat or go backwards)"
+    )
+
+
 class IsolationSettingsSerializer(AnalysisSerializer):
     isolation_settings = serializers.DictField(
         help_text="effective level per engine, deletion vectors, partitioning, clustering, "

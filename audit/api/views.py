@@ -216,6 +216,16 @@ class TableViewSet(
         return Response(_pick(analysis, "hotspots"))
 
     @extend_schema(
+        responses={200: s.WritersSerializer, 409: ERROR_RESPONSE},
+        description="Contention per writer (engineInfo, user, job/notebook/cluster, txn appIds): "
+        "commits, read-version distance distribution, recorded retries, concurrent commits per "
+        "writer pair, and idempotent txn versions that repeat or go backwards.",
+    )
+    @action(detail=True, filterset_class=None, serializer_class=s.WritersSerializer)
+    def writers(self, request, pk=None):
+        return Response(_pick(self._analysis(), "writers"))
+
+    @extend_schema(
         responses={200: s.IsolationSettingsSerializer, 409: ERROR_RESPONSE},
         description="Isolation settings with the conflict matrix resolved for this table and "
         "the observed concurrent pairs per cell.",

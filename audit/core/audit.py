@@ -32,6 +32,7 @@ from audit.core.integrity import INTEGRITY_KINDS, integrity_findings
 from audit.core.matrix import OPTIMIZE, UDM, classify_operation, uses_zorder
 from audit.core.model import CommitSummary, Finding, Metadata, PartitionKey, Predicate
 from audit.core.summary import History, paused_gc
+from audit.core.writers import retry_storm_findings
 
 SERIALIZABLE = "Serializable"
 WRITE_SERIALIZABLE = "WriteSerializable"
@@ -55,6 +56,7 @@ TABLE_LEVEL_KINDS = frozenset(
         "isolation_setting_ignored",
         "identity_column_concurrency",
         "missing_read_version",
+        "retry_storm",
     }
     | INTEGRITY_KINDS
 )
@@ -754,6 +756,7 @@ def _audit_history(
         # Log integrity replays every available commit's files: whole-table work, done by the
         # full audits only (the kinds are table-level, so windowed audits leave them alone).
         findings += integrity_findings(history)
+        findings += retry_storm_findings(history, auditor.commits)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))
     hotspots = sorted(auditor.hotspots.values(), key=lambda h: (h.partition, h.operations))
     return AuditResult(findings=findings, commits=auditor.commits, hotspots=hotspots)

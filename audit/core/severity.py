@@ -22,6 +22,7 @@ the rules are deliberately few and stable:
 | row_count_changed_by_rewrite  |                                                                |
 | metrics_mismatch              | warning (the commit's own report contradicts its actions)      |
 | protocol_violation            | warning (readers may ignore what the protocol does not allow)  |
+| retry_storm                   | warning (a writer's attempts keep losing conflicts)            |
 
 The thresholds below are the only tuning knobs.
 """
@@ -83,3 +84,7 @@ _CRITICAL_INTEGRITY = frozenset(
 
 def integrity_severity(kind: str) -> Severity:
     return "critical" if kind in _CRITICAL_INTEGRITY else "warning"
+
+
+def retry_storm_severity() -> Severity:
+    return "warning"
