@@ -26,6 +26,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from audit.core.errors import DeltaAuditError
 from audit.models import Commit, Finding, Table
+from audit.orphan_scans import orphan_report
 from frontend.forms import ExplainForm, FindingFilterForm, RegisterTableForm
 
 log = logging.getLogger(__name__)
@@ -280,7 +281,11 @@ def hotspot_heatmap(hotspots: list[dict[str, Any]], max_rows: int = 30) -> dict[
 @login_required
 def table_analysis_page(request: HttpRequest, table_id: int) -> HttpResponse:
     table = get_object_or_404(Table, id=table_id)
-    ctx: dict[str, Any] = {**_table_header(table), "tab": "analysis"}
+    ctx: dict[str, Any] = {
+        **_table_header(table),
+        "tab": "analysis",
+        "orphans": orphan_report(table),
+    }
     try:
         analysis = load_analysis(table)
     except DeltaAuditError as err:

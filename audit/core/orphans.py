@@ -19,8 +19,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
+from audit.core.model import Finding
 from audit.core.storage import LogStore
+
+# Kinds produced by the orphan scan, not by the audit: audits never create or resolve them.
+SCAN_KINDS = frozenset({"orphan_files"})
 
 MAX_FILES = 200_000
 MAX_DIRS = 20_000
@@ -169,3 +174,43 @@ def scan_orphans(
                 continue
             scan.add(path, entry.size or 0, mtime)
     return scan
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def orphan_finding(scan: OrphanScan, version: int) -> Finding:
+    """The `orphan_files` finding for a scan over the configured size (the caller decides)."""
+    span = f"{_iso(scan.oldest or 0)} to {_iso(scan.newest or 0)}"
+    bound = " (a lower bound: the listing hit its limits)" if scan.truncated else ""
+    busiest = sorted(scan.hours.items(), key=lambda kv: -kv[1][1])[:5]
+    return Finding(
+        kind="orphan_files",
+        severity=sev.orphan_files_severity(),
+        version=version,
+        related_versions=[],
+        confirmed=True,
+        summary=f"{scan.files} orphan data file(s), {_size(scan.bytes)}, written {span}{bound}",
+        explanation=(
+            f"{scan.files} file(s) ({_size(scan.bytes)}) in the table's data folders are "
+            "referenced by no add or remove in the available history and are older than the "
+            "longest a commit of this table was seen in flight: commits that never landed "
+            "(failed or conflicting transactions, killed jobs) or an engine that leaks files "
+            "wrote them. They cost storage until VACUUM removes them; this audit never deletes "
+            "anything. Compare their hours with the conflict hotspots of the same hours."
+        ),
+        witness={
+            "files": scan.files,
+            "bytes": scan.bytes,
+            "oldest": scan.oldest,
+            "newest": scan.newest,
+            "busiest_hours": [{"hour": _iso(h), "files": c, "bytes": b} for h, (c, b) in busiest],
+            "sample": [s["path"] for s in scan.sample[:10]],
+            "truncated": scan.truncated,
+        },
+    )

@@ -23,6 +23,7 @@ the rules are deliberately few and stable:
 | metrics_mismatch              | warning (the commit's own report contradicts its actions)      |
 | protocol_violation            | warning (readers may ignore what the protocol does not allow)  |
 | retry_storm                   | warning (a writer's attempts keep losing conflicts)            |
+| orphan_files                  | warning (storage leaked by commits that never landed)          |
 
 The thresholds below are the only tuning knobs.
 """
@@ -87,4 +88,8 @@ def integrity_severity(kind: str) -> Severity:
 
 
 def retry_storm_severity() -> Severity:
+    return "warning"
+
+
+def orphan_files_severity() -> Severity:
     return "warning"
