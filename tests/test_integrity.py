@@ -300,3 +300,33 @@ def test_no_integrity_findings_on_scenario_and_demo_tables(tmp_path):
         for finding in integrity_findings(load_history(str(path))):
             found[f"{path.name}:{finding.kind}@{finding.version}"] += 1
     assert not found, found
+
+
+def test_audit_json_reports_integrity_findings_and_fails_the_gate(tmp_path):
+    """`manage.py audit --json --fail-on critical`, as a CI job runs it."""
+    from tests.test_cli_audit import run_audit
+
+    adds = _base(tmp_path)
+    _commit(tmp_path, 2, _add(adds[0]))
+    done = run_audit(str(tmp_path), "--json", "--fail-on", "critical")
+    assert done.returncode == 1, done.stderr
+    findings = json.loads(done.stdout)["findings"]
+    (dup,) = [f for f in findings if f["kind"] == "duplicate_active_file"]
+    assert (dup["version"], dup["severity"]) == (2, "critical")
+    assert dup["witness"]["paths"] == [adds[0]["path"]]
+
+
+def test_the_parse_time_tap_and_the_re_read_agree(tmp_path):
+    """Full histories are checked while parsed; histories without it (Spark) re-read the log."""
+    import dataclasses
+
+    adds = _base(tmp_path)
+    _commit(tmp_path, 2, _add(adds[0]), _remove({**adds[0], "path": "ghost.parquet"}))
+    history = load_history(str(tmp_path))
+    assert history.integrity is not None
+    tapped = [(f.kind, f.version) for f in integrity_findings(history)]
+    reread = dataclasses.replace(history, integrity=None)
+    assert [(f.kind, f.version) for f in integrity_findings(reread)] == tapped
+    assert tapped == [("remove_of_unknown_file", 2), ("duplicate_active_file", 2)]
+    # A window (the tail) is not checked: integrity kinds are whole-table.
+    assert load_history(str(tmp_path), start=1).integrity is None

@@ -25,7 +25,7 @@ Pure functions over `Commit` objects; the checker streams, holding only the acti
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,7 +242,7 @@ class IntegrityChecker:
         after = _live_rows(
             [_Live(commit.version, None, a.stats, _dv_rows(a.deletion_vector)) for a in commit.adds]
         )
-        reported = _metric(facts.metrics, "numOutputRows")
+        reported = _metric(facts.metrics, "numOutputRows") if facts.metrics else None
         if before is None:
             return
         if after is not None and after != before:
@@ -278,10 +278,14 @@ class IntegrityChecker:
             names += ("numRestoredFiles",)
         contradictions: dict[str, dict[str, int]] = {}
         for name in names:
+            if name not in metrics:
+                continue
             value = _metric(metrics, name)
             if value is not None and value not in add_counts:
                 contradictions[name] = {"reported": value, "actions": len(adds)}
         for name in _REMOVED_METRICS:
+            if name not in metrics:
+                continue
             value = _metric(metrics, name)
             if value is not None and value not in remove_counts:
                 contradictions[name] = {"reported": value, "actions": len(removes)}
@@ -488,27 +492,50 @@ def check_commits(commits: Iterable[Commit], base: TableState | None) -> list[Fi
 
 
 def integrity_findings(history: Any) -> list[Finding]:
-    """The integrity findings of a full `History` (re-reads its commits through its log).
+    """The integrity findings of a full `History`.
 
+    Histories built by `summary.history_from_log` over the whole log were checked while their
+    commits were parsed (`IntegrityTap`); others (the Spark path) re-read their commits here.
     The first commit judged is the one after the first available version when log cleanup
     removed earlier commits: the state before it comes from its checkpoint.
     """
     if not history.summaries:
         return []
+    if getattr(history, "integrity", None) is not None:
+        return list(history.integrity)
     first, last = history.summaries[0].version, history.summaries[-1].version
     try:
         log = history.get_log()
     except DeltaAuditError:
         return []  # a history rebuilt without its log (tests, imports): nothing to re-read
-    if first == 0:
-        base: TableState | None = TableState(version=-1, metadata=None, protocol=None, files={})
-        start = 0
-    else:
-        start = first + 1
-        try:
-            base = log.snapshot(first)
-        except DeltaAuditError:
-            base = None
-    if start > last:
-        return []
-    return check_commits(log.iter_commits(start, last), base)
+    tap = IntegrityTap(log, first)
+    for _ in tap.observe(log.iter_commits(first, last)):
+        pass
+    return tap.findings
+
+
+class IntegrityTap:
+    """Checks commits as they stream past (during the history's own parse: no second read)."""
+
+    def __init__(self, log: Any, first: int):
+        self.start = first if first == 0 else first + 1
+        base: TableState | None
+        if first == 0:
+            base = TableState(version=-1, metadata=None, protocol=None, files={})
+        else:
+            try:
+                base = log.snapshot(first)
+            except DeltaAuditError:
+                base = None
+        self.checker = IntegrityChecker(base)
+
+    def observe(self, commits: Iterable[Commit]) -> Iterator[Commit]:
+        start, observe = self.start, self.checker.observe
+        for commit in commits:
+            if commit.version >= start:
+                observe(commit)
+            yield commit
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.checker.findings

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from audit.core.integrity import IntegrityTap
 from audit.core.log import DeltaLog, apply_commit, open_log
 from audit.core.model import (
     EMPTY_SET,
@@ -69,6 +70,8 @@ class History:
     metadata_timeline: list[tuple[int, Metadata]] = field(default_factory=list)
     protocol_timeline: list[tuple[int, Protocol]] = field(default_factory=list)
     _by_version: dict[int, CommitSummary] = field(default_factory=dict, repr=False)
+    # Log-integrity findings computed while the commits were parsed (None: not computed).
+    integrity: list[Any] | None = field(default=None, repr=False, compare=False)
     # The open log, reused by whoever needs to read commits again (the witness); opened lazily
     # for histories rebuilt elsewhere (the Spark path).
     _log: DeltaLog | None = field(default=None, repr=False, compare=False)
@@ -161,6 +164,7 @@ def _history_from_log(log: DeltaLog, start: int | None, end: int | None) -> Hist
     listing = log.listing
     first = listing.commit_versions[0] if listing.commit_versions else listing.latest_version
     start = first if start is None else max(start, first)
+    tap = None
     if start > first:
         # A window (the tail): the state before it, advanced by the window's own commits, so
         # the log is replayed once.
@@ -170,7 +174,9 @@ def _history_from_log(log: DeltaLog, start: int | None, end: int | None) -> Hist
     else:
         state = log.snapshot(end)
         metadata_timeline, protocol_timeline = [], []
-        commits = log.iter_commits(start, end)
+        # The whole log: check its integrity on the same parse (audit/core/integrity.py).
+        tap = IntegrityTap(log, start)
+        commits = tap.observe(log.iter_commits(start, end))
     summaries = list(summarize_commits(commits, metadata_timeline, protocol_timeline))
     if not metadata_timeline and state.metadata is not None:
         metadata_timeline.append((state.version, state.metadata))
@@ -184,6 +190,7 @@ def _history_from_log(log: DeltaLog, start: int | None, end: int | None) -> Hist
         metadata_timeline=metadata_timeline,
         protocol_timeline=protocol_timeline,
         _log=log,
+        integrity=tap.findings if tap is not None else None,
     )
 
 
