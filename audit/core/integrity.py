@@ -103,6 +103,8 @@ def _dv_rows(dv: dict[str, Any] | None) -> int:
 
 def path_key(path: str) -> str:
     """One spelling per file: 'file:/x', 'file:///x' and '/x' name the same file."""
+    if path[:1] not in ("/", "f"):
+        return path  # relative: the common case
     if path.startswith("file:"):
         rest = path[5:]
         return "/" + rest.lstrip("/") if rest.startswith("/") else path
@@ -256,39 +258,34 @@ class IntegrityChecker:
         commit, metrics = facts.commit, facts.metrics
         if not metrics:
             return
+        # Spark's WRITE `numFiles` is not checked: real Spark tables report more files than they
+        # add (files of tasks whose output was dropped), so it contradicts nothing.
+        added_names = _ADDED_METRICS + (
+            ("numRestoredFiles",) if facts.operation == "RESTORE" else ()
+        )
+        reported = [(n, True) for n in added_names if n in metrics]
+        reported += [(n, False) for n in _REMOVED_METRICS if n in metrics]
+        if not reported:
+            return  # most commits: nothing that counts files (cheap exit, no path sets)
         adds, removes = commit.adds, commit.removes
         added_paths = {path_key(a.path) for a in adds}
         removed_paths = {path_key(r.path) for r in removes}
         # Engines count a deletion-vector update (remove + add of one path) either as a file
         # change or separately (numDeletionVectorsAdded): accept both readings.
-        add_counts = {
-            len(adds),
-            len(added_paths - removed_paths),
-            sum(1 for a in adds if a.data_change),
+        counts = {
+            True: {len(adds), len(added_paths - removed_paths), sum(a.data_change for a in adds)},
+            False: {
+                len(removes),
+                len(removed_paths - added_paths),
+                sum(r.data_change for r in removes),
+            },
         }
-        remove_counts = {
-            len(removes),
-            len(removed_paths - added_paths),
-            sum(1 for r in removes if r.data_change),
-        }
-        # Spark's WRITE `numFiles` is not checked: real Spark tables report more files than they
-        # add (files of tasks whose output was dropped), so it contradicts nothing.
-        names = _ADDED_METRICS
-        if facts.operation == "RESTORE":
-            names += ("numRestoredFiles",)
         contradictions: dict[str, dict[str, int]] = {}
-        for name in names:
-            if name not in metrics:
-                continue
+        for name, is_add in reported:
             value = _metric(metrics, name)
-            if value is not None and value not in add_counts:
-                contradictions[name] = {"reported": value, "actions": len(adds)}
-        for name in _REMOVED_METRICS:
-            if name not in metrics:
-                continue
-            value = _metric(metrics, name)
-            if value is not None and value not in remove_counts:
-                contradictions[name] = {"reported": value, "actions": len(removes)}
+            if value is not None and value not in counts[is_add]:
+                actions = len(adds) if is_add else len(removes)
+                contradictions[name] = {"reported": value, "actions": actions}
         if contradictions:
             self._add(_metrics_finding(commit.version, facts.operation, contradictions))
 
