@@ -26,11 +26,12 @@ from audit.core.audit import audit_history
 from audit.core.isolation import isolation_settings
 from audit.core.partitioning import recommend_partitioning
 from audit.core.summary import History, load_history
+from audit.core.writers import writer_telemetry
 from audit.ingest import json_safe
 from audit.models import Commit, CommitRollup, Finding, Table
 from audit.paths import check_registered
 
-CACHE_PREFIX = "audit:analysis:v1"
+CACHE_PREFIX = "audit:analysis:v2"  # v2: + "writers"
 # Histories are large; keep only a couple per process for the explain endpoint.
 _HISTORIES: OrderedDict[tuple[str, int | None], History] = OrderedDict()
 _HISTORIES_MAX = 2
@@ -65,7 +66,7 @@ def table_analysis(table: Table) -> dict[str, Any]:
     """Isolation settings, partitioning recommendations and hotspots of `table`.
 
     Returns {"table", "version", "computed_at", "isolation_settings", "recommendations",
-    "hotspots"}. Raises DeltaAuditError when the log cannot be read.
+    "hotspots", "writers"}. Raises DeltaAuditError when the log cannot be read.
     """
     key = analysis_cache_key(table)
     cached = cache.get(key) if table.last_seen_version is not None else None
@@ -81,6 +82,7 @@ def table_analysis(table: Table) -> dict[str, Any]:
             "isolation_settings": isolation_settings(history, result),
             "recommendations": recommend_partitioning(history, result),
             "hotspots": [h.as_dict() for h in result.hotspots],
+            "writers": writer_telemetry(history, result.commits),
         }
     )
     if table.last_seen_version is not None:  # nothing stored yet: the log is still moving

@@ -33,6 +33,7 @@ from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
 from audit.core.errors import DeltaAuditError
 from audit.core.gaps import HistoryGap, find_history_gap, history_gap_finding
 from audit.core.log import DeltaLog, open_log
+from audit.core.orphans import SCAN_KINDS
 from audit.core.serialize import json_default
 from audit.core.summary import History, history_from_log
 from audit.core.tailwindow import load_tail_history
@@ -588,6 +589,7 @@ def upsert_findings(
     *,
     scope: tuple[int, int] | None,
     table_level: bool = False,
+    kinds: frozenset[str] | None = None,
     now: datetime | None = None,
 ) -> tuple[int, int]:
     """Insert new findings, refresh re-found ones, resolve those of the scope no longer found.
@@ -602,10 +604,14 @@ def upsert_findings(
     for f in findings:
         by_key.setdefault(finding_key(f.kind, f.version, f.related_versions), f)
     rows = Finding.objects.filter(table=table)
-    if table_level:
+    if kinds is not None:  # a producer of its own kinds (the orphan scan): only those
+        in_scope = Q(kind__in=kinds)
+    elif table_level:
         in_scope = Q(kind__in=TABLE_LEVEL_KINDS)
     else:
-        in_scope = ~Q(kind__in=TABLE_LEVEL_KINDS) & (Q(version__range=scope) if scope else Q())
+        in_scope = ~Q(kind__in=TABLE_LEVEL_KINDS | SCAN_KINDS) & (
+            Q(version__range=scope) if scope else Q()
+        )
     existing = {row.key: row for row in rows.filter(in_scope | Q(key__in=list(by_key)))}
     in_scope_ids = set(rows.filter(in_scope).values_list("id", flat=True)) if existing else set()
     flips: list[FindingFlip] = []

@@ -248,3 +248,26 @@ class FindingFlip(models.Model):
 
     def __str__(self) -> str:
         return f"{self.finding_id}: {self.old_status or 'new'} -> {self.new_status}"
+
+
+class OrphanScan(models.Model):
+    """One bounded listing of a table's data folders (audit.orphan_scans); never deletes."""
+
+    table = models.ForeignKey(Table, on_delete=models.CASCADE, related_name="orphan_scans")
+    scanned_at = models.DateTimeField(db_index=True)
+    version = models.BigIntegerField(null=True, blank=True)  # the log version it compared with
+    files = models.IntegerField(default=0)
+    bytes = models.BigIntegerField(default=0)
+    oldest = models.BigIntegerField(null=True, blank=True)  # ms, oldest orphan's mtime
+    newest = models.BigIntegerField(null=True, blank=True)
+    hours = models.JSONField(default=list, blank=True)  # [{"hour","start","files","bytes"}]
+    sample = models.JSONField(default=list, blank=True)  # [{"path","size","modification_time"}]
+    in_flight_files = models.IntegerField(default=0)
+    listed_files = models.IntegerField(default=0)
+    listed_dirs = models.IntegerField(default=0)
+    truncated = models.BooleanField(default=False)
+    min_age_ms = models.BigIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["table", "-scanned_at"], name="orphanscan_table_time")]

@@ -357,3 +357,24 @@ CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "workers.spark_tasks"]
 if AUDIT_SPARK_QUEUE:
     CELERY_TASK_ROUTES = {"workers.spark_tasks.*": {"queue": AUDIT_SPARK_QUEUE}}
 # === end of Spark block ====================================================================
+
+# === Orphan data files (issue 19; owned by the integrity engineer) =========================
+# Beat runs `workers.orphan_tasks.scan_all_orphans` every AUDIT_ORPHAN_SCAN_SECONDS; each table
+# is listed at most once per interval, within the bounds below (never deleting anything).
+AUDIT_ORPHAN_SCAN_SECONDS = env_float("AUDIT_ORPHAN_SCAN_SECONDS", 3600.0)
+# Unreferenced files younger than this (or than twice the longest commit seen in flight, if
+# longer) may belong to a commit still running: they are not orphans yet.
+AUDIT_ORPHAN_MIN_AGE_SECONDS = env_float("AUDIT_ORPHAN_MIN_AGE_SECONDS", 3600.0)
+# An `orphan_files` finding from this many orphan bytes (default 1 GiB).
+AUDIT_ORPHAN_FINDING_BYTES = env_int("AUDIT_ORPHAN_FINDING_BYTES", 1 << 30)
+AUDIT_ORPHAN_MAX_FILES = env_int("AUDIT_ORPHAN_MAX_FILES", 200_000)
+AUDIT_ORPHAN_MAX_DIRS = env_int("AUDIT_ORPHAN_MAX_DIRS", 20_000)
+AUDIT_ORPHAN_MAX_DEPTH = env_int("AUDIT_ORPHAN_MAX_DEPTH", 8)
+AUDIT_ORPHAN_SCANS_KEPT = env_int("AUDIT_ORPHAN_SCANS_KEPT", 500)  # per table
+CELERY_IMPORTS = [*CELERY_IMPORTS, "workers.orphan_tasks"]
+CELERY_BEAT_SCHEDULE["scan-orphans"] = {
+    "task": "workers.orphan_tasks.scan_all_orphans",
+    "schedule": min(AUDIT_ORPHAN_SCAN_SECONDS, 600.0),  # dispatches only the tables due
+    "options": {"expires": 600.0},
+}
+# === end of orphan block =====================================================================

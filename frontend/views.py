@@ -29,6 +29,7 @@ from audit.core import storage_errors
 from audit.core.errors import DeltaAuditError
 from audit.core.storage_config import describe_storage
 from audit.models import Commit, Finding, Table
+from audit.orphan_scans import orphan_report
 from frontend.forms import ExplainForm, FindingFilterForm, RegisterTableForm
 
 log = logging.getLogger(__name__)
@@ -303,7 +304,11 @@ def hotspot_heatmap(hotspots: list[dict[str, Any]], max_rows: int = 30) -> dict[
 @login_required
 def table_analysis_page(request: HttpRequest, table_id: int) -> HttpResponse:
     table = get_object_or_404(Table, id=table_id)
-    ctx: dict[str, Any] = {**_table_header(table), "tab": "analysis"}
+    ctx: dict[str, Any] = {
+        **_table_header(table),
+        "tab": "analysis",
+        "orphans": orphan_report(table),
+    }
     try:
         analysis = load_analysis(table)
     except DeltaAuditError as err:
@@ -538,6 +543,27 @@ def findings_list(request: HttpRequest) -> HttpResponse:
     return render(request, "frontend/findings.html", ctx)
 
 
+_EDGE_TYPES = frozenset({"ww", "wr", "rw"})
+MAX_CYCLE_EDGES = 40
+
+
+def cycle_edges(witness: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The dependency cycle of an anomaly finding, checked field by field (it is stored JSON)."""
+    edges = (witness or {}).get("cycle")
+    if not isinstance(edges, list):
+        return []
+    out = []
+    for e in edges[:MAX_CYCLE_EDGES]:
+        if not isinstance(e, dict) or e.get("type") not in _EDGE_TYPES:
+            continue
+        if not all(isinstance(e.get(k), int) for k in ("from", "to")):
+            continue
+        out.append(
+            {"from": e["from"], "to": e["to"], "type": e["type"], "why": str(e.get("why", ""))}
+        )
+    return out
+
+
 def witness_table(witness: dict[str, Any] | None) -> dict[str, Any]:
     """Sample rows as a header and row lists (columns in first-seen order)."""
     samples = (witness or {}).get("sample_rows") or []
@@ -575,6 +601,8 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
         ],
         "related_total": len(finding.related_versions),
         "witness": witness,
+        "has_witness_rows": witness is not None and ("row_count" in witness or "files" in witness),
+        "cycle": cycle_edges(witness),
         "witness_table": witness_table(witness),
         "details": _pretty(finding.details) if finding.details else "",
         "flips": list(finding.flips.all()[:20]),

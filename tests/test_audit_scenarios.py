@@ -123,7 +123,9 @@ def test_it_confirms_rows_a_stale_merge_did_not_see(tmp_path):
 def test_it_leaves_never_existed_unconfirmed_without_reading_data(tmp_path):
     scenarios.build_ws_reorder_matching(str(tmp_path))
     (never,) = _kinds(_audit(tmp_path, check_data=False))["never_existed_snapshot"]
-    assert not never.confirmed and never.witness is None and never.severity == "warning"
+    assert not never.confirmed and never.severity == "warning"
+    # No rows were read: the witness holds only the log's dependency cycle.
+    assert "files" not in never.witness and never.witness["cycle"]
 
 
 def test_it_leaves_never_existed_unconfirmed_when_the_data_files_are_gone(tmp_path):
@@ -132,7 +134,7 @@ def test_it_leaves_never_existed_unconfirmed_when_the_data_files_are_gone(tmp_pa
     for path in history.summary(facts["append_version"]).added_paths:
         os.remove(tmp_path / path)
     (never,) = _kinds(audit_history(history))["never_existed_snapshot"]
-    assert not never.confirmed and never.witness is None
+    assert not never.confirmed and "files" not in never.witness and never.witness["cycle"]
     assert "gone or unreadable" in never.explanation
 
 

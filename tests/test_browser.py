@@ -167,6 +167,9 @@ def test_it_walks_from_the_timeline_to_the_witness_and_acknowledges(
     assert rendered["lanes"] >= 2  # the stale DELETE overlaps the append: a second lane
     legend = w.page.locator("#legend").inner_text()
     assert "DELETE" in legend and "WRITE" in legend
+    w.page.click("#writers-panel summary")
+    wait_until(w.page, "document.getElementById('writers-panel').dataset.loaded === '1'")
+    assert "delta-rs" in w.page.locator("#writers-table tbody").inner_text()
     w.shot("table")
 
     w.page.click("#axis-time")
@@ -189,6 +192,10 @@ def test_it_walks_from_the_timeline_to_the_witness_and_acknowledges(
     assert witness.is_visible()
     cells = witness.locator("tbody td").all_inner_texts()
     assert "10" in cells and "11" in cells
+    # The dependency cycle, drawn: two commits, an rw and a ww edge.
+    wait_until(w.page, "document.querySelector('#cycle-graph').dataset.edges === '2'")
+    assert w.page.locator("#cycle-graph canvas").count() >= 1
+    assert "G-single" in w.page.locator("#cycle-sentence").inner_text()
     w.shot("finding")
 
     w.page.click("button:has-text('Acknowledge')")

@@ -353,6 +353,31 @@ class HotspotsSerializer(AnalysisSerializer):
     hotspots = serializers.ListField(child=serializers.DictField())
 
 
+class OrphansSerializer(serializers.Serializer):
+    table = serializers.IntegerField()
+    latest = serializers.DictField(
+        allow_null=True,
+        help_text="the latest successful scan: files, bytes, oldest/newest (ms), "
+        "in_flight_files, listed_files, listed_dirs, truncated, sample",
+    )
+    hours = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="per hour of orphan modification times: files, bytes, commits, "
+        "concurrent_commits of the same hour",
+    )
+    over_time = serializers.ListField(child=serializers.DictField())
+    last_error = serializers.CharField(allow_null=True)
+
+
+class WritersSerializer(AnalysisSerializer):
+    writers = serializers.DictField(
+        help_text="`writers` (per writer: commits, operations, read_version_distance buckets, "
+        "recorded_retries, first/last version and timestamp), `pairs` (earlier writer, later "
+        "writer, concurrent_commits, conflicting_commits), `txn_anomalies` (appId txn versions "
+        "that repeat or go backwards)"
+    )
+
+
 class IsolationSettingsSerializer(AnalysisSerializer):
     isolation_settings = serializers.DictField(
         help_text="effective level per engine, deletion vectors, partitioning, clustering, "

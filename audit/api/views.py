@@ -33,6 +33,7 @@ from audit.core.explain import explain_conflict
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
 from audit.ingest import json_safe, register_table
 from audit.models import Commit, Finding, Table
+from audit.orphan_scans import orphan_report
 from audit.paths import check_allowed
 
 log = logging.getLogger(__name__)
@@ -214,6 +215,26 @@ class TableViewSet(
     def hotspots(self, request, pk=None):
         analysis = self._analysis()
         return Response(_pick(analysis, "hotspots"))
+
+    @extend_schema(
+        responses={200: s.OrphansSerializer},
+        description="Orphan data files from the periodic, bounded, read-only listing of the "
+        "table's data folders: the latest scan, counts and bytes over time, and per orphan hour "
+        "the commits (and concurrent commits) of the same hour.",
+    )
+    @action(detail=True, filterset_class=None, serializer_class=s.OrphansSerializer)
+    def orphans(self, request, pk=None):
+        return Response(orphan_report(self.table()))
+
+    @extend_schema(
+        responses={200: s.WritersSerializer, 409: ERROR_RESPONSE},
+        description="Contention per writer (engineInfo, user, job/notebook/cluster, txn appIds): "
+        "commits, read-version distance distribution, recorded retries, concurrent commits per "
+        "writer pair, and idempotent txn versions that repeat or go backwards.",
+    )
+    @action(detail=True, filterset_class=None, serializer_class=s.WritersSerializer)
+    def writers(self, request, pk=None):
+        return Response(_pick(self._analysis(), "writers"))
 
     @extend_schema(
         responses={200: s.IsolationSettingsSerializer, 409: ERROR_RESPONSE},

@@ -27,9 +27,13 @@ import orjson
 
 from audit.core import severity as sev
 from audit.core.catalog import catalog_feature, catalog_findings
+from audit.core.cycle_text import witness_fields
+from audit.core.cycles import stale_commit_cycle
+from audit.core.integrity import INTEGRITY_KINDS, integrity_findings
 from audit.core.matrix import OPTIMIZE, UDM, classify_operation, uses_zorder
 from audit.core.model import CommitSummary, Finding, Metadata, PartitionKey, Predicate
 from audit.core.summary import History, paused_gc
+from audit.core.writers import retry_storm_findings
 
 SERIALIZABLE = "Serializable"
 WRITE_SERIALIZABLE = "WriteSerializable"
@@ -54,10 +58,14 @@ TABLE_LEVEL_KINDS = frozenset(
         "identity_column_concurrency",
         "missing_read_version",
         "catalog_managed_log",
+        "retry_storm",
     }
+    | INTEGRITY_KINDS
 )
 
 MAX_CONCURRENT_WINDOW = 10_000
+# Anomaly kinds whose witness carries a dependency cycle (audit/core/cycles.py).
+CYCLE_KINDS = frozenset({"never_existed_snapshot", "write_serializable_reorder"})
 # Partitions credited per overlapping pair in the hotspot tally (bounds the work per pair).
 MAX_HOTSPOT_PARTITIONS_PER_PAIR = 4
 # Domains Delta resolves itself instead of failing (row tracking high-water mark).
@@ -744,7 +752,13 @@ def _audit_history(
         history, ctx, stale + auditor.overlap_candidates, check_data=check_data
     )
     _upgrade_reorders(findings)
+    _attach_cycles(findings, ctx, auditor.commits)
     findings += _table_findings(history, ctx, auditor)
+    if versions is None:
+        # Log integrity replays every available commit's files: whole-table work, done by the
+        # full audits only (the kinds are table-level, so windowed audits leave them alone).
+        findings += integrity_findings(history)
+        findings += retry_storm_findings(history, auditor.commits)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))
     hotspots = sorted(auditor.hotspots.values(), key=lambda h: (h.partition, h.operations))
     return AuditResult(findings=findings, commits=auditor.commits, hotspots=hotspots)
@@ -1009,6 +1023,24 @@ def _upgrade_reorders(findings: list[Finding]) -> None:
     for f in findings:
         if f.kind == "write_serializable_reorder" and f.version in confirmed:
             f.severity = sev.reorder_severity(True)
+
+
+def _attach_cycles(
+    findings: list[Finding], ctx: TableContext, commits: dict[int, CommitAudit]
+) -> None:
+    """Give every anomaly finding its dependency cycle (witness.cycle, anomaly class, levels)."""
+    for f in findings:
+        if f.kind not in CYCLE_KINDS:
+            continue
+        txn, audit = ctx.summary(f.version), commits.get(f.version)
+        if txn is None or audit is None:
+            continue
+        winners = [w for v in f.related_versions if (w := ctx.summary(v)) is not None]
+        cycle = stale_commit_cycle(
+            txn, audit.read_version, audit.read_version_fact, audit.read_scope, winners
+        )
+        if cycle is not None:
+            f.witness = {**(f.witness or {}), **witness_fields(cycle)}
 
 
 def _table_findings(history: History, ctx: TableContext, auditor: _Auditor) -> list[Finding]:

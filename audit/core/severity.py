@@ -19,6 +19,13 @@ the rules are deliberately few and stable:
 | missing_read_version          | info (facts the audit had to derive)                           |
 | history_gap                   | warning (commits cleaned up before they were audited)          |
 | catalog_managed_log           | info (how far the published log of a catalog-managed table goes)|
+| duplicate_active_file,        | critical (the log itself is wrong: rows counted twice, deleted |
+| remove_of_unknown_file,       | rows still live, or rows lost by a "no data change" commit)    |
+| row_count_changed_by_rewrite  |                                                                |
+| metrics_mismatch              | warning (the commit's own report contradicts its actions)      |
+| protocol_violation            | warning (readers may ignore what the protocol does not allow)  |
+| retry_storm                   | warning (a writer's attempts keep losing conflicts)            |
+| orphan_files                  | warning (storage leaked by commits that never landed)          |
 
 The thresholds below are the only tuning knobs.
 """
@@ -79,3 +86,20 @@ def history_gap_severity() -> Severity:
 
 def catalog_managed_severity() -> Severity:
     return "info"
+
+
+_CRITICAL_INTEGRITY = frozenset(
+    {"duplicate_active_file", "remove_of_unknown_file", "row_count_changed_by_rewrite"}
+)
+
+
+def integrity_severity(kind: str) -> Severity:
+    return "critical" if kind in _CRITICAL_INTEGRITY else "warning"
+
+
+def retry_storm_severity() -> Severity:
+    return "warning"
+
+
+def orphan_files_severity() -> Severity:
+    return "warning"

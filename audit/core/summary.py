@@ -118,6 +118,8 @@ class History:
     metadata_timeline: list[tuple[int, Metadata]] = field(default_factory=list)
     protocol_timeline: list[tuple[int, Protocol]] = field(default_factory=list)
     _by_version: dict[int, CommitSummary] = field(default_factory=dict, repr=False)
+    # Log-integrity findings computed while the commits were parsed (None: not computed).
+    integrity: list[Any] | None = field(default=None, repr=False, compare=False)
     # The open log, reused by whoever needs to read commits again (the witness); opened lazily
     # for histories rebuilt elsewhere (the Spark path).
     _log: DeltaLog | None = field(default=None, repr=False, compare=False)

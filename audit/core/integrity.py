@@ -1,0 +1,538 @@
+"""Log-integrity findings: what a log shows about its writers' bugs, from the log alone.
+
+Five kinds, each naming the versions and paths involved (see docs/findings.md):
+
+- `duplicate_active_file`: a path added while already active, with no remove in between (two
+  logical files for one path count its rows twice; a data-changing re-add means a retried or
+  rebased commit replayed its actions).
+- `remove_of_unknown_file`: a remove of a path that is not active at that version.
+- `row_count_changed_by_rewrite`: a commit that only rearranges data (every action
+  `dataChange=false`: OPTIMIZE, REORG, compaction) whose files hold a different number of live
+  rows than the files it replaced, or whose operation metrics say so.
+- `metrics_mismatch`: operationMetrics that contradict the commit's own actions.
+- `protocol_violation`: an action the table's protocol does not allow.
+
+What the protocol allows, and is therefore never reported:
+- remove + add of one path in the same commit, in either line order (a new deletion vector);
+- a re-add of an active path with the same deletion vector and `dataChange=false` (PROTOCOL.md:
+  "statistics ... from the latest version should replace that from any previous version");
+- anything at or before the first available version when log cleanup removed the commits
+  before it: the state there comes from the checkpoint, whose files are known but whose
+  history is not.
+
+Pure functions over `Commit` objects; the checker streams, holding only the active files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from audit.core import severity as sev
+from audit.core.errors import DeltaAuditError
+from audit.core.model import AddFile, Commit, Finding, Protocol, RemoveFile, TableState
+
+INTEGRITY_KINDS = frozenset(
+    {
+        "duplicate_active_file",
+        "remove_of_unknown_file",
+        "row_count_changed_by_rewrite",
+        "metrics_mismatch",
+        "protocol_violation",
+    }
+)
+# Paths listed per finding (the count is always complete).
+MAX_PATHS = 20
+# Findings of one kind per table: a log broken at every commit needs one page, not 1M rows.
+MAX_FINDINGS_PER_KIND = 200
+
+# Metric names that count the commit's add / remove actions, per engine and operation.
+# Spark: numAddedFiles/numRemovedFiles (DELETE, UPDATE, OPTIMIZE, STREAMING UPDATE),
+# numTargetFilesAdded/Removed (MERGE), numFiles (WRITE, CTAS), numRestoredFiles (RESTORE).
+# delta-rs: numAddedFiles/numRemovedFiles (WRITE, DELETE, UPDATE, MERGE), numFilesAdded/Removed
+# (OPTIMIZE), num_added_files/num_removed_files (older releases).
+_ADDED_METRICS = ("numAddedFiles", "numFilesAdded", "numTargetFilesAdded", "num_added_files")
+_REMOVED_METRICS = (
+    "numRemovedFiles",
+    "numFilesRemoved",
+    "numTargetFilesRemoved",
+    "num_removed_files",
+)
+_WRITE_OPERATIONS = frozenset(
+    {
+        "WRITE",
+        "CREATE TABLE AS SELECT",
+        "REPLACE TABLE AS SELECT",
+        "CREATE OR REPLACE TABLE AS SELECT",
+    }
+)
+
+
+@dataclass(slots=True)
+class _Live:
+    version: int  # the version whose add made it active (-1: from the base state)
+    dv: str | None  # deletion vector identity (storage type + path/inline data + offset)
+    stats: str | None  # raw stats JSON, parsed only when a rewrite removes the file
+    dv_rows: int  # rows the deletion vector marks deleted
+
+
+@dataclass
+class _Commit:
+    """One commit's facts the checks share."""
+
+    commit: Commit
+    removed_keys: set[str]
+    added_keys: dict[str, AddFile]
+    metrics: dict[str, Any]
+    operation: str | None
+
+
+def dv_identity(dv: dict[str, Any] | None) -> str | None:
+    if not dv:
+        return None
+    return f"{dv.get('storageType')}:{dv.get('pathOrInlineDv')}@{dv.get('offset')}"
+
+
+def _dv_rows(dv: dict[str, Any] | None) -> int:
+    value = (dv or {}).get("cardinality")
+    return value if isinstance(value, int) else 0
+
+
+def path_key(path: str) -> str:
+    """One spelling per file: 'file:/x', 'file:///x' and '/x' name the same file."""
+    if path[:1] not in ("/", "f"):
+        return path  # relative: the common case
+    if path.startswith("file:"):
+        rest = path[5:]
+        return "/" + rest.lstrip("/") if rest.startswith("/") else path
+    if path.startswith("/"):
+        return "/" + path.lstrip("/")
+    return path
+
+
+def _records(stats: str | None) -> int | None:
+    if not stats:
+        return None
+    try:
+        value = orjson.loads(stats).get("numRecords")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return value if isinstance(value, int) and value >= 0 else None
+
+
+def _metric(metrics: dict[str, Any], name: str) -> int | None:
+    value = metrics.get(name)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _listed(paths: list[str]) -> list[str]:
+    return sorted(paths)[:MAX_PATHS]
+
+
+@dataclass
+class IntegrityChecker:
+    """Feed commits in version order with `observe`; read `findings` at the end.
+
+    `base` is the state before the first observed commit (None: unknown, e.g. the checkpoint
+    could not be read; removes of paths never seen are then not judged).
+    """
+
+    base: TableState | None = None
+    findings: list[Finding] = field(default_factory=list)
+    live: dict[str, _Live] = field(default_factory=dict)
+    removed_at: dict[str, int] = field(default_factory=dict)  # path -> version that removed it
+    protocol: Protocol | None = None
+    _counts: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.base is not None:
+            self.protocol = self.base.protocol
+            for path, add in self.base.files.items():
+                self.live[path_key(path)] = _Live(
+                    -1, dv_identity(add.deletion_vector), add.stats, _dv_rows(add.deletion_vector)
+                )
+
+    def observe(self, commit: Commit) -> None:
+        if commit.protocol is not None:
+            self.protocol = commit.protocol
+        info = commit.commit_info or {}
+        metrics = info.get("operationMetrics")
+        facts = _Commit(
+            commit,
+            {path_key(r.path) for r in commit.removes},
+            {},
+            metrics if isinstance(metrics, dict) else {},
+            info.get("operation") if isinstance(info.get("operation"), str) else None,
+        )
+        self._protocol_checks(facts)
+        self._metric_checks(facts)
+        replaced = self._remove_checks(facts)
+        replaced += self._add_checks(facts)
+        self._rewrite_check(facts, replaced)
+        for key in facts.removed_keys:
+            self.live.pop(key, None)
+            self.removed_at[key] = commit.version
+        for key, add in facts.added_keys.items():
+            self.live[key] = _Live(
+                commit.version,
+                dv_identity(add.deletion_vector),
+                add.stats,
+                _dv_rows(add.deletion_vector),
+            )
+
+    # ------------------------------------------------------------------ files
+
+    def _remove_checks(self, facts: _Commit) -> list[_Live | None]:
+        """The live files the commit's removes replace (None when unknown); reports unknown ones."""
+        replaced: list[_Live | None] = []
+        unknown: list[str] = []
+        read_version = _read_version(facts.commit)
+        for remove in facts.commit.removes:
+            key = path_key(remove.path)
+            entry = self.live.get(key)
+            replaced.append(entry)
+            if entry is None and not self._removed_concurrently(key, read_version):
+                unknown.append(remove.path)
+        if unknown and self.base is not None:
+            self._add(_unknown_remove_finding(facts.commit.version, unknown))
+        return replaced
+
+    def _removed_concurrently(self, key: str, read_version: int | None) -> bool:
+        """A stale writer removing what a commit it did not see removed: the isolation audit's
+        finding (ConcurrentDeleteDelete), not a broken log. Without a read version it cannot be
+        told apart, so it is not reported either."""
+        removed = self.removed_at.get(key)
+        return removed is not None and (read_version is None or removed > read_version)
+
+    def _add_checks(self, facts: _Commit) -> list[_Live | None]:
+        """Adds of active paths: a legal stats refresh replaces a live file; the rest are duplicates."""
+        version = facts.commit.version
+        replaced: list[_Live | None] = []
+        duplicates: dict[str, int] = {}
+        for add in facts.commit.adds:
+            key = path_key(add.path)
+            if key in facts.added_keys:
+                duplicates[add.path] = version  # the same path twice in one commit
+            facts.added_keys[key] = add
+            entry = self.live.get(key)
+            if entry is None or key in facts.removed_keys:
+                continue
+            same_file = entry.dv == dv_identity(add.deletion_vector)
+            if same_file and not add.data_change:
+                replaced.append(entry)  # stats replacement, allowed by the protocol
+            else:
+                duplicates[add.path] = entry.version
+        if duplicates:
+            self._add(_duplicate_finding(version, duplicates))
+        return replaced
+
+    def _rewrite_check(self, facts: _Commit, replaced: list[_Live | None]) -> None:
+        commit = facts.commit
+        actions: list[AddFile | RemoveFile] = [*commit.adds, *commit.removes]
+        if not commit.removes or any(a.data_change for a in actions):
+            return
+        before = _live_rows(replaced)
+        after = _live_rows(
+            [_Live(commit.version, None, a.stats, _dv_rows(a.deletion_vector)) for a in commit.adds]
+        )
+        reported = _metric(facts.metrics, "numOutputRows") if facts.metrics else None
+        if before is None:
+            return
+        if after is not None and after != before:
+            self._add(_rewrite_finding(commit, before, after, "file statistics"))
+        elif reported is not None and reported != before and facts.operation in _WRITE_OPERATIONS:
+            self._add(_rewrite_finding(commit, before, reported, "operation metrics"))
+
+    # ------------------------------------------------------------------ metrics
+
+    def _metric_checks(self, facts: _Commit) -> None:
+        commit, metrics = facts.commit, facts.metrics
+        if not metrics:
+            return
+        # Spark's WRITE `numFiles` is not checked: real Spark tables report more files than they
+        # add (files of tasks whose output was dropped), so it contradicts nothing.
+        added_names = _ADDED_METRICS + (
+            ("numRestoredFiles",) if facts.operation == "RESTORE" else ()
+        )
+        reported = [(n, True) for n in added_names if n in metrics]
+        reported += [(n, False) for n in _REMOVED_METRICS if n in metrics]
+        if not reported:
+            return  # most commits: nothing that counts files (cheap exit, no path sets)
+        adds, removes = commit.adds, commit.removes
+        added_paths = {path_key(a.path) for a in adds}
+        removed_paths = {path_key(r.path) for r in removes}
+        # Engines count a deletion-vector update (remove + add of one path) either as a file
+        # change or separately (numDeletionVectorsAdded): accept both readings.
+        counts = {
+            True: {len(adds), len(added_paths - removed_paths), sum(a.data_change for a in adds)},
+            False: {
+                len(removes),
+                len(removed_paths - added_paths),
+                sum(r.data_change for r in removes),
+            },
+        }
+        contradictions: dict[str, dict[str, int]] = {}
+        for name, is_add in reported:
+            value = _metric(metrics, name)
+            if value is not None and value not in counts[is_add]:
+                actions = len(adds) if is_add else len(removes)
+                contradictions[name] = {"reported": value, "actions": actions}
+        if contradictions:
+            self._add(_metrics_finding(commit.version, facts.operation, contradictions))
+
+    # ------------------------------------------------------------------ protocol
+
+    def _protocol_checks(self, facts: _Commit) -> None:
+        protocol, commit = self.protocol, facts.commit
+        if protocol is None:
+            return  # a log without a protocol action: nothing to hold actions against
+        problems: list[str] = []
+        paths: list[str] = []
+        dv_files = [f.path for f in (*commit.adds, *commit.removes) if f.deletion_vector]
+        if dv_files and not _has_feature(protocol, "deletionVectors", reader=True):
+            problems.append("deletion vectors without the deletionVectors table feature")
+            paths += dv_files
+        if commit.domain_metadata and not _has_feature(protocol, "domainMetadata"):
+            domains = sorted({d.domain for d in commit.domain_metadata})
+            problems.append(
+                f"domainMetadata ({', '.join(domains)}) without the domainMetadata feature"
+            )
+        row_ids = [a.path for a in commit.adds if a.base_row_id is not None]
+        if row_ids and not _has_feature(protocol, "rowTracking"):
+            problems.append("row ids (baseRowId) without the rowTracking feature")
+            paths += row_ids
+        # cdc files on an old protocol are not checked: readers that do not read the change
+        # feed ignore them, and Delta's own test tables (deltalog-getChanges) carry them.
+        if problems:
+            self._add(_protocol_finding(commit.version, protocol, problems, paths))
+
+    def _add(self, finding: Finding) -> None:
+        count = self._counts.get(finding.kind, 0)
+        if count < MAX_FINDINGS_PER_KIND:
+            self.findings.append(finding)
+        self._counts[finding.kind] = count + 1
+
+
+def _read_version(commit: Commit) -> int | None:
+    value = (commit.commit_info or {}).get("readVersion")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _has_feature(protocol: Protocol, feature: str, *, reader: bool = False) -> bool:
+    if protocol.min_writer_version < 7 or feature not in (protocol.writer_features or []):
+        return False
+    return not reader or (
+        protocol.min_reader_version >= 3 and feature in (protocol.reader_features or [])
+    )
+
+
+def _live_rows(files: Iterable[_Live | None]) -> int | None:
+    total = 0
+    for entry in files:
+        records = _records(entry.stats) if entry is not None else None
+        if entry is None or records is None:
+            return None
+        total += records - entry.dv_rows
+    return total
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _duplicate_finding(version: int, duplicates: dict[str, int]) -> Finding:
+    earlier = sorted({v for v in duplicates.values() if 0 <= v < version})
+    paths = list(duplicates)
+    first = paths[0]
+    return Finding(
+        kind="duplicate_active_file",
+        severity=sev.integrity_severity("duplicate_active_file"),
+        version=version,
+        related_versions=earlier,
+        confirmed=True,
+        summary=(
+            f"v{version} added {len(paths)} file(s) already active without removing them, "
+            f"e.g. {first}"
+        ),
+        explanation=(
+            f"Version {version} has add actions for path(s) that were already part of the table "
+            "and that it did not remove first (added at "
+            + (
+                ", ".join(f"v{v}" for v in earlier)
+                if earlier
+                else "the same commit or the checkpoint"
+            )
+            + "). A retried or rebased commit that replays its actions produces this: readers "
+            "that follow the log's changes (streaming, change data feed) see those rows twice, "
+            "and a second deletion vector on one path makes two logical files of one file."
+        ),
+        witness={
+            "paths": _listed(paths),
+            "count": len(paths),
+            "added_at": {p: v for p, v in sorted(duplicates.items())[:MAX_PATHS]},
+        },
+    )
+
+
+def _unknown_remove_finding(version: int, paths: list[str]) -> Finding:
+    return Finding(
+        kind="remove_of_unknown_file",
+        severity=sev.integrity_severity("remove_of_unknown_file"),
+        version=version,
+        related_versions=[],
+        confirmed=True,
+        summary=f"v{version} removed {len(paths)} file(s) that were not in the table, e.g. {paths[0]}",
+        explanation=(
+            f"Version {version} has remove actions for path(s) that no add made active in the "
+            "available history (or that an earlier commit already removed). The writer's view of "
+            "the table was not the log's: the files it meant to remove may still be live under "
+            "another name, so rows it deleted or rewrote can still be read."
+        ),
+        witness={"paths": _listed(paths), "count": len(paths)},
+    )
+
+
+def _rewrite_finding(commit: Commit, before: int, after: int, source: str) -> Finding:
+    info = commit.commit_info or {}
+    operation = info.get("operation") if isinstance(info.get("operation"), str) else "a rewrite"
+    removed = [r.path for r in commit.removes]
+    added = [a.path for a in commit.adds]
+    return Finding(
+        kind="row_count_changed_by_rewrite",
+        severity=sev.integrity_severity("row_count_changed_by_rewrite"),
+        version=commit.version,
+        related_versions=[],
+        confirmed=True,
+        summary=(
+            f"{operation} at v{commit.version} claims no data change but turned {before} rows "
+            f"into {after} ({source})"
+        ),
+        explanation=(
+            f"Version {commit.version} ({operation}) marks every action dataChange=false: it says "
+            f"it only rearranged rows. The {len(removed)} file(s) it removed held {before} live "
+            f"rows (numRecords minus deletion-vector rows) and, by its {source}, what it added "
+            f"holds {after}. Rows were {'lost' if after < before else 'duplicated'} by a commit "
+            "that streaming readers and change data feed skip, so nobody downstream sees it."
+        ),
+        witness={
+            "rows_before": before,
+            "rows_after": after,
+            "source": source,
+            "removed_paths": _listed(removed),
+            "added_paths": _listed(added),
+        },
+    )
+
+
+def _metrics_finding(
+    version: int, operation: str | None, contradictions: dict[str, dict[str, int]]
+) -> Finding:
+    said = ", ".join(
+        f"{name}={c['reported']} but {c['actions']} action(s)" for name, c in contradictions.items()
+    )
+    return Finding(
+        kind="metrics_mismatch",
+        severity=sev.integrity_severity("metrics_mismatch"),
+        version=version,
+        related_versions=[],
+        confirmed=True,
+        summary=f"{operation or 'commit'} at v{version}: operation metrics contradict its actions ({said})",
+        explanation=(
+            f"Version {version} reports operation metrics that its own add/remove actions "
+            f"contradict ({said}; deletion-vector updates are accepted under either counting). "
+            "Metrics that lie hide what a commit did: a writer that mis-counts may also have "
+            "committed a different set of files than it wrote."
+        ),
+        witness={"metrics": contradictions},
+    )
+
+
+def _protocol_finding(
+    version: int, protocol: Protocol, problems: list[str], paths: list[str]
+) -> Finding:
+    proto = (
+        f"reader {protocol.min_reader_version} / writer {protocol.min_writer_version}"
+        f" features {sorted(set(protocol.writer_features or []))}"
+    )
+    return Finding(
+        kind="protocol_violation",
+        severity=sev.integrity_severity("protocol_violation"),
+        version=version,
+        related_versions=[],
+        confirmed=True,
+        summary=f"v{version} wrote {'; '.join(problems)}",
+        explanation=(
+            f"Version {version} contains actions the table's protocol ({proto}) does not allow: "
+            f"{'; '.join(problems)}. Readers that trust the protocol ignore what they do not "
+            "expect (e.g. a deletion vector), so they return rows that were deleted."
+        ),
+        witness={"problems": problems, "paths": _listed(paths), "protocol": proto},
+    )
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def check_commits(commits: Iterable[Commit], base: TableState | None) -> list[Finding]:
+    checker = IntegrityChecker(base)
+    for commit in commits:
+        checker.observe(commit)
+    return checker.findings
+
+
+def integrity_findings(history: Any) -> list[Finding]:
+    """The integrity findings of a full `History`.
+
+    Histories built by `summary.history_from_log` over the whole log were checked while their
+    commits were parsed (`IntegrityTap`); others (the Spark path) re-read their commits here.
+    The first commit judged is the one after the first available version when log cleanup
+    removed earlier commits: the state before it comes from its checkpoint.
+    """
+    if not history.summaries:
+        return []
+    if getattr(history, "integrity", None) is not None:
+        return list(history.integrity)
+    first, last = history.summaries[0].version, history.summaries[-1].version
+    try:
+        log = history.get_log()
+    except DeltaAuditError:
+        return []  # a history rebuilt without its log (tests, imports): nothing to re-read
+    tap = IntegrityTap(log, first)
+    for _ in tap.observe(log.iter_commits(first, last)):
+        pass
+    return tap.findings
+
+
+class IntegrityTap:
+    """Checks commits as they stream past (during the history's own parse: no second read)."""
+
+    def __init__(self, log: Any, first: int):
+        self.start = first if first == 0 else first + 1
+        base: TableState | None
+        if first == 0:
+            base = TableState(version=-1, metadata=None, protocol=None, files={})
+        else:
+            try:
+                base = log.snapshot(first)
+            except DeltaAuditError:
+                base = None
+        self.checker = IntegrityChecker(base)
+
+    def observe(self, commits: Iterable[Commit]) -> Iterator[Commit]:
+        start, observe = self.start, self.checker.observe
+        for commit in commits:
+            if commit.version >= start:
+                observe(commit)
+            yield commit
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.checker.findings

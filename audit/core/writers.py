@@ -1,0 +1,246 @@
+"""Contention telemetry per writer, and the `retry_storm` finding.
+
+A writer is who the log says committed: engineInfo, userName/userId, the job / notebook /
+cluster ids Databricks records, and the `txn` appIds an idempotent writer (streaming,
+foreachBatch) declares. From the audited history this module derives, per writer: commits,
+operations, how far behind its read version was (the number of commits that landed while it
+ran), the retries the writer itself recorded (delta-rs `num_retries`), and per writer pair how
+many commits ran concurrently and how many of those Delta's rules call conflicts. Idempotent
+`txn` versions that repeat or go backwards are listed: a streaming writer replaying a batch.
+
+Pure: `writer_telemetry(history, result)` over summaries and the audit's per-commit results.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.core import severity as sev
+from audit.core.cycles import render_partitions
+from audit.core.model import CommitSummary, Finding
+
+# Read-version distance buckets: commits that landed between a commit's read and its commit.
+DISTANCE_BUCKETS = ((0, "0"), (1, "1"), (4, "2-4"), (9, "5-9"), (99, "10-99"))
+DISTANCE_OVER = "100+"
+# Concurrent peers visited per commit when tallying writer pairs (bounds hostile readVersions).
+MAX_PEERS_PER_COMMIT = 1_000
+MAX_TXN_ANOMALIES = 100
+MAX_PAIRS = 100
+
+
+def writer_of(summary: CommitSummary) -> str:
+    """A stable, readable identity; parts the log did not record are left out."""
+    parts = [summary.engine_info or summary.engine]
+    if summary.user_name or summary.user_id:
+        parts.append(f"user={summary.user_name or summary.user_id}")
+    job = summary.job or {}
+    for key, label in (("jobId", "job"), ("notebookId", "notebook"), ("runId", "run")):
+        if job.get(key) is not None:
+            parts.append(f"{label}={job[key]}")
+    if summary.cluster_id:
+        parts.append(f"cluster={summary.cluster_id}")
+    if summary.app_ids:
+        parts.append("app=" + ",".join(sorted(summary.app_ids)))
+    return " ".join(str(p) for p in parts)
+
+
+def distance_bucket(distance: int) -> str:
+    for top, label in DISTANCE_BUCKETS:
+        if distance <= top:
+            return label
+    return DISTANCE_OVER
+
+
+def _retries(summary: CommitSummary) -> int:
+    value = summary.operation_metrics.get(
+        "num_retries", summary.operation_metrics.get("numRetries")
+    )
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+@dataclass
+class WriterStats:
+    writer: str
+    engine: str
+    commits: int = 0
+    operations: Counter[str] = field(default_factory=Counter)
+    distance: Counter[str] = field(default_factory=Counter)
+    max_distance: int = 0
+    recorded_retries: int = 0
+    first_version: int | None = None
+    last_version: int | None = None
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+
+    def add(self, s: CommitSummary, distance: int | None) -> None:
+        self.commits += 1
+        self.operations[s.operation or "UNKNOWN"] += 1
+        if distance is not None:
+            self.distance[distance_bucket(distance)] += 1
+            self.max_distance = max(self.max_distance, distance)
+        else:
+            self.distance["unknown"] += 1
+        self.recorded_retries += _retries(s)
+        if self.first_version is None:
+            self.first_version, self.first_timestamp = s.version, s.timestamp
+        self.last_version, self.last_timestamp = s.version, s.timestamp
+
+    def as_dict(self) -> dict[str, Any]:
+        order = [label for _, label in DISTANCE_BUCKETS] + [DISTANCE_OVER, "unknown"]
+        return {
+            "writer": self.writer,
+            "engine": self.engine,
+            "commits": self.commits,
+            "operations": dict(self.operations.most_common()),
+            "read_version_distance": {k: self.distance[k] for k in order if self.distance[k]},
+            "max_read_version_distance": self.max_distance,
+            "recorded_retries": self.recorded_retries,
+            "first_version": self.first_version,
+            "last_version": self.last_version,
+            "first_timestamp": self.first_timestamp,
+            "last_timestamp": self.last_timestamp,
+        }
+
+
+def writer_telemetry(history: Any, commits: dict[int, Any]) -> dict[str, Any]:
+    """Per-writer contention over a history; `commits` is AuditResult.commits (CommitAudit)."""
+    names = {s.version: writer_of(s) for s in history.summaries}
+    writers: dict[str, WriterStats] = {}
+    pairs: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for s in history.summaries:
+        name = names[s.version]
+        stats = writers.get(name) or writers.setdefault(name, WriterStats(name, s.engine))
+        audit = commits.get(s.version)
+        read = audit.read_version if audit is not None else s.read_version
+        stats.add(s, s.version - read - 1 if read is not None and read < s.version else None)
+        if audit is None:
+            continue
+        conflicts = audit.conflicts
+        for w in list(audit.concurrent_versions)[:MAX_PEERS_PER_COMMIT]:
+            peer = names.get(w)
+            if peer is None:
+                continue
+            tally = pairs[(peer, name)]
+            tally[0] += 1
+            tally[1] += 1 if w in conflicts else 0
+    pair_rows = [
+        {"earlier": a, "later": b, "concurrent_commits": n, "conflicting_commits": c}
+        for (a, b), (n, c) in sorted(pairs.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    ][:MAX_PAIRS]
+    return {
+        "writers": [w.as_dict() for w in sorted(writers.values(), key=lambda w: -w.commits)],
+        "pairs": pair_rows,
+        "txn_anomalies": txn_anomalies(history.summaries),
+    }
+
+
+def txn_anomalies(summaries: Iterable[CommitSummary]) -> list[dict[str, Any]]:
+    """Idempotent `txn` versions that repeat or go backwards, per appId."""
+    last: dict[str, tuple[int, int]] = {}  # appId -> (txn version, commit version)
+    out: list[dict[str, Any]] = []
+    for s in summaries:
+        for app_id, txn_version in s.app_ids.items():
+            prev = last.get(app_id)
+            if prev is not None and txn_version <= prev[0] and len(out) < MAX_TXN_ANOMALIES:
+                out.append(
+                    {
+                        "app_id": app_id,
+                        "kind": "repeat" if txn_version == prev[0] else "backwards",
+                        "txn_version": txn_version,
+                        "previous_txn_version": prev[0],
+                        "version": s.version,
+                        "previous_version": prev[1],
+                    }
+                )
+            last[app_id] = (txn_version, s.version)
+    return out
+
+
+# --------------------------------------------------------------------------- retry storms
+
+# One writer, this many reading commits (not blind appends) of one operation on the same
+# partitions within RETRY_STORM_WINDOW_MS, most of them racing other commits or recording
+# retries: the shape of a job whose attempts keep losing conflicts and running again.
+RETRY_STORM_MIN_COMMITS = 3
+RETRY_STORM_WINDOW_MS = 60_000
+
+
+def _burst_key(s: CommitSummary) -> tuple[str, str, frozenset] | None:
+    if s.blind_append or s.timestamp is None or not s.data_change:
+        return None
+    return (writer_of(s), s.operation or "UNKNOWN", s.partitions_touched)
+
+
+def retry_storm_findings(history: Any, commits: dict[int, Any]) -> list[Finding]:
+    groups: dict[tuple[str, str, frozenset], list[CommitSummary]] = defaultdict(list)
+    for s in history.summaries:
+        key = _burst_key(s)
+        if key is not None:
+            groups[key].append(s)
+    findings = []
+    for key, members in groups.items():
+        for burst in _bursts(members):
+            contended = [s for s in burst if _contended(s, commits)]
+            if 2 * len(contended) >= len(burst):
+                findings.append(_storm_finding(key, burst, contended))
+    return findings
+
+
+def _bursts(members: list[CommitSummary]) -> Iterable[list[CommitSummary]]:
+    """Maximal runs whose consecutive commits are at most the window apart."""
+    run: list[CommitSummary] = []
+    for s in sorted(members, key=lambda m: (m.timestamp, m.version)):
+        if run and s.timestamp - run[-1].timestamp > RETRY_STORM_WINDOW_MS:
+            if len(run) >= RETRY_STORM_MIN_COMMITS:
+                yield run
+            run = []
+        run.append(s)
+    if len(run) >= RETRY_STORM_MIN_COMMITS:
+        yield run
+
+
+def _contended(s: CommitSummary, commits: dict[int, Any]) -> bool:
+    audit = commits.get(s.version)
+    return _retries(s) > 0 or (audit is not None and len(audit.concurrent_versions) > 0)
+
+
+def _storm_finding(
+    key: tuple[str, str, frozenset], burst: list[CommitSummary], contended: list[CommitSummary]
+) -> Finding:
+    writer, operation, partitions = key
+    where = render_partitions(partitions)
+    seconds = (burst[-1].timestamp - burst[0].timestamp) / 1000
+    retries = sum(_retries(s) for s in burst)
+    return Finding(
+        kind="retry_storm",
+        severity=sev.retry_storm_severity(),
+        version=burst[0].version,
+        related_versions=[s.version for s in burst[1:]],
+        confirmed=retries > 0,
+        summary=(
+            f"{writer} committed {len(burst)} {operation} commits on {where} within "
+            f"{seconds:.0f} s, {len(contended)} of them racing other commits"
+        ),
+        explanation=(
+            f"One writer ({writer}) committed {operation} on the same partitions ({where}) "
+            f"{len(burst)} times in {seconds:.0f} seconds, and {len(contended)} of those commits "
+            "ran while other commits landed"
+            + (f"; the writer itself recorded {retries} conflict retries" if retries else "")
+            + ". That is the shape of a job whose attempts keep losing write conflicts and "
+            "running again: each lost attempt costs a full rewrite and leaves orphan data files. "
+            "Partition the table by the column these commits filter on, or serialize the writers."
+        ),
+        witness={
+            "writer": writer,
+            "operation": operation,
+            "partitions": where,
+            "versions": [s.version for s in burst],
+            "seconds": seconds,
+            "recorded_retries": retries,
+        },
+    )

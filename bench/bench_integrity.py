@@ -1,0 +1,61 @@
+"""Cost of the integrity pass, the cycles and the writer telemetry, against reading the log.
+
+    .venv/bin/python bench/bench_integrity.py [--commits 20000] [--table /tmp/delta-bench-20k]
+
+Generates (once) a Spark-style log with bench/gen_log.py, then measures in one process, in CPU
+seconds (the machine is shared: wall time is noisy):
+- peer: `load_history(uri)` (listing, parsing, summaries): what every audit pays anyway;
+- `integrity_findings(history)`: the second, streaming pass over the raw commits;
+- `audit_history(history, check_data=False)` with everything (cycles, retry storms);
+- `writer_telemetry(history, result.commits)`.
+Prints each time and its ratio to the peer, the findings of the integrity kinds (0 expected on
+the generated log), and the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from audit.core.audit import audit_history  # noqa: E402
+from audit.core.integrity import integrity_findings  # noqa: E402
+from audit.core.summary import load_history  # noqa: E402
+from audit.core.writers import writer_telemetry  # noqa: E402
+from bench.gen_log import generate  # noqa: E402
+
+
+def cpu(fn):
+    start = time.process_time()
+    value = fn()
+    return value, time.process_time() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--commits", type=int, default=20_000)
+    parser.add_argument("--table", default=None)
+    args = parser.parse_args()
+    table = args.table or f"/tmp/delta-bench-integrity-{args.commits}"
+    if not Path(table, "_delta_log").exists():
+        generate(table, args.commits)
+    history, t_load = cpu(lambda: load_history(table))
+    found, t_integrity = cpu(lambda: integrity_findings(history))
+    result, t_audit = cpu(lambda: audit_history(history, check_data=False))
+    _, t_writers = cpu(lambda: writer_telemetry(history, result.commits))
+    cycles = sum(1 for f in result.findings if f.witness and "cycle" in f.witness)
+    print(f"table {table}: {len(history.summaries)} commits; load average {os.getloadavg()}")
+    print(f"load_history (peer)      {t_load:7.2f} s CPU  1.00x")
+    print(f"integrity_findings       {t_integrity:7.2f} s CPU  {t_integrity / t_load:.2f}x")
+    print(f"audit_history (all)      {t_audit:7.2f} s CPU  {t_audit / t_load:.2f}x")
+    print(f"writer_telemetry         {t_writers:7.2f} s CPU  {t_writers / t_load:.2f}x")
+    print(f"integrity findings: {len(found)} (0 expected); findings with a cycle: {cycles}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,30 @@
+"""Celery tasks of the orphan scan (beat runs `scan_all_orphans`; see audit/orphan_scans.py)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from audit import orphan_scans
+from audit.models import Table
+
+TRANSIENT_ERRORS = (OperationalError, InterfaceError)
+
+
+@shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=3)
+def scan_all_orphans() -> str:
+    due = orphan_scans.tables_due()
+    for table_id in due:
+        scan_table_orphans.apply_async((table_id,), expires=600)
+    return f"dispatched {len(due)} orphan scans"
+
+
+@shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=3)
+def scan_table_orphans(table_id: int) -> str:
+    table = Table.objects.filter(id=table_id).first()
+    if table is None:
+        return f"table {table_id}: gone"
+    scan = orphan_scans.scan_table(table)
+    if scan.error:
+        return f"table {table_id}: orphan scan failed: {scan.error}"
+    return f"table {table_id}: {scan.files} orphan files, {scan.bytes} bytes"
