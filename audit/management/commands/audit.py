@@ -16,6 +16,7 @@ from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError
 from audit.core.report import build_report, fails_gate, render_text
 from audit.core.summary import load_history
+from audit.health_report import add_health_and_changes
 
 
 class Command(BaseCommand):
@@ -51,6 +52,7 @@ class Command(BaseCommand):
             )
             sys.exit(2)
         report = build_report(history, result, include_files=options["files"])
+        add_health_and_changes(report, history)
         if options["json"]:
             sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         else:
