@@ -33,6 +33,7 @@ from audit.core.log import DeltaLog, commit_file_name, open_log
 from audit.core.serialize import json_default
 from audit.core.storage import open_store
 from audit.core.summary import History, history_from_log
+from audit.health_store import record_health
 from audit.models import Commit, CommitRollup, Finding, FindingFlip, Table
 from audit.paths import check_allowed, check_registered
 
@@ -302,6 +303,7 @@ def store_history_chunk(
         if rows:
             stored = [row["version"] for row in rows]
             refresh_rollups(table.id, min(stored), max(stored))
+            record_health(table, history, min(stored), max(stored), more=more)
         opened, resolved = upsert_findings(
             table, _findings_in(audit_result, start, end), scope=(start, end), now=now
         )

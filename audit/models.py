@@ -221,3 +221,7 @@ class FindingFlip(models.Model):
 
     def __str__(self) -> str:
         return f"{self.finding_id}: {self.old_status or 'new'} -> {self.new_status}"
+
+
+# Issue 18's stored health lives in its own module; imported here so Django registers it.
+from audit.health_models import HealthPoint, TableChange, TableHealth  # noqa: E402,F401

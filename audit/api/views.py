@@ -26,6 +26,7 @@ from audit.analysis import table_analysis, table_history, table_timeline
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, TableLogUnreadable
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
+from audit.api.health_views import TableHealthActions
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
 from audit.api.permissions import IsAdminOrReadOnly
 from audit.core.errors import DeltaAuditError
@@ -72,7 +73,10 @@ def _tables_with_counts():
 
 @extend_schema(responses=DETAIL_ERRORS)
 class TableViewSet(
-    mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
+    TableHealthActions,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.ReadOnlyModelViewSet,
 ):
     """Registered tables, with their commits, timeline and analyses as sub-resources."""
 

@@ -1,0 +1,160 @@
+"""Keeps the stored health (audit.health_models) current as the tail stores commits.
+
+`record_health` is the one hook: `audit.ingest.store_history_chunk` calls it inside the same
+transaction that stores a chunk of commits, so health rows never run ahead of (or behind) the
+commits. Per chunk it costs one re-read of the chunk's own commit files (for the per-version
+points) and, when the chunk is the last one of a backfill, one tombstone replay from the
+newest checkpoint (for the full health document). Requests never replay the log for the
+latest version: they read `TableHealth`.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.db.models.functions import ExtractHour
+from django.utils import timezone
+
+from audit.core.changes import changes_from_history
+from audit.core.errors import DeltaAuditError
+from audit.core.health import (
+    ACTIVITY_DAYS,
+    Activity,
+    compute_health,
+    log_sizes,
+    small_file_limit,
+)
+from audit.core.matrix import classify_operation, uses_zorder
+from audit.core.summary import History
+from audit.core.tombstones import commit_timestamp, snapshot_from_history
+from audit.health_models import HealthPoint, TableChange, TableHealth
+from audit.models import Commit, Table
+
+log = logging.getLogger(__name__)
+ACTIVITY_ROWS = 50_000  # the commit-hour profile reads at most this many recent commits
+
+
+def record_health(
+    table: Table, history: History, start: int, end: int, *, more: bool = False
+) -> None:
+    """Store health points and changes for versions [start, end]; the full health when done.
+
+    Call inside the transaction that stored those commits. A log problem here is logged and
+    skipped: health must never stop the audit's own ingest.
+    """
+    try:
+        store_points(table.id, history, start, end)
+        store_changes(table.id, history, start, end)
+        if not more and history.state.version == end:
+            store_table_health(table.id, history)
+    except DeltaAuditError as err:
+        log.warning("table %s: health not updated for v%s..v%s: %s", table.id, start, end, err)
+
+
+def store_points(table_id: int, history: History, start: int, end: int) -> None:
+    """num_files / total_bytes / small_files of every version in [start, end].
+
+    Exact at `end` (the replayed state), then walked backwards through the chunk's commits:
+    a version's numbers are the next one's minus that commit's adds plus its removes.
+    """
+    state = history.state
+    if state.version != end:
+        return
+    limit = small_file_limit(state.properties)
+    sizes = [f.size or 0 for f in state.files.values()]
+    current = [len(sizes), sum(sizes), sum(1 for s in sizes if s < limit)]
+    commits = list(history.get_log().iter_commits(start, end))
+    rows: list[HealthPoint] = []
+    for commit in reversed(commits):
+        rows.append(
+            HealthPoint(
+                table_id=table_id,
+                version=commit.version,
+                timestamp=commit_timestamp(commit),
+                num_files=current[0],
+                total_bytes=current[1],
+                small_files=current[2],
+            )
+        )
+        limit = small_file_limit(history.properties_at(commit.version))
+        for add in commit.adds:
+            current[0] -= 1
+            current[1] -= add.size or 0
+            current[2] -= (add.size or 0) < limit
+        for remove in commit.removes:
+            current[0] += 1
+            current[1] += remove.size or 0
+            current[2] += (remove.size or 0) < limit
+    HealthPoint.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
+
+
+def store_changes(table_id: int, history: History, start: int, end: int) -> None:
+    rows = [
+        TableChange(
+            table_id=table_id,
+            version=c["version"],
+            timestamp=c["timestamp"],
+            kind=c["kind"],
+            before=c["before"],
+            after=c["after"],
+            diff=c["diff"],
+            summary=c["summary"],
+        )
+        for c in changes_from_history(history)
+        if start <= c["version"] <= end
+    ]
+    TableChange.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def stored_activity(table_id: int) -> Activity:
+    """The commit-hour profile from the stored commits of the last ACTIVITY_DAYS days."""
+    activity = Activity()
+    since = timezone.now() - timedelta(days=ACTIVITY_DAYS)
+    latest = (
+        Commit.objects.filter(table_id=table_id).order_by("-version").values("committed_at")[:1]
+    )
+    newest = latest[0]["committed_at"] if latest else None
+    if newest is not None:
+        since = newest - timedelta(days=ACTIVITY_DAYS)
+    rows = (
+        Commit.objects.filter(table_id=table_id)
+        .filter(Q(committed_at__gte=since))
+        .annotate(hour=ExtractHour("committed_at"))
+        .order_by("-version")
+        .values_list("hour", "operation", "blind_append", "operation_parameters")[:ACTIVITY_ROWS]
+    )
+    for hour, operation, blind, params in rows:
+        family = classify_operation(operation, blind, params)
+        activity.all_hours[hour] += 1
+        if family == "UPDATE/DELETE/MERGE":
+            activity.udm_hours[hour] += 1
+        if family == "OPTIMIZE" and uses_zorder(params):
+            activity.zorder_used = True
+    return activity
+
+
+def store_table_health(table_id: int, history: History) -> dict[str, Any]:
+    snapshot = snapshot_from_history(history)
+    health = compute_health(
+        snapshot, history.listing, log_sizes(history.get_log()), stored_activity(table_id)
+    )
+    TableHealth.objects.update_or_create(table_id=table_id, defaults=health_fields(health))
+    return health
+
+
+def health_fields(health: dict[str, Any]) -> dict[str, Any]:
+    n = health["num_files"]
+    return {
+        "version": health["version"],
+        "computed_at": timezone.now(),
+        "data": health,
+        "num_files": n,
+        "total_bytes": health["total_bytes"],
+        "small_files": health["small_files"]["count"],
+        "small_file_ratio": health["small_files"]["count"] / n if n else 0.0,
+        "vacuumable_bytes": health["tombstones"]["vacuumable_bytes"],
+        "checkpoint_lag": health["checkpoint"]["commits_since"],
+    }

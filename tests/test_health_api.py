@@ -1,0 +1,148 @@
+"""Issue 18 through the API: stored health equals the core (and so deltalake), changes, diff."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from django.core.cache import cache
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from audit import ingest
+from audit.core.health import health_at
+from audit.core.log import open_log
+from audit.health_models import HealthPoint, TableChange, TableHealth
+from audit.models import Finding
+from tests.health_tables import (
+    HOSTILE_COLUMN,
+    V_LAST,
+    V_OPTIMIZE,
+    V_PROPS,
+    V_PROTOCOL,
+    V_SCHEMA,
+    add_actions,
+    build_evolving_table,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    return build_evolving_table(tmp_path_factory.mktemp("health-api") / "evolving")
+
+
+@pytest.fixture
+def table(built, tmp_path, settings):
+    settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    settings.AUDIT_TABLE_FINDINGS_SECONDS = 0
+    cache.clear()
+    path = shutil.copytree(built, tmp_path / "evolving")
+    t, _ = ingest.register_table(str(path), name="evolving")
+    # Small chunks: points and changes are stored chunk by chunk, as a backfill does.
+    while ingest.tail_once(t.id, chunk=5).more:
+        pass
+    t.refresh_from_db()
+    return t
+
+
+@pytest.fixture
+def client(member) -> APIClient:
+    c = APIClient()
+    c.force_authenticate(member)
+    return c
+
+
+def test_points_are_stored_per_version_and_equal_deltalake(table):
+    points = {p.version: p for p in HealthPoint.objects.filter(table=table)}
+    assert sorted(points) == list(range(V_LAST + 1))
+    for version in (0, 5, 11, V_OPTIMIZE, V_LAST):
+        sizes = add_actions(table.uri, version)["size_bytes"].to_pylist()
+        p = points[version]
+        assert (p.num_files, p.total_bytes, p.small_files) == (len(sizes), sum(sizes), len(sizes))
+
+
+def test_latest_health_is_stored_and_served_without_the_log(table, client):
+    stored = TableHealth.objects.get(table=table)
+    assert stored.version == V_LAST
+    expected = health_at(open_log(table.uri))
+    for key in ("num_files", "total_bytes", "tombstones", "small_files", "partitions", "log"):
+        assert stored.data[key] == expected[key]
+    shutil.rmtree(Path(table.uri) / "_delta_log")  # latest health needs no log read
+    response = client.get(f"/api/tables/{table.id}/health/")
+    assert response.status_code == 200
+    assert response.json()["num_files"] == expected["num_files"]
+    assert stored.vacuumable_bytes == expected["tombstones"]["vacuumable_bytes"] > 0
+
+
+def test_past_version_health_and_errors(table, client):
+    response = client.get(f"/api/tables/{table.id}/health/", {"version": V_OPTIMIZE})
+    assert response.status_code == 200
+    body = response.json()
+    sizes = add_actions(table.uri, V_OPTIMIZE)["size_bytes"].to_pylist()
+    assert (body["version"], body["num_files"], body["total_bytes"]) == (
+        V_OPTIMIZE,
+        len(sizes),
+        sum(sizes),
+    )
+    assert body["tombstones"]["count"] == 12
+    for bad in ("x", "-1", str(V_LAST + 1), "9" * 30):
+        r = client.get(f"/api/tables/{table.id}/health/", {"version": bad})
+        assert r.status_code == 400, bad
+        assert "error" in r.json()
+    assert APIClient().get(f"/api/tables/{table.id}/health/").status_code in (401, 403)
+
+
+def test_changes_endpoint_lists_schema_property_and_protocol_changes(table, client):
+    body = client.get(f"/api/tables/{table.id}/changes/").json()
+    assert [(c["version"], c["kind"]) for c in body["changes"]] == [
+        (V_SCHEMA, "schema"),
+        (V_PROPS, "properties"),
+        (V_PROTOCOL, "protocol"),
+    ]
+    assert body["changes"][0]["diff"]["added"][0]["name"] == HOSTILE_COLUMN
+    assert TableChange.objects.filter(table=table).count() == 3
+
+
+def test_changes_link_concurrent_metadata_change_findings(table, client):
+    finding = Finding.objects.create(
+        table=table,
+        kind="concurrent_metadata_change",
+        severity="warning",
+        version=V_SCHEMA,
+        related_versions=[V_SCHEMA + 1],
+        summary="s",
+        key="k",
+        last_seen="2026-01-01T00:00:00Z",
+    )
+    body = client.get(f"/api/tables/{table.id}/changes/").json()
+    assert body["changes"][0]["findings"] == [finding.id]
+    assert body["changes"][1]["findings"] == []
+
+
+def test_diff_endpoint(table, client):
+    body = client.get(f"/api/tables/{table.id}/diff/", {"from": 5, "to": V_LAST}).json()
+    before = set(add_actions(table.uri, 5)["path"].to_pylist())
+    after = set(add_actions(table.uri, V_LAST)["path"].to_pylist())
+    assert body["files_added"]["count"] == len(after - before)
+    assert body["files_removed"]["count"] == len(before - after)
+    assert body["commit_count"] == V_LAST - 5
+    for params in (
+        {"from": 3, "to": 3},
+        {"from": 4},
+        {"from": 1, "to": V_LAST + 5},
+        {"from": "a", "to": 2},
+    ):
+        r = client.get(f"/api/tables/{table.id}/diff/", params)
+        assert r.status_code == 400, params
+
+
+@override_settings()
+def test_health_history_is_thinned(table, client):
+    body = client.get(f"/api/tables/{table.id}/health/history/", {"max_points": 4}).json()
+    versions = [p["version"] for p in body["points"]]
+    assert versions[-1] == V_LAST and len(versions) <= 6
+    full = client.get(f"/api/tables/{table.id}/health/history/").json()["points"]
+    assert [p["version"] for p in full] == list(range(V_LAST + 1))
