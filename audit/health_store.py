@@ -30,6 +30,7 @@ from audit.core.health import (
 from audit.core.matrix import classify_operation, uses_zorder
 from audit.core.summary import History
 from audit.core.tombstones import commit_timestamp, snapshot_from_history
+from audit.health_alerts import evaluate_health_rules, raise_change_findings
 from audit.health_models import HealthPoint, TableChange, TableHealth
 from audit.models import Commit, Table
 
@@ -47,9 +48,10 @@ def record_health(
     """
     try:
         store_points(table.id, history, start, end)
-        store_changes(table.id, history, start, end)
+        raise_change_findings(table, store_changes(table.id, history, start, end))
         if not more and history.state.version == end:
-            store_table_health(table.id, history)
+            health = store_table_health(table.id, history)
+            evaluate_health_rules(table, health_fields(health))
     except DeltaAuditError as err:
         log.warning("table %s: health not updated for v%s..v%s: %s", table.id, start, end, err)
 
@@ -91,7 +93,8 @@ def store_points(table_id: int, history: History, start: int, end: int) -> None:
     HealthPoint.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
 
 
-def store_changes(table_id: int, history: History, start: int, end: int) -> None:
+def store_changes(table_id: int, history: History, start: int, end: int) -> list[dict[str, Any]]:
+    changes = [c for c in changes_from_history(history) if start <= c["version"] <= end]
     rows = [
         TableChange(
             table_id=table_id,
@@ -103,10 +106,10 @@ def store_changes(table_id: int, history: History, start: int, end: int) -> None
             diff=c["diff"],
             summary=c["summary"],
         )
-        for c in changes_from_history(history)
-        if start <= c["version"] <= end
+        for c in changes
     ]
     TableChange.objects.bulk_create(rows, ignore_conflicts=True)
+    return changes
 
 
 def stored_activity(table_id: int) -> Activity:

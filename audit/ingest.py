@@ -33,6 +33,7 @@ from audit.core.log import DeltaLog, commit_file_name, open_log
 from audit.core.serialize import json_default
 from audit.core.storage import open_store
 from audit.core.summary import History, history_from_log
+from audit.health_alerts import HEALTH_KINDS
 from audit.health_store import record_health
 from audit.models import Commit, CommitRollup, Finding, FindingFlip, Table
 from audit.paths import check_allowed, check_registered
@@ -580,7 +581,10 @@ def upsert_findings(
     if table_level:
         in_scope = Q(kind__in=TABLE_LEVEL_KINDS)
     else:
-        in_scope = ~Q(kind__in=TABLE_LEVEL_KINDS) & (Q(version__range=scope) if scope else Q())
+        # Health findings (audit.health_alerts) are not the audit's to resolve.
+        in_scope = ~Q(kind__in=TABLE_LEVEL_KINDS | HEALTH_KINDS) & (
+            Q(version__range=scope) if scope else Q()
+        )
     existing = {row.key: row for row in rows.filter(in_scope | Q(key__in=list(by_key)))}
     in_scope_ids = set(rows.filter(in_scope).values_list("id", flat=True)) if existing else set()
     flips: list[FindingFlip] = []
