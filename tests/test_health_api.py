@@ -146,3 +146,47 @@ def test_health_history_is_thinned(table, client):
     assert versions[-1] == V_LAST and len(versions) <= 6
     full = client.get(f"/api/tables/{table.id}/health/history/").json()["points"]
     assert [p["version"] for p in full] == list(range(V_LAST + 1))
+
+
+def test_fleet_is_sortable_by_health_and_open_findings(table, client):
+    from audit.health_models import TableHealth
+    from audit.models import Table
+
+    other = Table.objects.create(uri="/nowhere/other", name="other")
+    TableHealth.objects.create(
+        table=other, version=1, computed_at="2026-01-01T00:00:00Z", small_files=10**6,
+        vacuumable_bytes=0, checkpoint_lag=0,
+    )  # fmt: skip
+    bare = Table.objects.create(uri="/nowhere/bare", name="bare")  # no health yet: last
+    ours = TableHealth.objects.get(table=table)
+    for key, first in (
+        ("small_files", other.id),
+        ("vacuumable_bytes", table.id),
+        ("checkpoint_lag", table.id if ours.checkpoint_lag else other.id),
+    ):
+        body = client.get("/api/tables/", {"ordering": key}).json()
+        ids = [t["id"] for t in body["results"]]
+        assert ids[0] == first, key
+        assert ids[-1] == bare.id, key
+    rows = {t["id"]: t for t in client.get("/api/tables/").json()["results"]}
+    assert rows[table.id]["health"]["vacuumable_bytes"] == ours.vacuumable_bytes > 0
+    assert rows[bare.id]["health"] is None
+    assert client.get("/api/tables/", {"ordering": "bogus"}).status_code == 400
+    for i in range(Finding.objects.filter(table=table, status="open").count() + 1):
+        Finding.objects.create(
+            table=bare, kind="x", severity="info", version=i, summary="s", key=f"k{i}",
+            last_seen="2026-01-01T00:00:00Z",
+        )  # fmt: skip
+    ids = [
+        t["id"] for t in client.get("/api/tables/", {"ordering": "open_findings"}).json()["results"]
+    ]
+    assert ids[0] == bare.id
+
+
+def test_fleet_page_sorts_by_vacuumable_bytes(table, member):
+    from django.test import Client
+
+    c = Client()
+    c.force_login(member)
+    html = c.get("/", {"sort": "vacuumable"}).content.decode()
+    assert 'data-col="vacuumable"' in html and "Checkpoint lag" in html

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import F
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -44,6 +45,37 @@ class DiffQuery(serializers.Serializer):
 
 class HistoryQuery(serializers.Serializer):
     max_points = serializers.IntegerField(required=False, min_value=2, max_value=5000, default=400)
+
+
+# `GET /api/tables/?ordering=<key>`: the fleet view's sorts (worst first; "-" reverses).
+FLEET_ORDERINGS = {
+    "small_files": "health__small_files",
+    "small_file_ratio": "health__small_file_ratio",
+    "vacuumable_bytes": "health__vacuumable_bytes",
+    "checkpoint_lag": "health__checkpoint_lag",
+    "open_findings": "open_total",
+}
+
+
+def fleet_ordering(queryset, request):
+    """Order the tables list by a health column or open findings, worst first."""
+    raw = (request.query_params.get("ordering") or "").strip()
+    if not raw:
+        return queryset
+    key = raw.lstrip("-")
+    if key not in FLEET_ORDERINGS:
+        raise BadRequest(
+            f"ordering must be one of {', '.join(sorted(FLEET_ORDERINGS))} (prefix - for ascending)"
+        )
+    column = FLEET_ORDERINGS[key]
+    if key == "open_findings":
+        queryset = queryset.annotate(
+            open_total=F("open_info") + F("open_warning") + F("open_critical")
+        )
+    expr = (
+        F(column).asc(nulls_last=True) if raw.startswith("-") else F(column).desc(nulls_last=True)
+    )
+    return queryset.order_by(expr, "name", "id")
 
 
 def _parse(serializer: serializers.Serializer) -> dict[str, Any]:

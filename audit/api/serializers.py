@@ -40,6 +40,15 @@ class BackfillSerializer(serializers.Serializer):
     fraction = serializers.FloatField(help_text="0..1")
 
 
+class FleetHealthSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    num_files = serializers.IntegerField()
+    small_files = serializers.IntegerField()
+    small_file_ratio = serializers.FloatField()
+    vacuumable_bytes = serializers.IntegerField()
+    checkpoint_lag = serializers.IntegerField(help_text="commits since the last checkpoint")
+
+
 class TableSerializer(serializers.ModelSerializer):
     version = serializers.IntegerField(
         source="last_seen_version", read_only=True, allow_null=True,
@@ -48,6 +57,7 @@ class TableSerializer(serializers.ModelSerializer):
     lag = serializers.SerializerMethodField()
     open_findings = serializers.SerializerMethodField()
     backfill = serializers.SerializerMethodField()
+    health = serializers.SerializerMethodField()
 
     class Meta:
         model = Table
@@ -55,6 +65,7 @@ class TableSerializer(serializers.ModelSerializer):
             "id", "uri", "name", "status", "last_error", "risk", "version",
             "last_seen_version", "latest_version_in_log", "first_available_version", "lag",
             "open_findings", "backfill", "last_commit_at", "last_tail_at", "created_at",
+            "health",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -72,6 +83,23 @@ class TableSerializer(serializers.ModelSerializer):
     def get_open_findings(self, table: Table) -> dict:
         counts = {s: getattr(table, f"open_{s}", 0) or 0 for s in ("info", "warning", "critical")}
         return {**counts, "total": sum(counts.values())}
+
+    @extend_schema_field(FleetHealthSerializer(allow_null=True))
+    def get_health(self, table: Table) -> dict | None:
+        from audit.health_models import TableHealth
+
+        try:
+            h = table.health
+        except TableHealth.DoesNotExist:
+            return None
+        return {
+            "version": h.version,
+            "num_files": h.num_files,
+            "small_files": h.small_files,
+            "small_file_ratio": round(h.small_file_ratio, 4),
+            "vacuumable_bytes": h.vacuumable_bytes,
+            "checkpoint_lag": h.checkpoint_lag,
+        }
 
     @extend_schema_field(BackfillSerializer(allow_null=True))
     def get_backfill(self, table: Table) -> dict | None:
