@@ -26,6 +26,7 @@ from audit.core.audit import audit_history
 from audit.core.isolation import isolation_settings
 from audit.core.partitioning import recommend_partitioning
 from audit.core.summary import History, load_history
+from audit.health_queries import change_marks
 from audit.ingest import json_safe
 from audit.models import Commit, CommitRollup, Finding, Table
 from audit.paths import check_registered
@@ -145,6 +146,7 @@ def _timeline(
         "rows": [],
         "buckets": [],
         "findings": [],
+        "changes": [],
     }
     if first is None:
         return out
@@ -182,6 +184,8 @@ def _timeline(
             "id", "version", "kind", "severity", "confirmed", "related_versions"
         )[:TIMELINE_MAX_FINDINGS]
     ]
+    # Schema/protocol/property changes (issue 18), marked where they happened.
+    out["changes"] = change_marks(table, lo, hi)
     return out
 
 

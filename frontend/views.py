@@ -27,6 +27,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from audit.core.errors import DeltaAuditError
 from audit.models import Commit, Finding, Table
 from frontend.forms import ExplainForm, FindingFilterForm, RegisterTableForm
+from frontend.health_views import health_config
 
 log = logging.getLogger(__name__)
 
@@ -228,6 +229,7 @@ def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
         "refreshSeconds": settings.FRONTEND_REFRESH_SECONDS,
     }
     ctx = {**_table_header(table), "findings": findings, "config": config, "tab": "timeline"}
+    ctx["health_config"] = health_config(table)
     return render(request, "frontend/table.html", ctx)
 
 

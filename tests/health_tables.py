@@ -62,3 +62,35 @@ def add_actions(uri: str, version: int | None = None) -> pa.Table:
 def dry_run_vacuum(uri: str, version: int | None = None) -> list[str]:
     dt = DeltaTable(uri, version=version) if version is not None else DeltaTable(uri)
     return dt.vacuum(retention_hours=0, dry_run=True, enforce_retention_duration=False)
+
+
+HOSTILE_PROPERTY = "<script>window.__xss='prop'</script><img src=x onerror=\"window.__xss='img'\">"
+
+
+def add_hostile_property_commit(path: Path) -> int:
+    """One more commit, written by hand as a hostile writer could: a property value is markup.
+
+    (deltalake refuses unknown property keys, real writers do not.) Returns its version.
+    """
+    import json
+    import time
+
+    log = path / "_delta_log"
+    versions = sorted(int(p.name[:20]) for p in log.glob("*.json") if p.name[:20].isdigit())
+    metadata = None
+    for v in reversed(versions):
+        for line in (log / f"{v:020d}.json").read_text().splitlines():
+            action = json.loads(line)
+            if "metaData" in action:
+                metadata = action["metaData"]
+                break
+        if metadata:
+            break
+    assert metadata is not None
+    metadata["configuration"] = {**metadata["configuration"], "user.note": HOSTILE_PROPERTY}
+    version = versions[-1] + 1
+    info = {"timestamp": int(time.time() * 1000) + 1000, "operation": "SET TBLPROPERTIES",
+            "operationParameters": {}, "readVersion": version - 1}  # fmt: skip
+    text = json.dumps({"commitInfo": info}) + "\n" + json.dumps({"metaData": metadata}) + "\n"
+    (log / f"{version:020d}.json").write_text(text)
+    return version
