@@ -10,6 +10,7 @@ latest version: they read `TableHealth`.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from datetime import timedelta
 from typing import Any
@@ -27,6 +28,7 @@ from audit.core.health import (
     log_sizes,
     small_file_limit,
 )
+from audit.core.log import LOG_DIR, commit_file_name, parse_commit
 from audit.core.matrix import classify_operation, uses_zorder
 from audit.core.summary import History
 from audit.core.tombstones import commit_timestamp, snapshot_from_history
@@ -35,7 +37,7 @@ from audit.health_models import HealthPoint, TableChange, TableHealth
 from audit.models import Commit, Table
 
 log = logging.getLogger(__name__)
-ACTIVITY_ROWS = 50_000  # the commit-hour profile reads at most this many recent commits
+ACTIVITY_ROWS = 10_000  # the commit-hour profile reads at most this many recent commits
 
 
 def record_health(
@@ -47,28 +49,38 @@ def record_health(
     skipped: health must never stop the audit's own ingest.
     """
     try:
-        store_points(table.id, history, start, end)
+        chunk_bytes = store_points(table.id, history, start, end)
         raise_change_findings(table, store_changes(table.id, history, start, end))
         if not more and history.state.version == end:
-            health = store_table_health(table.id, history)
+            health = store_table_health(table.id, history, (start, chunk_bytes))
             evaluate_health_rules(table, health_fields(health))
     except DeltaAuditError as err:
         log.warning("table %s: health not updated for v%s..v%s: %s", table.id, start, end, err)
 
 
-def store_points(table_id: int, history: History, start: int, end: int) -> None:
+def store_points(table_id: int, history: History, start: int, end: int) -> int:
     """num_files / total_bytes / small_files of every version in [start, end].
 
     Exact at `end` (the replayed state), then walked backwards through the chunk's commits:
     a version's numbers are the next one's minus that commit's adds plus its removes.
+    Returns the bytes of the chunk's commit files (the log size, kept incrementally).
     """
     state = history.state
     if state.version != end:
-        return
+        return 0
     limit = small_file_limit(state.properties)
     sizes = [f.size or 0 for f in state.files.values()]
     current = [len(sizes), sum(sizes), sum(1 for s in sizes if s < limit)]
-    commits = list(history.get_log().iter_commits(start, end))
+    log_ = history.get_log()
+    commits, chunk_bytes = [], 0
+    for version in log_.listing.commit_versions[
+        bisect.bisect_left(log_.listing.commit_versions, start) : bisect.bisect_right(
+            log_.listing.commit_versions, end
+        )
+    ]:
+        data = log_.store.read_bytes(f"{LOG_DIR}/{commit_file_name(version)}")
+        chunk_bytes += len(data)
+        commits.append(parse_commit(version, data))
     rows: list[HealthPoint] = []
     for commit in reversed(commits):
         rows.append(
@@ -91,6 +103,7 @@ def store_points(table_id: int, history: History, start: int, end: int) -> None:
             current[1] += remove.size or 0
             current[2] += (remove.size or 0) < limit
     HealthPoint.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
+    return chunk_bytes
 
 
 def store_changes(table_id: int, history: History, start: int, end: int) -> list[dict[str, Any]]:
@@ -139,11 +152,30 @@ def stored_activity(table_id: int) -> Activity:
     return activity
 
 
-def store_table_health(table_id: int, history: History) -> dict[str, Any]:
+def store_table_health(
+    table_id: int, history: History, chunk: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """Compute and store the latest health. With `chunk` = (first version, bytes) of the
+    commits just stored, the log size is the previous one plus theirs when nothing was
+    cleaned up in between, so a steady tail never lists a million-file `_delta_log` with sizes.
+    """
     snapshot = snapshot_from_history(history)
-    health = compute_health(
-        snapshot, history.listing, log_sizes(history.get_log()), stored_activity(table_id)
+    listing = history.listing
+    prev = TableHealth.objects.filter(table_id=table_id).values("version", "data").first()
+    prev_log = (prev or {}).get("data", {}).get("log") or {}
+    incremental = (
+        chunk is not None
+        and prev is not None
+        and prev["version"] == chunk[0] - 1
+        and listing.commit_versions
+        and prev_log.get("oldest_version") == listing.commit_versions[0]
+        and isinstance(prev_log.get("bytes"), int)
     )
+    sizes = {} if incremental else log_sizes(history.get_log())
+    health = compute_health(snapshot, listing, sizes, stored_activity(table_id))
+    if incremental:
+        assert chunk is not None
+        health["log"]["bytes"] = prev_log["bytes"] + chunk[1]
     TableHealth.objects.update_or_create(table_id=table_id, defaults=health_fields(health))
     return health
 

@@ -190,3 +190,26 @@ def test_fleet_page_sorts_by_vacuumable_bytes(table, member):
     c.force_login(member)
     html = c.get("/", {"sort": "vacuumable"}).content.decode()
     assert 'data-col="vacuumable"' in html and "Checkpoint lag" in html
+
+
+def test_a_steady_tail_keeps_the_stored_health_exact(table):
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from tests.health_tables import HOSTILE_COLUMN, _batch
+
+    for i in (60, 61):
+        batch = _batch(i).append_column(HOSTILE_COLUMN, pa.array([None] * 10, pa.float64()))
+        write_deltalake(table.uri, batch, mode="append")
+    result = ingest.tail_once(table.id)
+    assert result.stored == 2
+    stored = TableHealth.objects.get(table=table)
+    expected = health_at(open_log(table.uri))
+    assert stored.version == V_LAST + 2
+    # log bytes were added up from the new commits, not listed again: still exact
+    assert stored.data["log"] == expected["log"]
+    assert stored.data["num_files"] == expected["num_files"] == len(add_actions(table.uri))
+    points = HealthPoint.objects.filter(table=table, version__gt=V_LAST).order_by("version")
+    assert [p.num_files for p in points] == [
+        len(add_actions(table.uri, v)) for v in (V_LAST + 1, V_LAST + 2)
+    ]
