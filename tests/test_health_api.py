@@ -213,3 +213,16 @@ def test_a_steady_tail_keeps_the_stored_health_exact(table):
     assert [p.num_files for p in points] == [
         len(add_actions(table.uri, v)) for v in (V_LAST + 1, V_LAST + 2)
     ]
+
+
+def test_the_finding_page_links_a_metadata_change_finding_to_its_change(table, member):
+    from django.test import Client
+
+    finding = Finding.objects.get(table=table, kind="schema_change")
+    c = Client()
+    c.force_login(member)
+    html = c.get(f"/findings/{finding.id}/").content.decode()
+    assert f'href="/tables/{table.id}/#changes"' in html
+    assert f"/tables/{table.id}/diff/?from={V_SCHEMA - 1}&amp;to={V_SCHEMA}" in html
+    assert HOSTILE_COLUMN not in html  # escaped in the summary, never raw markup
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
