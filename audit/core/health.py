@@ -134,13 +134,23 @@ def activity_from(summaries: list[CommitSummary], until: int | None = None) -> A
     timed = [s.timestamp for s in summaries if s.timestamp is not None]
     end = until if until is not None else (max(timed) if timed else 0)
     since = end - ACTIVITY_DAYS * DAY_MS
+    # Most commits repeat a few (operation, parameters) shapes (appends): classify each once.
+    families: dict[tuple[Any, ...], tuple[str | None, bool]] = {}
     for s in summaries:
         if s.timestamp is None or not since <= s.timestamp <= end:
             continue
-        family = classify_operation(s.operation, s.blind_append, s.operation_parameters)
-        activity.add(
-            s.timestamp, family, family == OPTIMIZE and uses_zorder(s.operation_parameters)
-        )
+        try:
+            params = orjson.dumps(s.operation_parameters, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # not JSON-serialisable: classify directly
+            params = None
+        key = (s.operation, s.blind_append, params)
+        known = families.get(key) if params is not None else None
+        if known is None:
+            family = classify_operation(s.operation, s.blind_append, s.operation_parameters)
+            known = (family, family == OPTIMIZE and uses_zorder(s.operation_parameters))
+            if params is not None:
+                families[key] = known
+        activity.add(s.timestamp, *known)
     return activity
 
 
