@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from audit.core.errors import DeltaAuditError
+from audit.health_models import TableHealth
 from audit.health_queries import table_diff
 from audit.models import Table
 
@@ -22,6 +23,7 @@ def health_config(table: Table) -> dict[str, Any]:
     return {
         "table": table.id,
         "latestVersion": table.last_seen_version,
+        "hasHealth": TableHealth.objects.filter(table=table).exists(),
         "healthUrl": f"/api/tables/{table.id}/health/",
         "historyUrl": f"/api/tables/{table.id}/health/history/",
         "changesUrl": f"/api/tables/{table.id}/changes/",

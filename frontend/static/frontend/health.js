@@ -204,9 +204,31 @@
     });
   }
 
-  if (cfg.latestVersion === null) {
+  // The timeline above is what the page is for: let its first window load before the
+  // panel's requests compete with it for the server (then load, or after 5 s regardless).
+  function afterTimeline(cb) {
+    const startedAt = Date.now();
+    (function check() {
+      const t = window.__timeline;
+      const drawn = t && t.rendered && (t.rendered.bars > 0 || t.rendered.buckets > 0);
+      if (drawn || !document.getElementById("timeline") || Date.now() - startedAt > 5000) cb();
+      else setTimeout(check, 150);
+    })();
+  }
+
+  afterTimeline(loadPanel);
+
+  function loadPanel() {
+  if (cfg.latestVersion === null || !cfg.hasHealth) {
+    // Nothing stored yet: the tail stores health with the commits (no request that would 409).
     $("health-recs").textContent = "";
-    $("health-recs").appendChild(el("li", "muted", "No version stored yet."));
+    $("health-recs").appendChild(el("li", "muted", cfg.latestVersion === null
+      ? "No version stored yet."
+      : "Health is stored as the tail ingests new commits; none stored yet for this table."));
+    if (cfg.latestVersion !== null) {
+      getJSON(cfg.historyUrl).then(function (body) { renderHistory(body.points || []); })
+        .catch(function (err) { showError("Health history unavailable: " + (err.message || err)); });
+    }
   } else {
     getJSON(cfg.healthUrl).then(function (h) {
       renderStats(h); renderHistogram(h); renderPartitions(h); renderGauges(h); renderRecommendations(h);
@@ -216,4 +238,5 @@
   }
   getJSON(cfg.changesUrl).then(function (body) { renderChanges(body.changes || []); })
     .catch(function (err) { showError("Change history unavailable: " + (err.message || err)); });
+  }
 })();
