@@ -27,6 +27,7 @@ from audit.core.isolation import isolation_settings
 from audit.core.partitioning import recommend_partitioning
 from audit.core.summary import History, load_history
 from audit.core.writers import writer_telemetry
+from audit.health_queries import change_marks
 from audit.ingest import json_safe
 from audit.models import Commit, CommitRollup, Finding, Table
 from audit.paths import check_registered
@@ -147,6 +148,7 @@ def _timeline(
         "rows": [],
         "buckets": [],
         "findings": [],
+        "changes": [],
     }
     if first is None:
         return out
@@ -184,6 +186,8 @@ def _timeline(
             "id", "version", "kind", "severity", "confirmed", "related_versions"
         )[:TIMELINE_MAX_FINDINGS]
     ]
+    # Schema/protocol/property changes (issue 18), marked where they happened.
+    out["changes"] = change_marks(table, lo, hi)
     return out
 
 

@@ -37,6 +37,8 @@ from audit.core.orphans import SCAN_KINDS
 from audit.core.serialize import json_default
 from audit.core.summary import History, history_from_log
 from audit.core.tailwindow import load_tail_history
+from audit.health_alerts import HEALTH_KINDS
+from audit.health_store import record_health
 from audit.models import Commit, CommitRollup, Finding, FindingFlip, Table
 from audit.paths import check_allowed, check_registered
 from audit.progress import backfill_fields
@@ -355,6 +357,7 @@ def store_history_chunk(
         if rows:
             stored = [row["version"] for row in rows]
             refresh_rollups(table.id, min(stored), max(stored))
+            record_health(table, history, min(stored), max(stored), more=more)
         opened, resolved = upsert_findings(
             table, _findings_in(audit_result, start, end), scope=(start, end), now=now
         )
@@ -609,7 +612,9 @@ def upsert_findings(
     elif table_level:
         in_scope = Q(kind__in=TABLE_LEVEL_KINDS)
     else:
-        in_scope = ~Q(kind__in=TABLE_LEVEL_KINDS | SCAN_KINDS) & (
+        # Scan findings (the orphan scan) and health findings (audit.health_alerts) are not the
+        # audit's to resolve.
+        in_scope = ~Q(kind__in=TABLE_LEVEL_KINDS | SCAN_KINDS | HEALTH_KINDS) & (
             Q(version__range=scope) if scope else Q()
         )
     existing = {row.key: row for row in rows.filter(in_scope | Q(key__in=list(by_key)))}

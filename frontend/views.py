@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, F, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -31,6 +31,7 @@ from audit.core.storage_config import describe_storage
 from audit.models import Commit, Finding, Table
 from audit.orphan_scans import orphan_report
 from frontend.forms import ExplainForm, FindingFilterForm, RegisterTableForm
+from frontend.health_views import health_config
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,18 @@ TABLE_SORTS: dict[str, list[Any]] = {
     "version": [F("last_seen_version").desc(nulls_last=True), "name"],
     "lag": [F("lag").desc(nulls_last=True), "name"],
     "status": ["status", "name"],
+    # Fleet health (issue 18): the worst first; tables without stored health last.
+    "small_files": [F("health__small_files").desc(nulls_last=True), "name"],
+    "vacuumable": [F("health__vacuumable_bytes").desc(nulls_last=True), "name"],
+    "checkpoint_lag": [F("health__checkpoint_lag").desc(nulls_last=True), "name"],
 }
+
+
+def _has_health(table: Table) -> bool:
+    try:
+        return table.health is not None
+    except ObjectDoesNotExist:  # no stored health yet (nothing ingested)
+        return False
 
 
 def _open_unacknowledged() -> Q:
@@ -109,12 +121,13 @@ def index(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "findings")
     if sort not in TABLE_SORTS:
         sort = "findings"
-    tables = _tables_with_counts()
+    tables = _tables_with_counts().select_related("health").defer("health__data")
     if query:
         tables = tables.filter(Q(name__icontains=query) | Q(uri__icontains=query))
     page = Paginator(tables.order_by(*TABLE_SORTS[sort]), 100).get_page(request.GET.get("page"))
     for table in page:
         table.risk_level = risk_level(table)
+        table.health_or_none = getattr(table, "health", None) if _has_health(table) else None
     totals = Finding.objects.filter(_open_unacknowledged()).aggregate(
         critical=Count("id", filter=Q(severity="critical")),
         warning=Count("id", filter=Q(severity="warning")),
@@ -223,6 +236,7 @@ def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
         "refreshSeconds": settings.FRONTEND_REFRESH_SECONDS,
     }
     ctx = {**_table_header(table), "findings": findings, "config": config, "tab": "timeline"}
+    ctx["health_config"] = health_config(table)
     return render(request, "frontend/table.html", ctx)
 
 

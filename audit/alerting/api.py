@@ -45,9 +45,18 @@ class RuleSerializer(serializers.ModelSerializer):
             "table_pattern",
             "channels",
             "enabled",
+            "health_metric",
+            "threshold",
             "created_at",
         ]
         read_only_fields = ["created_at"]
+
+    def validate(self, attrs):
+        metric = attrs.get("health_metric", getattr(self.instance, "health_metric", ""))
+        threshold = attrs.get("threshold", getattr(self.instance, "threshold", None))
+        if metric and threshold is None:
+            raise serializers.ValidationError({"threshold": ["a health rule needs a threshold"]})
+        return attrs
 
     def validate_kinds(self, value: list[str]) -> list[str]:
         try:

@@ -59,7 +59,16 @@ class RuleForm(forms.ModelForm):
 
     class Meta:
         model = AlertRule
-        fields = ["name", "min_severity", "confirmed_only", "table_pattern", "channels", "enabled"]
+        fields = [
+            "name",
+            "min_severity",
+            "confirmed_only",
+            "table_pattern",
+            "channels",
+            "enabled",
+            "health_metric",
+            "threshold",
+        ]
         help_texts = {
             "table_pattern": "fnmatch pattern on the table name or URI (e.g. sales_* or "
             "s3://lake/prod/*); empty = every table."
@@ -70,6 +79,12 @@ class RuleForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.fields["kinds_text"].initial = ", ".join(self.instance.kinds or [])
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("health_metric") and cleaned.get("threshold") is None:
+            self.add_error("threshold", "a health rule needs a threshold")
+        return cleaned
 
     def clean_kinds_text(self) -> list[str]:
         return clean_kinds(self.cleaned_data["kinds_text"].split(","))

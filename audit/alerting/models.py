@@ -14,6 +14,7 @@ from django.db import models
 
 from audit.models import Finding, Table
 
+HEALTH_FINDING_PREFIX = "health_"  # audit.health_alerts: one finding kind per health metric
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 
 
@@ -61,6 +62,14 @@ class Channel(models.Model):
 
 
 class AlertRule(models.Model):
+    class HealthMetric(models.TextChoices):
+        # Health rules (issue 18) fire when the table's stored health reaches `threshold`.
+        NONE = "", "— (a findings rule)"
+        SMALL_FILES = "small_files", "small files (count)"
+        SMALL_FILE_RATIO = "small_file_ratio", "small files (share of files, 0..1)"
+        VACUUMABLE_BYTES = "vacuumable_bytes", "vacuumable bytes"
+        CHECKPOINT_LAG = "checkpoint_lag", "commits since the last checkpoint"
+
     name = models.CharField(max_length=100)
     kinds = models.JSONField(default=list, blank=True)  # finding kinds; empty = every kind
     min_severity = models.CharField(
@@ -72,6 +81,10 @@ class AlertRule(models.Model):
     channels = models.ManyToManyField(Channel, related_name="rules", blank=True)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    health_metric = models.CharField(
+        max_length=20, choices=HealthMetric.choices, default="", blank=True
+    )
+    threshold = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["name", "id"]
@@ -82,7 +95,11 @@ class AlertRule(models.Model):
     def matches(self, finding: Finding, table: Table) -> bool:
         if not self.enabled:
             return False
-        if self.kinds and finding.kind not in self.kinds:
+        if finding.kind.startswith(HEALTH_FINDING_PREFIX) or self.health_metric:
+            # A health finding is raised for one health rule, and alerts through that rule only.
+            if (finding.details or {}).get("rule_id") != self.id:
+                return False
+        elif self.kinds and finding.kind not in self.kinds:
             return False
         if SEVERITY_RANK.get(finding.severity, 0) < SEVERITY_RANK.get(self.min_severity, 0):
             return False

@@ -51,6 +51,15 @@ class BackfillSerializer(serializers.Serializer):
     )
 
 
+class FleetHealthSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    num_files = serializers.IntegerField()
+    small_files = serializers.IntegerField()
+    small_file_ratio = serializers.FloatField()
+    vacuumable_bytes = serializers.IntegerField()
+    checkpoint_lag = serializers.IntegerField(help_text="commits since the last checkpoint")
+
+
 class TableSerializer(serializers.ModelSerializer):
     version = serializers.IntegerField(
         source="last_seen_version", read_only=True, allow_null=True,
@@ -62,6 +71,7 @@ class TableSerializer(serializers.ModelSerializer):
     storage = serializers.SerializerMethodField(
         help_text="storage root and credential name the table is read with (never a secret)"
     )
+    health = serializers.SerializerMethodField()
 
     class Meta:
         model = Table
@@ -69,6 +79,7 @@ class TableSerializer(serializers.ModelSerializer):
             "id", "uri", "name", "status", "last_error", "error_cause", "storage", "risk", "version",
             "last_seen_version", "latest_version_in_log", "first_available_version", "lag",
             "open_findings", "backfill", "last_commit_at", "last_tail_at", "created_at",
+            "health",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -89,6 +100,23 @@ class TableSerializer(serializers.ModelSerializer):
     def get_open_findings(self, table: Table) -> dict:
         counts = {s: getattr(table, f"open_{s}", 0) or 0 for s in ("info", "warning", "critical")}
         return {**counts, "total": sum(counts.values())}
+
+    @extend_schema_field(FleetHealthSerializer(allow_null=True))
+    def get_health(self, table: Table) -> dict | None:
+        from audit.health_models import TableHealth
+
+        try:
+            h = table.health
+        except TableHealth.DoesNotExist:
+            return None
+        return {
+            "version": h.version,
+            "num_files": h.num_files,
+            "small_files": h.small_files,
+            "small_file_ratio": round(h.small_file_ratio, 4),
+            "vacuumable_bytes": h.vacuumable_bytes,
+            "checkpoint_lag": h.checkpoint_lag,
+        }
 
     @extend_schema_field(BackfillSerializer(allow_null=True))
     def get_backfill(self, table: Table) -> dict | None:

@@ -26,6 +26,7 @@ from audit.analysis import table_analysis, table_history, table_timeline
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, TableLogUnreadable
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
+from audit.api.health_views import TableHealthActions, fleet_ordering
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
 from audit.api.permissions import IsAdminOrReadOnly
 from audit.core.errors import DeltaAuditError
@@ -73,7 +74,10 @@ def _tables_with_counts():
 
 @extend_schema(responses=DETAIL_ERRORS)
 class TableViewSet(
-    mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
+    TableHealthActions,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.ReadOnlyModelViewSet,
 ):
     """Registered tables, with their commits, timeline and analyses as sub-resources."""
 
@@ -84,9 +88,9 @@ class TableViewSet(
 
     def get_queryset(self):
         if self.action == "list":
-            return _tables_with_counts().defer("settings_snapshot")
+            return fleet_ordering(_tables_with_counts().defer("settings_snapshot"), self.request)
         if self.action == "retrieve":
-            return _tables_with_counts()
+            return _tables_with_counts().select_related("health").defer("health__data")
         if self.action == "commits":  # the model its filters and schema are about
             return Commit.objects.all()
         return Table.objects.all()

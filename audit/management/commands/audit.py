@@ -16,6 +16,7 @@ from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.summary import load_history
+from audit.health_report import add_health_and_changes
 
 
 class Command(BaseCommand):
@@ -53,6 +54,7 @@ class Command(BaseCommand):
         report = build_report(
             history, result, include_files=options["files"], stream_commits=options["json"]
         )
+        add_health_and_changes(report, history)
         if options["json"]:
             write_json(report, sys.stdout.buffer)
         else:

@@ -183,6 +183,10 @@
         esc(fmtInt(d.commits)) + " commits · up to " + esc(d.maxConcurrent) + " concurrent<br>" +
         esc(d.findings) + " findings<br><span class=\"tt-hint\">click to zoom in</span>";
     }
+    if (d.kind === "change") {
+      return "<b>" + esc(d.c.kind) + " change</b> at v" + esc(d.c.version) + "<br>" + esc(String(d.c.summary).slice(0, 300)) +
+        "<br><span class=\"tt-hint\">click to open the commit</span>";
+    }
     if (d.kind === "finding") {
       return "<b>" + esc(d.f.kind) + "</b> · " + esc(d.f.severity) + (d.f.confirmed ? " · confirmed" : "") +
         "<br>at v" + esc(d.f.version) + "<br><span class=\"tt-hint\">click to open the finding</span>";
@@ -226,6 +230,25 @@
     return state.layout.lanes;
   }
 
+  // Schema / protocol / property changes (issue 18): a dashed line where each happened.
+  function changeSeries(changes, xOf) {
+    const marks = [];
+    (changes || []).forEach(function (c) {
+      const x = xOf(c.version);
+      if (x === null || x === undefined) return;
+      marks.push({ xAxis: x, name: c.kind + " v" + c.version, meta: { kind: "change", c: c } });
+    });
+    return {
+      name: "changes", type: "line", data: [],
+      markLine: {
+        symbol: ["none", "none"], animation: false,
+        lineStyle: { color: "#8e44ad", type: "dashed", width: 1.5 },
+        label: { formatter: function (p) { return p.name; }, color: "#8e44ad", fontSize: 10, position: "insideEndTop" },
+        data: marks,
+      },
+    };
+  }
+
   function renderRows(data) {
     const layout = state.layout || layoutRows(data);
     const involved = worstSeverityByVersion(data.findings);
@@ -253,6 +276,7 @@
       series: [
         { name: "commits", type: "custom", renderItem: renderBar, data: bars, encode: { x: [0, 1], y: 2 }, clip: true },
         { name: "findings", type: "scatter", data: pins, symbol: "pin", symbolSize: 26, symbolOffset: [0, -14], z: 10, clip: true },
+        changeSeries(data.changes, function (v) { return tsOf.has(v) ? tsOf.get(v) : null; }),
       ],
     };
     if (state.axis === "time") {
@@ -295,6 +319,7 @@
       series: [
         { name: "buckets", type: "custom", renderItem: renderBucket, data: bars, encode: { x: [0, 1], y: 3 }, clip: true },
         { name: "findings", type: "scatter", data: pins, symbol: "pin", symbolSize: 24, symbolOffset: [0, -12], z: 10, clip: true },
+        changeSeries(data.changes, function (v) { return v; }),
       ],
     }, { replaceMerge: ["series"] });
     legendEl.textContent = "";
@@ -410,6 +435,7 @@
     const d = params.data && params.data.meta;
     if (!d) return;
     if (d.kind === "commit") window.location.assign(cfg.commitBase + encodeURIComponent(Number(d.v)) + "/");
+    else if (d.kind === "change") window.location.assign(cfg.commitBase + encodeURIComponent(Number(d.c.version)) + "/");
     else if (d.kind === "finding") window.location.assign(cfg.findingBase + encodeURIComponent(Number(d.f.id)) + "/");
     else if (d.kind === "bucket" && state.axis === "version") zoomTo(d.from - 1, d.to + 1);
   });

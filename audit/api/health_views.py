@@ -1,0 +1,156 @@
+"""Issue 18 sub-resources of a table: health, health history, changes and version diff.
+
+A mixin of `TableViewSet`, so they share its router, permissions and table lookup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import F
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from audit.api.exceptions import BadRequest, TableLogUnreadable
+from audit.core.errors import DeltaAuditError
+from audit.health_queries import health_history, table_changes, table_diff, table_health
+from audit.models import Table
+
+INT64_MAX = 2**63 - 1
+ERROR = OpenApiResponse(response=OpenApiTypes.OBJECT, description='`{"error": "<message>"}`')
+JSON = OpenApiResponse(response=OpenApiTypes.OBJECT)
+
+
+class HealthQuery(serializers.Serializer):
+    version = serializers.IntegerField(required=False, min_value=0, max_value=INT64_MAX)
+
+
+class DiffQuery(serializers.Serializer):
+    # `from` is a Python keyword: the fields are renamed in `validate`.
+    from_ = serializers.IntegerField(min_value=0, max_value=INT64_MAX)
+    to = serializers.IntegerField(min_value=0, max_value=INT64_MAX)
+
+    def to_internal_value(self, data):
+        data = {"from_": data.get("from"), "to": data.get("to")}
+        return super().to_internal_value(data)
+
+    def validate(self, attrs):
+        if attrs["from_"] >= attrs["to"]:
+            raise serializers.ValidationError("'from' must be lower than 'to'")
+        return attrs
+
+
+class HistoryQuery(serializers.Serializer):
+    max_points = serializers.IntegerField(required=False, min_value=2, max_value=5000, default=400)
+
+
+# `GET /api/tables/?ordering=<key>`: the fleet view's sorts (worst first; "-" reverses).
+FLEET_ORDERINGS = {
+    "small_files": "health__small_files",
+    "small_file_ratio": "health__small_file_ratio",
+    "vacuumable_bytes": "health__vacuumable_bytes",
+    "checkpoint_lag": "health__checkpoint_lag",
+    "open_findings": "open_total",
+}
+
+
+def fleet_ordering(queryset, request):
+    """Order the tables list by a health column or open findings, worst first."""
+    raw = (request.query_params.get("ordering") or "").strip()
+    if not raw:
+        return queryset
+    key = raw.lstrip("-")
+    if key not in FLEET_ORDERINGS:
+        raise BadRequest(
+            f"ordering must be one of {', '.join(sorted(FLEET_ORDERINGS))} (prefix - for ascending)"
+        )
+    column = FLEET_ORDERINGS[key]
+    if key == "open_findings":
+        queryset = queryset.annotate(
+            open_total=F("open_info") + F("open_warning") + F("open_critical")
+        )
+    expr = (
+        F(column).asc(nulls_last=True) if raw.startswith("-") else F(column).desc(nulls_last=True)
+    )
+    return queryset.order_by(expr, "name", "id")
+
+
+def _parse(serializer: serializers.Serializer) -> dict[str, Any]:
+    if not serializer.is_valid():
+        errors = serializer.errors
+        first = next(iter(errors.values()))
+        text = first[0] if isinstance(first, list) and first else str(first)
+        raise BadRequest(str(text).replace("from_", "from"), detail=errors)
+    return serializer.validated_data
+
+
+def _in_range(table: Table, version: int, name: str) -> None:
+    last = table.last_seen_version
+    if last is None or version > last:
+        raise BadRequest(f"{name} {version} is not stored (the latest stored version is {last})")
+
+
+class TableHealthActions:
+    """Mixed into TableViewSet (which provides `table()`)."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("version", OpenApiTypes.INT64, description="default latest")],
+        responses={200: JSON, 400: ERROR, 409: ERROR},
+        description="Health of a version, from the log alone: files, sizes, small files, "
+        "partitions, tombstones, checkpoint, log, deletion vectors, recommendations.",
+    )
+    @action(detail=True, filterset_class=None, pagination_class=None)
+    def health(self, request, pk=None):
+        table = self.table()
+        version = _parse(HealthQuery(data=request.query_params)).get("version")
+        if version is not None:
+            _in_range(table, version, "version")
+        try:
+            return Response(table_health(table, version))
+        except DeltaAuditError as err:
+            raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
+
+    @extend_schema(
+        parameters=[OpenApiParameter("max_points", OpenApiTypes.INT, description="2..5000")],
+        responses={200: JSON, 400: ERROR},
+        description="num_files, total_bytes and small_files per version (stored as the tail "
+        "ingests; thinned to max_points).",
+    )
+    @action(detail=True, url_path="health/history", filterset_class=None, pagination_class=None)
+    def health_history(self, request, pk=None):
+        table = self.table()
+        params = _parse(HistoryQuery(data=request.query_params))
+        return Response({"table": table.id, "points": health_history(table, params["max_points"])})
+
+    @extend_schema(
+        responses={200: JSON},
+        description="Every version that changed the schema, protocol, properties or "
+        "partitioning: version, timestamp, kind, before, after, summary (and findings: ids of "
+        "concurrent_metadata_change findings at that version).",
+    )
+    @action(detail=True, filterset_class=None, pagination_class=None)
+    def changes(self, request, pk=None):
+        table = self.table()
+        return Response({"table": table.id, "changes": table_changes(table)})
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("from", OpenApiTypes.INT64, required=True),
+            OpenApiParameter("to", OpenApiTypes.INT64, required=True),
+        ],
+        responses={200: JSON, 400: ERROR, 409: ERROR},
+        description="Files added/removed, rows, schema and property changes and the commits "
+        "between two versions.",
+    )
+    @action(detail=True, filterset_class=None, pagination_class=None)
+    def diff(self, request, pk=None):
+        table = self.table()
+        params = _parse(DiffQuery(data=request.query_params))
+        _in_range(table, params["to"], "to")
+        try:
+            return Response(table_diff(table, params["from_"], params["to"]))
+        except DeltaAuditError as err:
+            raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
