@@ -291,6 +291,8 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 # The worker imports the alert tasks (autodiscovery only finds workers/tasks.py).
 CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "workers.alert_tasks"]
+# Pool processes unwind on SIGTERM (release the table lock, roll back): workers/shutdown.py.
+CELERY_IMPORTS = [*CELERY_IMPORTS, "workers.shutdown"]
 CELERY_BEAT_SCHEDULE["process-alerts"] = {
     "task": "workers.alert_tasks.process_alerts",
     "schedule": ALERT_INTERVAL_SECONDS,

@@ -13,11 +13,12 @@
 # embedded broker, beat schedule); AUDIT_DEMO_DIR (./demo-tables); AUDIT_STOP_GRACE_SECONDS (5).
 #
 # Stopping: Ctrl-C or SIGTERM (to this script or its process group) stops web, worker, beat and
-# the demo writer within AUDIT_STOP_GRACE_SECONDS + 3 s. Each runs in its own process group;
-# they get SIGTERM (gunicorn and Celery shut down warm), then whatever still runs after the
-# grace period gets SIGQUIT (Celery's cold shutdown) and one second later SIGKILL. Nothing is
-# lost: a tail step cut short is one database transaction that is rolled back, and its table is
-# tailed again from the last stored version once the step's lock expires (AUDIT_LOCK_SECONDS).
+# the demo writer within AUDIT_STOP_GRACE_SECONDS + 3 s (5 + 3 by default). Each runs in its own process group;
+# their leaders get SIGTERM (gunicorn and Celery shut down warm), then whatever still runs after
+# the grace period gets SIGQUIT (Celery's cold shutdown) and SIGTERM, and two seconds later
+# SIGKILL. Nothing is lost: a tail step cut short is one database transaction, rolled back; its
+# pool process releases the table's lock as it exits (workers/shutdown.py), so the next tick
+# redoes the step from the last stored version.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -95,21 +96,30 @@ alive() {
     done
     return 1
 }
-signal_all() {
+signal_leaders() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "-$1" "$pid" 2>/dev/null || true; done
+}
+signal_groups() {
     local pid
     for pid in "${PIDS[@]}"; do kill "-$1" -- "-$pid" 2>/dev/null || true; done
 }
 cleanup() {
     trap - INT TERM EXIT
     echo "==> stopping"
-    signal_all TERM
+    # Leaders first: gunicorn's master and Celery's main process stop their own children
+    # (warm shutdown: running tail steps finish).
+    signal_leaders TERM
     local deadline=$((SECONDS + GRACE))
     while alive && ((SECONDS < deadline)); do sleep 0.2; done
     if alive; then
+        # Cold shutdown; pool processes unwind (workers/shutdown.py: locks released, rolled back).
         echo "==> still running after ${GRACE}s: cold shutdown"
-        signal_all QUIT
-        sleep 1
-        signal_all KILL
+        signal_leaders QUIT
+        signal_groups TERM
+        deadline=$((SECONDS + 2))
+        while alive && ((SECONDS < deadline)); do sleep 0.2; done
+        signal_groups KILL
     fi
     wait 2>/dev/null || true
     echo "==> stopped"
