@@ -361,3 +361,17 @@ def test_witness_matches_the_oracle_after_every_deltalake_writer_path(tmp_path):
     _check_everything(path, [*EXTRA, ("s = 'merged'", lambda r: r["s"] == "merged")])
     DeltaTable(str(path)).optimize.compact()
     _check_everything(path, EXTRA)
+
+
+def test_files_with_deletion_vectors_are_not_counted():
+    """Rows a deletion vector removed are not in the table: the witness must not claim them."""
+    path = Path(__file__).parent / "data" / "delta-tables" / "spark" / "table-with-dv-small"
+    history = load_history(str(path))
+    adds = list(history.state.files.values())
+    assert any(a.deletion_vector for a in adds)
+    outcome = find_rows(history.table_uri, adds, None, {})
+    dv_free = [a for a in adds if not a.deletion_vector]
+    if dv_free:
+        assert outcome.witness and set(outcome.witness["files"]) <= {a.path for a in dv_free}
+    else:
+        assert outcome.status == "unreadable" and "deletion vector" in outcome.note

@@ -251,6 +251,11 @@ def find_rows(
     samples: list[dict[str, Any]] = []
     problems: list[str] = []
     for add in sorted(adds, key=lambda a: a.path)[:MAX_FILES_READ]:
+        if add.deletion_vector:
+            # Rows its deletion vector marks deleted are not in the table, and we do not read
+            # deletion vectors: counting them could confirm rows that are gone.
+            problems.append(f"{add.path}: has a deletion vector (not applied by the witness)")
+            continue
         try:
             count, rows = _rows_in_file(
                 store,
@@ -283,7 +288,8 @@ def find_rows(
         return Outcome(
             "unreadable",
             None,
-            "data files are gone or unreadable (vacuumed?): " + "; ".join(problems[:3]),
+            "data files are gone or unreadable (vacuumed?), or carry deletion vectors: "
+            + "; ".join(problems[:3]),
         )
     return Outcome("no_rows", None, "no row of the surviving files matches the predicate")
 
