@@ -15,9 +15,11 @@ and columns the file does not have read as NULL (added later by schema evolution
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -232,25 +234,44 @@ def _type_of(node: exp.Expression, schema: pa.Schema) -> pa.DataType | None:
 
 def matching_rows(table: pa.Table, sql: str) -> pa.Array:
     """Indices (int64) of the rows of `table` where `sql` is TRUE, in row order."""
-    import datafusion
-
     if table.num_rows == 0:
         return pa.array([], pa.int64())
-    indexed = table.append_column(ROW_ID, pa.array(range(table.num_rows), pa.int64()))
-    # Decimal literals stay exact (`price = 12.30` on a decimal(10,2) column), as in Spark.
-    config = datafusion.SessionConfig().set("datafusion.sql_parser.parse_float_as_decimal", "true")
-    ctx = datafusion.SessionContext(config)
+    indexed = table.append_column(ROW_ID, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    ctx = _context()
     try:
         ctx.register_record_batches(_TABLE, [indexed.to_batches()])
-        result = ctx.sql(
-            f'SELECT "{ROW_ID}" FROM {_TABLE} WHERE ({sql}) ORDER BY "{ROW_ID}"'
-        ).to_arrow_table()
+        try:
+            result = ctx.sql(
+                f'SELECT "{ROW_ID}" FROM {_TABLE} WHERE ({sql}) ORDER BY "{ROW_ID}"'
+            ).to_arrow_table()
+        finally:
+            ctx.deregister_table(_TABLE)
     except Exception as err:  # DataFusion raises plain Exception subclasses for plan errors
         raise Unevaluable(
             f"the predicate cannot be evaluated on the data: {_one_line(err)}"
         ) from None
     column = result.column(ROW_ID)
     return column.combine_chunks() if column.num_chunks else pa.array([], pa.int64())
+
+
+_LOCAL = threading.local()
+
+
+def _context() -> Any:
+    """One DataFusion session per thread, reused: creating one costs more than a small file."""
+    ctx = getattr(_LOCAL, "ctx", None)
+    if ctx is None:
+        import datafusion
+
+        # Decimal literals stay exact (`price = 12.30` on a decimal(10,2) column), as in Spark.
+        # One file's columns are small: a single partition avoids repartitioning the rows.
+        config = (
+            datafusion.SessionConfig()
+            .set("datafusion.sql_parser.parse_float_as_decimal", "true")
+            .with_target_partitions(1)
+        )
+        ctx = _LOCAL.ctx = datafusion.SessionContext(config)
+    return ctx
 
 
 def expression_for(predicate: Predicate) -> exp.Expression:
