@@ -49,6 +49,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Before any view reads the body: oversized requests answer 413, not 500 / bare 400.
+    "audit.limits.request_size_limit",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -138,6 +140,9 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_RENDERER_CLASSES": ["audit.api.renderers.ORJSONRenderer"],
     "EXCEPTION_HANDLER": "audit.api.exceptions.json_exception_handler",
+    # Expensive endpoints name their throttle classes (audit/api/throttles.py); the rate is
+    # AUDIT_API_EXPENSIVE_RATE below. Listed here so DRF's schema and docs know the scope.
+    "DEFAULT_THROTTLE_RATES": {"expensive": None},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Delta Audit API",
@@ -162,6 +167,13 @@ SPECTACULAR_SETTINGS = {
 }
 # Analyses (settings, recommendations, hotspots) are cached per (table, stored version).
 AUDIT_API_ANALYSIS_CACHE_SECONDS = env_int("AUDIT_API_ANALYSIS_CACHE_SECONDS", 3600)
+# Per user (token) rate of the expensive endpoints: explain, analyses, full-zoom timelines.
+# DRF syntax (`N/second|minute|hour|day`); empty disables throttling. 429 + Retry-After over it.
+AUDIT_API_EXPENSIVE_RATE = env_str("AUDIT_API_EXPENSIVE_RATE", "60/minute")
+# A timeline window at most this many versions wide is cheap (rollups); wider ones are throttled.
+AUDIT_API_TIMELINE_CHEAP_SPAN = env_int("AUDIT_API_TIMELINE_CHEAP_SPAN", 20_000)
+# Request bodies over this many bytes answer 413 (audit/limits.py), on the API and on forms.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("AUDIT_MAX_BODY_BYTES", 2_621_440)
 # The timeline of a window is cached this long (stored commits never change; findings may).
 AUDIT_API_TIMELINE_CACHE_SECONDS = env_int("AUDIT_API_TIMELINE_CACHE_SECONDS", 30)
 # === end of API block =======================================================================
@@ -305,6 +317,8 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 # The worker imports the alert tasks (autodiscovery only finds workers/tasks.py).
 CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "workers.alert_tasks"]
+# Pool processes unwind on SIGTERM (release the table lock, roll back): workers/shutdown.py.
+CELERY_IMPORTS = [*CELERY_IMPORTS, "workers.shutdown"]
 CELERY_BEAT_SCHEDULE["process-alerts"] = {
     "task": "workers.alert_tasks.process_alerts",
     "schedule": ALERT_INTERVAL_SECONDS,

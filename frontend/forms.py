@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
+from audit.limits import MAX_EXCEPTION_CHARS
 from audit.models import Finding, Table
-
-MAX_EXCEPTION_CHARS = 200_000
 
 
 class RegisterTableForm(forms.Form):

@@ -656,6 +656,7 @@ def finding_reopen(request: HttpRequest, finding_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def explain(request: HttpRequest) -> HttpResponse:
     from audit.core.explain import explain_conflict
+    from audit.limits import limit_text
 
     form = ExplainForm(request.POST or None, initial={"table": request.GET.get("table")})
     result = None
@@ -684,6 +685,7 @@ def explain(request: HttpRequest) -> HttpResponse:
                 )
             }
     ctx = {
+        "limits": limit_text(),
         "form": form,
         "result": result,
         "table": table,

@@ -8,6 +8,17 @@
 #
 # Broker: Redis at CELERY_BROKER_URL when reachable; otherwise an embedded broker (kombu's
 # SQLAlchemy transport on var/celery-broker.sqlite), so a fresh machine needs no Redis.
+#
+# Environment: AUDIT_PORT (8000) or WEB_BIND (127.0.0.1:$AUDIT_PORT); AUDIT_VAR_DIR (./var: logs,
+# embedded broker, beat schedule); AUDIT_DEMO_DIR (./demo-tables); AUDIT_STOP_GRACE_SECONDS (5).
+#
+# Stopping: Ctrl-C or SIGTERM (to this script or its process group) stops web, worker, beat and
+# the demo writer within AUDIT_STOP_GRACE_SECONDS + 3 s (5 + 3 by default). Each runs in its own process group;
+# their leaders get SIGTERM (gunicorn and Celery shut down warm), then whatever still runs after
+# the grace period gets SIGQUIT (Celery's cold shutdown) and SIGTERM, and two seconds later
+# SIGKILL. Nothing is lost: a tail step cut short is one database transaction, rolled back; its
+# pool process releases the table's lock as it exits (workers/shutdown.py), so the next tick
+# redoes the step from the last stored version.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -17,16 +28,21 @@ CHECK=0
 
 PY="$ROOT/.venv/bin/python"
 source scripts/lib.sh
-echo "==> checking .venv and requirements"
-ensure_venv
+if [[ "${AUDIT_RUN_SKIP_INSTALL:-0}" != 1 ]]; then  # set by tests whose .venv is ready
+    echo "==> checking .venv and requirements"
+    ensure_venv
+fi
 
-mkdir -p var
+VAR="${AUDIT_VAR_DIR:-$ROOT/var}"
+DEMO="${AUDIT_DEMO_DIR:-$ROOT/demo-tables}"
+GRACE="${AUDIT_STOP_GRACE_SECONDS:-5}"
+mkdir -p "$VAR"
 export DJANGO_SETTINGS_MODULE=config.settings
 export AUDIT_ALLOWED_ROOTS="${AUDIT_ALLOWED_ROOTS:-$ROOT}"
 export AUDIT_TAIL_INTERVAL_SECONDS="${AUDIT_TAIL_INTERVAL_SECONDS:-2}"
 export AUDIT_TABLE_FINDINGS_SECONDS="${AUDIT_TABLE_FINDINGS_SECONDS:-10}"
 export DJANGO_DEBUG="${DJANGO_DEBUG:-false}"
-WEB_BIND="${WEB_BIND:-127.0.0.1:8000}"
+WEB_BIND="${WEB_BIND:-127.0.0.1:${AUDIT_PORT:-8000}}"
 
 # --- broker ------------------------------------------------------------------------------
 BROKER="${CELERY_BROKER_URL:-redis://127.0.0.1:6379/0}"
@@ -38,8 +54,8 @@ except Exception:
     sys.exit(1)
 EOF
 then
-    echo "==> Redis not reachable at $BROKER: using the embedded SQLAlchemy broker (var/celery-broker.sqlite)"
-    BROKER="sqla+sqlite:///$ROOT/var/celery-broker.sqlite"
+    echo "==> Redis not reachable at $BROKER: using the embedded SQLAlchemy broker ($VAR/celery-broker.sqlite)"
+    BROKER="sqla+sqlite:///$VAR/celery-broker.sqlite"
 fi
 export CELERY_BROKER_URL="$BROKER"
 echo "==> broker: $CELERY_BROKER_URL"
@@ -61,8 +77,8 @@ else:
 EOF
 
 # --- demo tables -------------------------------------------------------------------------
-echo "==> creating demo tables under ./demo-tables"
-"$PY" -m audit.demo create demo-tables | while read -r table; do
+echo "==> creating demo tables under $DEMO"
+"$PY" -m audit.demo create "$DEMO" | while read -r table; do
     "$PY" manage.py add_table "$table"
 done
 
@@ -72,22 +88,57 @@ if [[ "$CELERY_BROKER_URL" == sqla+* ]]; then
 fi
 
 PIDS=()
+alive() {
+    local pid
+    for pid in "${PIDS[@]}"; do
+        # A group is alive while any of its processes is (pool children, gunicorn workers).
+        kill -0 -- "-$pid" 2>/dev/null && return 0
+    done
+    return 1
+}
+signal_leaders() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "-$1" "$pid" 2>/dev/null || true; done
+}
+signal_groups() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "-$1" -- "-$pid" 2>/dev/null || true; done
+}
 cleanup() {
     trap - INT TERM EXIT
     echo "==> stopping"
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    # Leaders first: gunicorn's master and Celery's main process stop their own children
+    # (warm shutdown: running tail steps finish).
+    signal_leaders TERM
+    local deadline=$((SECONDS + GRACE))
+    while alive && ((SECONDS < deadline)); do sleep 0.2; done
+    if alive; then
+        # Cold shutdown; pool processes unwind (workers/shutdown.py: locks released, rolled back).
+        echo "==> still running after ${GRACE}s: cold shutdown"
+        signal_leaders QUIT
+        signal_groups TERM
+        deadline=$((SECONDS + 2))
+        while alive && ((SECONDS < deadline)); do sleep 0.2; done
+        signal_groups KILL
+    fi
+    wait 2>/dev/null || true
+    echo "==> stopped"
 }
-trap cleanup INT TERM EXIT
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
-"$PY" -m audit.demo write demo-tables --interval 2 >var/demo-writer.log 2>&1 &
+# setsid: each component is the leader of its own process group, so the signals above reach
+# its children too, and a Ctrl-C in the terminal reaches this script only.
+setsid "$PY" -m audit.demo write "$DEMO" --interval 2 >"$VAR/demo-writer.log" 2>&1 &
 PIDS+=($!)
-"$PY" -m celery -A workers worker --beat --schedule var/celerybeat-schedule \
-    --loglevel INFO --concurrency 2 --without-gossip --without-mingle >var/worker.log 2>&1 &
+setsid "$PY" -m celery -A workers worker --beat --schedule "$VAR/celerybeat-schedule" \
+    --loglevel INFO --concurrency 2 --without-gossip --without-mingle >"$VAR/worker.log" 2>&1 &
 PIDS+=($!)
-echo "==> worker + beat started (log: var/worker.log); demo writer running (var/demo-writer.log)"
-"$PY" -m gunicorn config.wsgi:application --bind "$WEB_BIND" --workers 2 --threads 4 \
-    --access-logfile var/web-access.log --error-logfile var/web.log &
+echo "==> worker + beat started (log: $VAR/worker.log); demo writer running ($VAR/demo-writer.log)"
+setsid "$PY" -m gunicorn config.wsgi:application --bind "$WEB_BIND" --workers 2 --threads 4 \
+    --graceful-timeout "$GRACE" --access-logfile "$VAR/web-access.log" \
+    --error-logfile "$VAR/web.log" &
 PIDS+=($!)
 for _ in $(seq 1 30); do
     curl -fsS -o /dev/null "http://$WEB_BIND/login/" 2>/dev/null && break
@@ -140,4 +191,5 @@ EOF
 fi
 
 echo "==> dashboard on http://$WEB_BIND/ (API at /api/docs/, admin at /admin/); Ctrl-C stops everything"
-wait
+# `wait` returns when a signal arrives, so the traps above run at once.
+while alive; do wait -n 2>/dev/null || sleep 1; done

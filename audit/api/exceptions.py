@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -41,6 +41,12 @@ class TableLogUnreadable(exceptions.APIException):
     default_code = "table_log_unreadable"
 
 
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "request body too large"
+    default_code = "payload_too_large"
+
+
 class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "conflict"
@@ -56,6 +62,10 @@ def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response 
         exc = BadRequest(_one_line(str(exc)))
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound(_one_line(str(exc)) or "not found")
+    elif isinstance(exc, RequestDataTooBig):
+        from audit.limits import limit_text
+
+        exc = PayloadTooLarge(f"request body too large ({limit_text()})")
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
     response = exception_handler(exc, context)

@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from audit.core.storage_config import describe_storage
+from audit.limits import MAX_EXCEPTION_CHARS
 from audit.models import Commit, Finding, Table
 
 INT64_MAX = 2**63 - 1
@@ -316,8 +317,10 @@ class ConflictMatrixQuerySerializer(serializers.Serializer):
 
 class ExplainRequestSerializer(serializers.Serializer):
     text = serializers.CharField(
-        max_length=1_000_000, trim_whitespace=False,
-        help_text="the exception text (Spark, Databricks or delta-rs wording)",
+        max_length=MAX_EXCEPTION_CHARS, trim_whitespace=False,
+        help_text=f"the exception text (Spark, Databricks or delta-rs wording); at most "
+        f"{MAX_EXCEPTION_CHARS:,} characters, and the whole request body at most "
+        "DATA_UPLOAD_MAX_MEMORY_SIZE bytes (2.5 MiB by default; over it: 413)",
     )  # fmt: skip
     table = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=INT64_MAX,

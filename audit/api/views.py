@@ -29,10 +29,12 @@ from audit.api.filters import CommitFilter, FindingFilter, TableFilter
 from audit.api.health_views import TableHealthActions, fleet_ordering
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
 from audit.api.permissions import IsAdminOrReadOnly
+from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
 from audit.core.errors import DeltaAuditError
 from audit.core.explain import explain_conflict
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
 from audit.ingest import json_safe, register_table
+from audit.limits import limit_text
 from audit.models import Commit, Finding, Table
 from audit.orphan_scans import orphan_report
 from audit.paths import check_allowed
@@ -43,6 +45,20 @@ ERROR_RESPONSE = OpenApiResponse(
     response=OpenApiTypes.OBJECT, description='`{"error": "<message>", "detail": ...}`'
 )
 COMMON_ERRORS = {400: ERROR_RESPONSE, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE}
+THROTTLED = {
+    429: OpenApiResponse(
+        response=OpenApiTypes.OBJECT,
+        description="Too many expensive requests from this user or token "
+        "(AUDIT_API_EXPENSIVE_RATE); retry after the `Retry-After` header's seconds.",
+    )
+}
+TOO_LARGE = {
+    413: OpenApiResponse(
+        response=OpenApiTypes.OBJECT,
+        description="The request body is over the limit (DATA_UPLOAD_MAX_MEMORY_SIZE, "
+        "2.5 MiB by default; AUDIT_MAX_BODY_BYTES).",
+    )
+}
 DETAIL_ERRORS = {**COMMON_ERRORS, 404: ERROR_RESPONSE}
 VERSION_PARAMETER = OpenApiParameter(
     "version", OpenApiTypes.INT64, OpenApiParameter.PATH, description="commit version"
@@ -185,12 +201,18 @@ class TableViewSet(
 
     @extend_schema(
         parameters=[s.TimelineQuerySerializer],
-        responses={200: s.TimelineSerializer},
+        responses={200: s.TimelineSerializer, **THROTTLED},
         description="Commit intervals of a version window for charts: `rows` when the window "
         "holds at most max_points commits, else `buckets` aggregated in SQL. read_version null "
-        "means unknown. `findings` are the open findings of the window.",
+        "means unknown. `findings` are the open findings of the window. Whole-history windows (no "
+        "from/to, or wider than AUDIT_API_TIMELINE_CHEAP_SPAN versions) are throttled per user.",
     )
-    @action(detail=True, filterset_class=None, serializer_class=s.TimelineSerializer)
+    @action(
+        detail=True,
+        filterset_class=None,
+        serializer_class=s.TimelineSerializer,
+        throttle_classes=[FullZoomTimelineThrottle],
+    )
     def timeline(self, request, pk=None):
         table = self.table()
         query = s.TimelineQuerySerializer(data=request.query_params)
@@ -212,10 +234,15 @@ class TableViewSet(
             raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
 
     @extend_schema(
-        responses={200: s.HotspotsSerializer, 409: ERROR_RESPONSE},
+        responses={200: s.HotspotsSerializer, 409: ERROR_RESPONSE, **THROTTLED},
         description="Partitions and operation pairs where concurrent commits overlap.",
     )
-    @action(detail=True, filterset_class=None, serializer_class=s.HotspotsSerializer)
+    @action(
+        detail=True,
+        filterset_class=None,
+        serializer_class=s.HotspotsSerializer,
+        throttle_classes=[ExpensiveRateThrottle],
+    )
     def hotspots(self, request, pk=None):
         analysis = self._analysis()
         return Response(_pick(analysis, "hotspots"))
@@ -241,7 +268,7 @@ class TableViewSet(
         return Response(_pick(self._analysis(), "writers"))
 
     @extend_schema(
-        responses={200: s.IsolationSettingsSerializer, 409: ERROR_RESPONSE},
+        responses={200: s.IsolationSettingsSerializer, 409: ERROR_RESPONSE, **THROTTLED},
         description="Isolation settings with the conflict matrix resolved for this table and "
         "the observed concurrent pairs per cell.",
     )
@@ -250,15 +277,21 @@ class TableViewSet(
         url_path="settings",
         filterset_class=None,
         serializer_class=s.IsolationSettingsSerializer,
+        throttle_classes=[ExpensiveRateThrottle],
     )
     def isolation(self, request, pk=None):
         return Response(_pick(self._analysis(), "isolation_settings"))
 
     @extend_schema(
-        responses={200: s.RecommendationsSerializer, 409: ERROR_RESPONSE},
+        responses={200: s.RecommendationsSerializer, 409: ERROR_RESPONSE, **THROTTLED},
         description="Partitioning recommendations from the predicates of concurrent commits.",
     )
-    @action(detail=True, filterset_class=None, serializer_class=s.RecommendationsSerializer)
+    @action(
+        detail=True,
+        filterset_class=None,
+        serializer_class=s.RecommendationsSerializer,
+        throttle_classes=[ExpensiveRateThrottle],
+    )
     def recommendations(self, request, pk=None):
         return Response(_pick(self._analysis(), "recommendations"))
 
@@ -348,12 +381,21 @@ class ConflictMatrixView(APIView):
 
 class ExplainView(APIView):
     permission_classes = [IsAuthenticated]
+    throttle_classes = [ExpensiveRateThrottle]
 
     @extend_schema(
         request=s.ExplainRequestSerializer,
-        responses={200: s.ExplainResponseSerializer, 409: ERROR_RESPONSE, **COMMON_ERRORS},
+        responses={
+            200: s.ExplainResponseSerializer,
+            409: ERROR_RESPONSE,
+            **COMMON_ERRORS,
+            **TOO_LARGE,
+            **THROTTLED,
+        },
         description="Explain a conflict exception text; with `table`, locate the conflicting "
-        "commit in that table's history and tailor the fixes to it.",
+        "commit in that table's history and tailor the fixes to it. Limits: "
+        f"{limit_text()}; longer texts are refused (400, or 413 for the whole body). "
+        "Throttled per user or token (AUDIT_API_EXPENSIVE_RATE).",
     )
     def post(self, request):
         body = s.ExplainRequestSerializer(data=request.data)

@@ -371,8 +371,9 @@ def _normalise(expression: exp.Expression) -> exp.Expression:
             # Spark's (non-ANSI) CAST parses as TRY_CAST; for our purposes both are a cast.
             node.replace(exp.Cast(this=node.this, to=node.args.get("to")))
         elif isinstance(node, exp.Column):
-            if node.args.get("db") or node.args.get("catalog"):
+            if node.args.get("catalog") or _names_a_path(node.args.get("table")):
                 # `spark_catalog.delta.`/path`.id`: a full table name, noise for the audit.
+                # (`s.inner.leaf` is a struct field path and is kept for the witness.)
                 for part in ("table", "db", "catalog"):
                     node.set(part, None)
         elif isinstance(node, exp.Identifier) and node.quoted and _bare_identifier_ok(node.name):
@@ -386,6 +387,11 @@ def _normalise(expression: exp.Expression) -> exp.Expression:
         expression = expression.this
         expression.parent = None
     return expression
+
+
+def _names_a_path(table: exp.Expression | None) -> bool:
+    name = table.name if isinstance(table, exp.Identifier) else ""
+    return "/" in name or ":" in name
 
 
 def _redundant_paren(paren: exp.Paren) -> bool:

@@ -10,7 +10,6 @@ unreadable leave it unconfirmed, with the reason in `note`.
 from __future__ import annotations
 
 import base64
-import contextlib
 import datetime as dt
 import decimal
 import math
@@ -20,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from audit.core import rowfilter
 from audit.core.errors import DeltaAuditError
 from audit.core.model import AddFile, Predicate
 
@@ -78,7 +77,8 @@ def confirm_candidate(
         return Outcome(
             "unreadable", None, "the add actions of the surviving files could not be read"
         )
-    return find_rows(history.table_uri, pruned, predicate, partition_types)
+    names = rowfilter.name_tree(metadata.schema_string if metadata else None)
+    return find_rows(history.table_uri, pruned, predicate, partition_types, names=names)
 
 
 def effective_predicate(txn: Any) -> Predicate | None:
@@ -236,6 +236,8 @@ def find_rows(
     adds: list[AddFile],
     predicate: Predicate | None,
     partition_types: dict[str, str],
+    *,
+    names: rowfilter.NameTree | None = None,
 ) -> Outcome:
     """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness."""
     from audit.core.storage import open_store  # noqa: PLC0415
@@ -249,11 +251,21 @@ def find_rows(
     samples: list[dict[str, Any]] = []
     problems: list[str] = []
     for add in sorted(adds, key=lambda a: a.path)[:MAX_FILES_READ]:
+        if add.deletion_vector:
+            # Rows its deletion vector marks deleted are not in the table, and we do not read
+            # deletion vectors: counting them could confirm rows that are gone.
+            problems.append(f"{add.path}: has a deletion vector (not applied by the witness)")
+            continue
         try:
             count, rows = _rows_in_file(
-                store, add, predicate, partition_types, MAX_SAMPLE_ROWS - len(samples)
+                store,
+                add,
+                predicate,
+                partition_types,
+                names or rowfilter.NameTree(),
+                MAX_SAMPLE_ROWS - len(samples),
             )
-        except _Unevaluable as err:
+        except rowfilter.Unevaluable as err:
             return Outcome("unevaluable", None, str(err))
         except (OSError, pa.ArrowException, DeltaAuditError, ValueError) as err:
             problems.append(f"{add.path}: {_one_line(err)}")
@@ -276,13 +288,10 @@ def find_rows(
         return Outcome(
             "unreadable",
             None,
-            "data files are gone or unreadable (vacuumed?): " + "; ".join(problems[:3]),
+            "data files are gone or unreadable (vacuumed?), or carry deletion vectors: "
+            + "; ".join(problems[:3]),
         )
     return Outcome("no_rows", None, "no row of the surviving files matches the predicate")
-
-
-class _Unevaluable(Exception):
-    pass
 
 
 def _has_data_columns(predicate: Predicate, partition_types: dict[str, str]) -> bool:
@@ -308,6 +317,7 @@ def _rows_in_file(
     add: AddFile,
     predicate: Predicate | None,
     partition_types: dict[str, str],
+    names: rowfilter.NameTree,
     want: int,
 ) -> tuple[int, list[dict[str, Any]]]:
     source = _open(store, add.path)
@@ -316,53 +326,34 @@ def _rows_in_file(
     partition_values = {
         k: v for k, v in add.partition_values.items() if k.lower() not in file_columns
     }
+    types = _physical_partition_types(partition_types, names)
     if predicate is None:
         count = parquet.metadata.num_rows
-        rows = (
-            _sample(parquet, None, partition_values, partition_types, want)
-            if count and want > 0
-            else []
-        )
+        rows = _sample(parquet, None, partition_values, types, want) if count and want else []
         return count, rows
-    needed = sorted({file_columns[c] for c in predicate.columns if c in file_columns})
+    expression = rowfilter.expression_for(predicate)
+    partition_names = list(partition_values)
+    needed = rowfilter.columns_needed(expression, names, [*file_columns.values(), *partition_names])
+    in_file = [c for c in needed if c.lower() in file_columns]
     table = (
-        parquet.read(columns=needed)
-        if needed
-        else pa.table({"__rows__": pa.nulls(parquet.metadata.num_rows)})
+        parquet.read(columns=in_file)
+        if in_file
+        else pa.table({rowfilter.ROW_ID + "n": pa.nulls(parquet.metadata.num_rows)})
     )
-    table = _with_partitions(table, partition_values, partition_types)
-    mask = _evaluate(predicate, table)
-    count = int(pc.sum(mask).as_py() or 0) if len(mask) else 0
-    rows = (
-        _sample(parquet, mask, partition_values, partition_types, want)
-        if count and want > 0
-        else []
-    )
+    table = rowfilter.normalise(_with_partitions(table, partition_values, types))
+    sql = rowfilter.render(expression, names, table.schema)
+    hits = rowfilter.matching_rows(table, sql)
+    count = len(hits)
+    rows = _sample(parquet, hits, partition_values, types, want) if count and want else []
     return count, rows
 
 
-def _evaluate(predicate: Predicate, table: pa.Table) -> pa.Array:
-    try:
-        from audit.core import predicates
-
-        expression = predicates.to_arrow_expression(predicate, table.schema)
-    except Exception as err:
-        raise _Unevaluable(
-            f"the predicate cannot be evaluated on the data: {_one_line(err)}"
-        ) from None
-    if expression is None:
-        raise _Unevaluable("the predicate cannot be evaluated on the data")
-    try:
-        indexed = table.append_column("__row__", pa.array(range(table.num_rows), pa.int64()))
-        hits = indexed.filter(expression).column("__row__")
-    except (pa.ArrowException, TypeError, ValueError) as err:
-        raise _Unevaluable(
-            f"the predicate cannot be evaluated on the data: {_one_line(err)}"
-        ) from None
-    mask = [False] * table.num_rows
-    for index in hits.to_pylist():
-        mask[index] = True
-    return pa.array(mask, pa.bool_())
+def _physical_partition_types(types: dict[str, str], names: rowfilter.NameTree) -> dict[str, str]:
+    """Partition types keyed as add.partitionValues is: by physical name under column mapping."""
+    keyed = dict(types)
+    for logical, kind in types.items():
+        keyed.setdefault(names.physical_name(logical), kind)
+    return keyed
 
 
 def _with_partitions(
@@ -370,26 +361,23 @@ def _with_partitions(
 ) -> pa.Table:
     for name, value in values.items():
         arrow_type = arrow_type_of(types.get(name, "string"))
-        column = pa.array([value] * table.num_rows, pa.string())
-        # Keep the text when the cast fails; the predicate may still compare it.
-        with contextlib.suppress(pa.ArrowException, ValueError):
-            column = column.cast(arrow_type)
-        table = table.append_column(name, column)
+        table = table.append_column(
+            name, rowfilter.typed_partition_column(value, arrow_type, table.num_rows)
+        )
     return table
 
 
 def _sample(
     parquet: pq.ParquetFile,
-    mask: pa.Array | None,
+    hits: pa.Array | None,
     partition_values: dict[str, str | None],
     partition_types: dict[str, str],
     want: int,
 ) -> list[dict[str, Any]]:
     table = parquet.read()
-    table = _with_partitions(table, partition_values, partition_types)
-    if mask is not None:
-        table = table.filter(mask)
-    return [{k: json_safe(v) for k, v in row.items()} for row in table.slice(0, want).to_pylist()]
+    table = rowfilter.normalise(_with_partitions(table, partition_values, partition_types))
+    table = table.take(hits[:want]) if hits is not None else table.slice(0, want)
+    return [{k: json_safe(v) for k, v in row.items()} for row in table.to_pylist()]
 
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
