@@ -26,8 +26,10 @@ with the core's `effective_isolation_level`.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import tempfile
+import weakref
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -358,7 +360,7 @@ def audit_fleet(
         yield TableOutcome(uri, error=message)
     if not plans:
         return
-    _ship_code(spark)
+    prepare_executors(spark)
     cores = parallelism or _default_parallelism(spark)
     chunk_rows = [(p.table_uri, p.listing.latest_version, s, e) for p in plans for s, e in p.chunks]
     listings = {p.table_uri: p.listing for p in plans}
@@ -438,33 +440,44 @@ def _spark_schema(schema: pa.Schema) -> Any:
 def _default_parallelism(spark: Any) -> int:
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))
-    except Exception:  # Spark Connect has no SparkContext
-        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "8")))
+    except Exception:  # Spark Connect has no SparkContext: the server's settings tell
+        pass
+    for key in ("spark.default.parallelism", "spark.cores.max", "spark.executor.cores"):
+        try:
+            value = spark.conf.get(key, None)
+        except Exception:
+            value = None
+        if value and str(value).isdigit():
+            return max(1, int(value))
+    return 4
 
 
-_shipped: set[int] = set()
+_prepared: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions whose executors are ready
 
 
-def _ship_code(spark: Any) -> None:
-    """Make the core importable on executors of a cluster (local mode shares our sys.path).
+def prepare_executors(spark: Any) -> None:
+    """Ship the core to a cluster's executors and check they can run it (once per session).
 
-    This module's functions are pickled by value, so executors need only `audit.core` and
-    its libraries (orjson, pyarrow, sqlglot), never Django or Celery.
+    This module's functions are pickled by value, so executors need only `audit.core` (a zip
+    built here and added to the job: never assumed to exist on the cluster) and its
+    libraries (orjson, pyarrow, sqlglot), never Django or Celery. The probe turns an executor
+    Python that lacks them into one line (DeltaAuditError) before the real job starts.
+    Local masters share this process's sys.path and Python: nothing to ship or check.
     """
     from pyspark import cloudpickle
 
+    from workers.spark_probe import probe_executors  # noqa: PLC0415
+
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    if id(spark) in _shipped:
+    if spark in _prepared or _master_of(spark).startswith("local"):
         return
-    _shipped.add(id(spark))
-    master = _master_of(spark)
-    if master.startswith("local"):
-        return
-    archive = _core_archive()
+    archive = core_archive()
     if hasattr(spark, "addArtifacts"):  # Spark Connect
         spark.addArtifacts(archive, pyfile=True)
     else:
         spark.sparkContext.addPyFile(archive)
+    probe_executors(spark, tasks=min(_default_parallelism(spark), 4))
+    _prepared.add(spark)
 
 
 def _master_of(spark: Any) -> str:
@@ -474,15 +487,25 @@ def _master_of(spark: Any) -> str:
         return "sc://"
 
 
-def _core_archive() -> str:
-    """A zip of the `audit` package's core (audit/__init__.py + audit/core/*.py)."""
+def core_archive(target: str | None = None) -> str:
+    """A zip of the `audit` package's core (audit/__init__.py + audit/core/*.py).
+
+    The name carries a hash of the contents: Spark refuses to add a different file under a
+    name it has already shipped, and a fresh name per build never serves a stale core.
+    """
     root = Path(__file__).resolve().parent.parent
-    target = Path(tempfile.mkdtemp(prefix="delta-audit-code-")) / "delta_audit_core.zip"
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.write(root / "audit" / "__init__.py", "audit/__init__.py")
-        for path in sorted((root / "audit" / "core").glob("*.py")):
-            archive.write(path, f"audit/core/{path.name}")
-    return str(target)
+    sources = [(root / "audit" / "__init__.py", "audit/__init__.py")] + [
+        (path, f"audit/core/{path.name}") for path in sorted((root / "audit" / "core").glob("*.py"))
+    ]
+    digest = hashlib.sha256()
+    for path, name in sources:
+        digest.update(name.encode() + b"\0" + path.read_bytes())
+    directory = Path(target) if target else Path(tempfile.mkdtemp(prefix="delta-audit-code-"))
+    target_path = directory / f"delta_audit_core_{digest.hexdigest()[:12]}.zip"
+    with zipfile.ZipFile(target_path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, name in sources:
+            archive.write(path, name)
+    return str(target_path)
 
 
 def _one_line(text: str) -> str:

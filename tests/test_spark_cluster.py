@@ -1,0 +1,225 @@
+"""The fleet audit on a real Spark standalone cluster and through a real Spark Connect server.
+
+The cluster (master + one worker) and the Connect server are started once for the module
+from pyspark's own sbin/ scripts (tests/spark_cluster.py). Executors run without the
+project on their path: the core reaches them only as the zip the job ships.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from django.core.management import call_command
+
+from audit.models import Commit, Finding, Table
+from tests import scenarios
+from tests.spark_cluster import Cluster
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "data" / "delta-tables" / "golden" / "checkpoint"
+COMMIT_FIELDS = (
+    "version", "timestamp", "operation", "read_version", "isolation_level", "blind_append",
+    "concurrent_versions", "files_added", "files_removed", "engine",
+)  # fmt: skip
+FINDING_FIELDS = ("kind", "severity", "version", "related_versions", "confirmed", "summary")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    started = Cluster(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        yield started.start()
+    finally:
+        started.stop()
+
+
+@pytest.fixture(scope="module")
+def connect_url(cluster):
+    return cluster.start_connect(cores=1)
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory) -> list[str]:
+    base = tmp_path_factory.mktemp("cluster-tables")
+    scenarios.build_stale_full_overwrite(str(base / "stale_full_overwrite"))
+    scenarios.build_ws_reorder_matching(str(base / "ws_reorder_matching"))
+    return [str(base / "stale_full_overwrite"), str(base / "ws_reorder_matching"), str(GOLDEN)]
+
+
+@pytest.fixture
+def on_cluster(settings, monkeypatch, tables):
+    """Settings for a session on the test cluster; the session is stopped afterwards."""
+    settings.AUDIT_ALLOWED_ROOTS = sorted({str(Path(t).parent) for t in tables})
+    settings.AUDIT_SPARK_CHUNK_COMMITS = 2  # every log split across tasks
+    settings.AUDIT_SPARK_CONF = {
+        "spark.pyspark.python": sys.executable,
+        "spark.cores.max": "1",
+        "spark.executor.memory": "1g",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+    }
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # restored after the test
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    yield settings
+    stop_sessions()
+
+
+def stop_sessions() -> None:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+
+
+def cli_report(uri: str, *options: str) -> dict[str, Any]:
+    """What `manage.py audit <uri> --json` prints (it writes to sys.stdout.buffer)."""
+    real_stdout, buffer = sys.stdout, io.BytesIO()
+    sys.stdout = io.TextIOWrapper(buffer, encoding="utf-8")
+    try:
+        call_command("audit", uri, "--json", *options)
+        sys.stdout.flush()
+        return orjson.loads(buffer.getvalue())
+    finally:
+        sys.stdout = real_stdout
+
+
+def expected_rows(report: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "commits": [{k: c[k] for k in COMMIT_FIELDS} for c in report["commits"]],
+        "findings": sorted(
+            ({k: f[k] for k in FINDING_FIELDS} for f in report["findings"]),
+            key=lambda f: (f["kind"], f["version"], f["related_versions"]),
+        ),
+        "latest": report["table"]["version"],
+    }
+
+
+def stored_rows(uri: str) -> dict[str, Any]:
+    table = Table.objects.get(uri=uri)
+    commits = list(Commit.objects.filter(table=table).order_by("version").values(*COMMIT_FIELDS))
+    findings = sorted(
+        Finding.objects.filter(table=table).values(*FINDING_FIELDS),
+        key=lambda f: (f["kind"], f["version"], f["related_versions"]),
+    )
+    return {"commits": commits, "findings": findings, "latest": table.last_seen_version}
+
+
+def run_command(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    real_err = sys.stderr
+    sys.stderr = err
+    try:
+        call_command("spark_audit", *args, stdout=out)
+        code = 0
+    except SystemExit as exit_info:
+        code = int(exit_info.code or 0)
+    finally:
+        sys.stderr = real_err
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", ["standalone", "connect"])
+def test_the_cluster_stores_what_the_cli_reports(cluster, request, on_cluster, tables, kind):
+    url = cluster.master_url if kind == "standalone" else request.getfixturevalue("connect_url")
+    expected = {uri: expected_rows(cli_report(uri)) for uri in tables}
+
+    code, out, err = run_command("--tables", *tables, "--master", url)
+
+    assert (code, err) == (0, ""), out
+    assert out.count(": ok") == len(tables) or out.count("ok") >= len(tables), out
+    for uri in tables:
+        assert stored_rows(uri) == expected[uri], uri
+    assert any(f["kind"] for uri in tables for f in expected[uri]["findings"])
+    assert any(f["confirmed"] for uri in tables for f in expected[uri]["findings"])
+
+
+@pytest.mark.django_db
+def test_executors_without_the_libraries_fail_in_one_line(cluster, on_cluster, tables):
+    python = "/usr/bin/python3"  # the system Python: same version, none of the libraries
+    if not Path(python).exists():
+        pytest.skip("no system Python")
+    on_cluster.AUDIT_SPARK_CONF = {**on_cluster.AUDIT_SPARK_CONF, "spark.pyspark.python": python}
+    started = time.monotonic()
+
+    code, out, err = run_command("--tables", tables[0], "--master", cluster.master_url)
+
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("error: executors cannot run the audit: missing Python packages orjson")
+    assert python in err and "docs/spark.md" in err
+    assert not Commit.objects.exists()
+    assert time.monotonic() - started < 120
+
+
+@pytest.mark.django_db
+def test_the_core_reaches_executors_as_the_shipped_zip(cluster, on_cluster):
+    from workers.spark_probe import probe_executors
+    from workers.spark_session import get_spark
+
+    spark = get_spark(cluster.master_url, extra_conf=on_cluster.AUDIT_SPARK_CONF)
+    with pytest.raises(Exception, match="cannot import the shipped audit core"):
+        probe_executors(spark)  # nothing shipped yet: the project is not on executors' path
+
+    from workers.spark_job import prepare_executors
+
+    prepare_executors(spark)
+    [report, *_] = probe_executors(spark)
+    assert report["core_file"].endswith("audit/core/audit.py")
+    assert ".zip" in report["core_file"] and str(ROOT) not in report["core_file"]
+    assert str(ROOT) not in report["cwd"]
+
+
+@pytest.mark.django_db
+def test_an_executor_lost_mid_job_is_retried_and_nothing_is_stored_twice(
+    cluster, on_cluster, tmp_path
+):
+    from bench.gen_log import generate
+
+    big = tmp_path / "big"
+    generate(str(big), 1500, seed=3)
+    on_cluster.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    on_cluster.AUDIT_SPARK_CHUNK_COMMITS = 50
+    expected = expected_rows(cli_report(str(big), "--no-data"))
+    killed: list[int] = []
+
+    def kill_when_busy() -> None:
+        from pyspark import SparkContext
+
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not killed:
+            sc = SparkContext._active_spark_context
+            tracker = sc.statusTracker() if sc is not None else None
+            for stage in tracker.getActiveStageIds() if tracker else []:
+                info = tracker.getStageInfo(stage)
+                # The audit's first stage (the probe is stage 0), some tasks done, more to go.
+                if stage >= 1 and info and 0 < info.numCompletedTasks < info.numTasks - 2:
+                    for pid in cluster.executor_pids():
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                    return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_when_busy, daemon=True)
+    killer.start()
+    code, out, err = run_command("--tables", str(big), "--master", cluster.master_url, "--no-data")
+    killer.join(timeout=5)
+
+    assert killed, "the executor was never killed mid-job"
+    if code == 0:  # the lost tasks were retried on a new executor: everything, once
+        assert stored_rows(str(big)) == expected
+    else:  # or one clear line, and nothing half-stored
+        assert err.count("\n") == 1 and err.startswith("error: "), err
+        assert not Commit.objects.filter(table__uri=str(big)).exists()
