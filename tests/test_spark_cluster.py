@@ -200,17 +200,19 @@ def test_an_executor_lost_mid_job_is_retried_and_nothing_is_stored_twice(
 
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not killed:
-            sc = SparkContext._active_spark_context
-            tracker = sc.statusTracker() if sc is not None else None
-            for stage in tracker.getActiveStageIds() if tracker else []:
-                info = tracker.getStageInfo(stage)
+            time.sleep(0.1)
+            try:  # the context may still be starting (or stopping): look again
+                tracker = SparkContext._active_spark_context.statusTracker()
+                stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+            except Exception:
+                continue
+            for info in stages:
                 # The audit's first stage (the probe is stage 0), some tasks done, more to go.
-                if stage >= 1 and info and 0 < info.numCompletedTasks < info.numTasks - 2:
+                if info and info.stageId >= 1 and 0 < info.numCompletedTasks < info.numTasks - 2:
                     for pid in cluster.executor_pids():
                         os.kill(pid, signal.SIGKILL)
                         killed.append(pid)
                     return
-            time.sleep(0.1)
 
     killer = threading.Thread(target=kill_when_busy, daemon=True)
     killer.start()

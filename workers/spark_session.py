@@ -209,8 +209,11 @@ def _start_jvm_quietly(pairs: list[tuple[str, str]], log_file: str) -> None:
 
 def _connect(session_class: Any, url: str, extra_conf: dict[str, str] | None) -> Any:
     builder = session_class.builder.remote(url)
+    # A Connect client can set only runtime SQL settings; executors, Python and archives are
+    # the server's configuration (docs/spark.md).
     for key, value in (extra_conf or {}).items():
-        builder = builder.config(key, value)
+        if key.startswith("spark.sql."):
+            builder = builder.config(key, value)
     try:
         return builder.getOrCreate()
     except ImportError as err:
