@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -225,3 +226,116 @@ def test_an_executor_lost_mid_job_is_retried_and_nothing_is_stored_twice(
     else:  # or one clear line, and nothing half-stored
         assert err.count("\n") == 1 and err.startswith("error: "), err
         assert not Commit.objects.filter(table__uri=str(big)).exists()
+
+
+# --------------------------------------------------------------------------- --output, import
+
+
+def import_audit(root: str) -> tuple[int, str]:
+    out = io.StringIO()
+    try:
+        call_command("import_audit", root, stdout=out)
+        return 0, out.getvalue()
+    except SystemExit as exit_info:
+        return int(exit_info.code or 0), out.getvalue()
+
+
+def assert_imported_like_the_cli(root: str, tables: list[str]) -> None:
+    expected = {uri: expected_rows(cli_report(uri)) for uri in tables}
+    code, out = import_audit(root)
+    assert code == 0 and out.count(": ok, stored") == len(tables), out
+    for uri in tables:
+        assert stored_rows(uri) == expected[uri], uri
+    counts = (Commit.objects.count(), Finding.objects.count())
+
+    code, again = import_audit(root)  # idempotent: nothing stored twice
+
+    assert code == 0 and again.count("stored 0 commits") == len(tables), again
+    assert (Commit.objects.count(), Finding.objects.count()) == counts
+    for uri in tables:
+        assert stored_rows(uri) == expected[uri], uri
+
+
+@pytest.mark.django_db
+def test_output_tables_round_trip_through_import_audit(on_cluster, tables, tmp_path):
+    from deltalake import DeltaTable
+
+    root = str(tmp_path / "results")
+    code, out, err = run_command("--tables", *tables, "--master", "local[2]", "--output", root)
+
+    assert (code, err) == (0, ""), out
+    assert not Commit.objects.exists()  # --output writes no database rows
+    commits = DeltaTable(f"{root}/commits").to_pyarrow_table()
+    findings = DeltaTable(f"{root}/findings").to_pyarrow_table(columns=["kind", "confirmed"])
+    assert commits.num_rows == sum(len(cli_report(t)["commits"]) for t in tables)
+    assert findings.num_rows and {"table_uri", "version", "payload"} <= set(commits.column_names)
+    assert_imported_like_the_cli(root, tables)
+
+
+def test_a_run_without_its_tables_rows_is_not_imported(tmp_path, tables):
+    """A job that died after writing commits but before its `tables` rows left nothing."""
+    from deltalake import write_deltalake
+
+    from workers import spark_output
+
+    root = str(tmp_path / "results")
+    orphan = {name: [] for name in spark_output.SUBTABLES}
+    orphan["commits"] = [{"run_id": "dead", "table_uri": tables[0], "version": 0, "payload": "{}"}]
+    for name, schema in spark_output.SUBTABLES.items():
+        write_deltalake(f"{root}/{name}", pa_table(orphan[name], schema), mode="append")
+
+    assert list(spark_output.read_outcomes(root)) == []
+
+
+def pa_table(rows, schema):
+    import pyarrow as pa
+
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def test_listing_json_keeps_what_storage_reads():
+    from audit.core.log import list_log
+    from workers.spark_output import listing_from_json, listing_to_json
+
+    listing = list_log(str(GOLDEN))
+    back = listing_from_json(listing_to_json(listing))
+    assert back.commit_versions == listing.commit_versions
+    assert (back.latest_version, back.first_available_version, back.checkpoints) == (
+        listing.latest_version,
+        listing.first_available_version,
+        listing.checkpoints,
+    )
+
+
+@pytest.mark.django_db
+def test_spark_submit_entry_point_runs_without_django(cluster, on_cluster, tables, tmp_path):
+    from tests.spark_cluster import SPARK_HOME
+    from workers.spark_entry import bundle
+
+    archive, script = bundle(str(tmp_path / "dist"))
+    blocker = tmp_path / "no-django"
+    for package in ("django", "celery", "rest_framework"):
+        (blocker / package).mkdir(parents=True)
+        (blocker / package / "__init__.py").write_text(
+            f"raise ImportError('{package} is not installed on this cluster')\n"
+        )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYSPARK", "DJANGO"))}
+    env.update(PYTHONPATH=str(blocker), PYSPARK_PYTHON=sys.executable)
+    env.update(PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_HOME=str(SPARK_HOME))
+    root = str(tmp_path / "results")
+    command = [
+        str(SPARK_HOME / "bin" / "spark-submit"),
+        "--master", cluster.master_url,
+        "--conf", "spark.cores.max=1",
+        "--conf", "spark.driver.host=127.0.0.1",
+        "--conf", "spark.ui.enabled=false",
+        "--py-files", archive,
+        script, "--output", root, "--chunk-commits", "2", *tables,
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count(": ok,") == len(tables), done.stdout
+    assert_imported_like_the_cli(root, tables)

@@ -100,6 +100,7 @@ class TableOutcome:
     history: History | None = None
     audit: FleetAudit | None = None
     error: str | None = None
+    settings_payload: str | None = None  # the table's state as stage 2 sent it (JSON)
 
 
 # --------------------------------------------------------------------------- planning (driver)
@@ -404,7 +405,8 @@ def outcome_from_rows(uri: str, rows: list[dict[str, Any]], listing: LogListing)
     errors = [r["payload"] for r in rows if r["kind"] == "error"]
     if errors:
         return TableOutcome(uri, error=errors[0])
-    table = next(orjson.loads(r["payload"]) for r in rows if r["kind"] == "table")
+    table_payload = next(r["payload"] for r in rows if r["kind"] == "table")
+    table = orjson.loads(table_payload)
     summaries, commits = [], {}
     for r in sorted((r for r in rows if r["kind"] == "commit"), key=lambda r: r["version"]):
         payload = orjson.loads(r["payload"])
@@ -425,7 +427,7 @@ def outcome_from_rows(uri: str, rows: list[dict[str, Any]], listing: LogListing)
         identity_columns=[IdentityColumn(**c) for c in table["identity_columns"]],
     )
     history = History(listing.table_uri, _clamp_listing(listing, state.version), state, summaries)
-    return TableOutcome(uri, history, FleetAudit(findings, commits))
+    return TableOutcome(uri, history, FleetAudit(findings, commits), settings_payload=table_payload)
 
 
 # --------------------------------------------------------------------------- plumbing
@@ -471,11 +473,12 @@ def prepare_executors(spark: Any) -> None:
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     if spark in _prepared or _master_of(spark).startswith("local"):
         return
-    archive = core_archive()
-    if hasattr(spark, "addArtifacts"):  # Spark Connect
-        spark.addArtifacts(archive, pyfile=True)
-    else:
-        spark.sparkContext.addPyFile(archive)
+    if not _running_from_archive():
+        archive = core_archive()
+        if hasattr(spark, "addArtifacts"):  # Spark Connect
+            spark.addArtifacts(archive, pyfile=True)
+        else:
+            spark.sparkContext.addPyFile(archive)
     probe_executors(spark, tasks=min(_default_parallelism(spark), 4))
     _prepared.add(spark)
 
@@ -487,25 +490,37 @@ def _master_of(spark: Any) -> str:
         return "sc://"
 
 
+JOB_MODULES = ("spark_job.py", "spark_probe.py", "spark_output.py", "spark_entry.py")
+# The zip's `workers` package holds only the Django-free job modules: the real
+# workers/__init__.py starts the Celery app, which a cluster has no use for (nor Celery).
+_WORKERS_STUB = b'"""The Spark job modules of Delta Audit (shipped zip: no Celery, no Django)."""\n'
+
+
 def core_archive(target: str | None = None) -> str:
-    """A zip of the `audit` package's core (audit/__init__.py + audit/core/*.py).
+    """A zip of the core (audit/__init__.py + audit/core/*.py) and the Spark job's modules.
 
     The name carries a hash of the contents: Spark refuses to add a different file under a
     name it has already shipped, and a fresh name per build never serves a stale core.
     """
     root = Path(__file__).resolve().parent.parent
-    sources = [(root / "audit" / "__init__.py", "audit/__init__.py")] + [
-        (path, f"audit/core/{path.name}") for path in sorted((root / "audit" / "core").glob("*.py"))
-    ]
-    digest = hashlib.sha256()
+    sources = [(root / "audit" / "__init__.py", "audit/__init__.py")]
+    sources += [(p, f"audit/core/{p.name}") for p in sorted((root / "audit" / "core").glob("*.py"))]
+    sources += [(root / "workers" / name, f"workers/{name}") for name in JOB_MODULES]
+    digest = hashlib.sha256(_WORKERS_STUB)
     for path, name in sources:
         digest.update(name.encode() + b"\0" + path.read_bytes())
     directory = Path(target) if target else Path(tempfile.mkdtemp(prefix="delta-audit-code-"))
     target_path = directory / f"delta_audit_core_{digest.hexdigest()[:12]}.zip"
     with zipfile.ZipFile(target_path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("workers/__init__.py", _WORKERS_STUB)
         for path, name in sources:
             archive.write(path, name)
     return str(target_path)
+
+
+def _running_from_archive() -> bool:
+    """True inside a shipped zip (spark-submit --py-files): executors have it already."""
+    return not Path(__file__).is_file()
 
 
 def _one_line(text: str) -> str:
