@@ -157,6 +157,11 @@ class Cluster:
         wait_for_port(self.connect_port, 120, "the Spark Connect server", self.log_dir)
         return self.connect_url
 
+    def worker_pid(self) -> int:
+        """The worker daemon's pid (its process tree runs every executor)."""
+        pid_file = self.base / "pids" / f"spark-worker-{WORKER_CLASS}-1.pid"
+        return int(pid_file.read_text().strip())
+
     def executor_pids(self) -> list[int]:
         """Pids of this cluster's executor JVMs (children of the worker)."""
         found = []

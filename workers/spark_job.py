@@ -27,6 +27,7 @@ with the core's `effective_isolation_level`.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import tempfile
 import weakref
@@ -200,7 +201,33 @@ def _error_row(base: dict[str, Any], message: str) -> dict[str, Any]:
     }
 
 
-def _stage1(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+STORAGE_CONFIG_ENV = "AUDIT_STORAGE_CONFIG"
+
+
+def use_storage_config(config: str | None) -> None:
+    """Where a task runs: make the per-root storage configuration visible to the core.
+
+    The one place executors learn how to reach object stores. The driver ships the
+    configuration *as written* (AUDIT_STORAGE_CONFIG: which root uses which credentials,
+    naming environment variables or files for secrets), never resolved secrets: they are
+    resolved here, on the executor, by audit.core.storage when a store is opened, so no
+    secret travels in a task closure or appears in Spark's conf, logs or UI.
+    """
+    if config and os.environ.get(STORAGE_CONFIG_ENV) != config:
+        os.environ[STORAGE_CONFIG_ENV] = config
+
+
+def _stage1(
+    storage_config: str | None,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def summarize(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        use_storage_config(storage_config)
+        yield from _summarize_batches(batches)
+
+    return summarize
+
+
+def _summarize_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for chunk in batch.to_pylist():
             rows = summarize_chunk(
@@ -321,8 +348,11 @@ def _result(uri: str, kind: str, version: int | None, payload: str) -> dict[str,
     return {"table_uri": uri, "kind": kind, "version": version, "payload": payload}
 
 
-def _stage2(check_data: bool, paths: bool) -> Callable[[pa.Table], pa.Table]:
+def _stage2(
+    check_data: bool, paths: bool, storage_config: str | None = None
+) -> Callable[[pa.Table], pa.Table]:
     def audit_group(table: pa.Table) -> pa.Table:
+        use_storage_config(storage_config)
         rows = table.to_pylist()
         uri, latest = rows[0]["table_uri"], rows[0]["latest"]
         try:
@@ -368,7 +398,9 @@ def audit_fleet(
     chunks = spark.createDataFrame(chunk_rows, schema=_spark_schema(CHUNK_SCHEMA))
     # A few chunks per core evens out chunks of unequal cost (short tails, big commits).
     chunks = chunks.repartition(max(1, min(len(chunk_rows), cores * 3)))
-    summaries = chunks.mapInArrow(_stage1, _spark_schema(STAGE1_SCHEMA))
+    # The configuration as written (no secrets: see use_storage_config).
+    storage_config = os.environ.get(STORAGE_CONFIG_ENV) or None
+    summaries = chunks.mapInArrow(_stage1(storage_config), _spark_schema(STAGE1_SCHEMA))
     # Hash-partition by table once: the groupBy reuses it. At least 2 tasks per core, and
     # enough that one partition's result (which toLocalIterator holds in the driver's heap)
     # stays around RESULT_COMMITS_PER_PARTITION commits.
@@ -376,7 +408,7 @@ def audit_fleet(
     wanted = max(cores * 2, -(-commits // RESULT_COMMITS_PER_PARTITION))
     groups = summaries.repartition(max(1, min(len(plans), wanted)), "table_uri")
     results = groups.groupBy("table_uri").applyInArrow(
-        _stage2(check_data, paths), _spark_schema(RESULT_SCHEMA)
+        _stage2(check_data, paths, storage_config), _spark_schema(RESULT_SCHEMA)
     )
     yield from _outcomes(results.toLocalIterator(prefetchPartitions=True), listings)
 
