@@ -339,3 +339,21 @@ def test_spark_submit_entry_point_runs_without_django(cluster, on_cluster, table
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count(": ok,") == len(tables), done.stdout
     assert_imported_like_the_cli(root, tables)
+
+
+def test_the_storage_config_reaches_tasks_as_written(tmp_path, monkeypatch):
+    """Executors get the TOML text (secrets as env: references), resolved where they run."""
+    from workers.spark_job import STORAGE_CONFIG_ENV, storage_config_text, use_storage_config
+
+    config = tmp_path / "storage.toml"
+    text = '[[storage]]\nprefix = "s3://bucket/"\noptions = { aws_secret_access_key = "env:S" }\n'
+    config.write_text(text)
+    monkeypatch.setenv(STORAGE_CONFIG_ENV, str(config))
+    shipped = storage_config_text()
+    assert shipped == text
+
+    monkeypatch.delenv(STORAGE_CONFIG_ENV)
+    use_storage_config(shipped)  # as on an executor without the driver's file
+    local = Path(os.environ[STORAGE_CONFIG_ENV])
+    assert local.read_text() == text and local != config
+    assert local.stat().st_mode & 0o077 == 0  # private to the task's user

@@ -201,20 +201,40 @@ def _error_row(base: dict[str, Any], message: str) -> dict[str, Any]:
     }
 
 
-STORAGE_CONFIG_ENV = "AUDIT_STORAGE_CONFIG"
+STORAGE_CONFIG_ENV = "AUDIT_STORAGE_CONFIG"  # names a TOML file of [[storage]] entries
 
 
-def use_storage_config(config: str | None) -> None:
+def storage_config_text() -> str | None:
+    """Driver: the per-root storage configuration's text, to ship to the tasks (or None).
+
+    As written: values of the form `env:NAME` stay references, resolved on the executor.
+    """
+    path = os.environ.get(STORAGE_CONFIG_ENV)
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise DeltaAuditError(f"cannot read {STORAGE_CONFIG_ENV}={path}: {err.strerror}") from None
+
+
+def use_storage_config(text: str | None) -> None:
     """Where a task runs: make the per-root storage configuration visible to the core.
 
     The one place executors learn how to reach object stores. The driver ships the
-    configuration *as written* (AUDIT_STORAGE_CONFIG: which root uses which credentials,
-    naming environment variables or files for secrets), never resolved secrets: they are
-    resolved here, on the executor, by audit.core.storage when a store is opened, so no
-    secret travels in a task closure or appears in Spark's conf, logs or UI.
+    configuration as written (which root uses which options, naming environment variables
+    for secrets), never resolved secrets: audit.core.storage resolves them here, on the
+    executor, when a store is opened, so no secret is put in Spark's conf, logs or UI.
     """
-    if config and os.environ.get(STORAGE_CONFIG_ENV) != config:
-        os.environ[STORAGE_CONFIG_ENV] = config
+    if not text:
+        return
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"delta-audit-storage-{os.getuid()}-{digest}.toml"
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(text)
+    os.environ[STORAGE_CONFIG_ENV] = str(path)
 
 
 def _stage1(
@@ -398,8 +418,7 @@ def audit_fleet(
     chunks = spark.createDataFrame(chunk_rows, schema=_spark_schema(CHUNK_SCHEMA))
     # A few chunks per core evens out chunks of unequal cost (short tails, big commits).
     chunks = chunks.repartition(max(1, min(len(chunk_rows), cores * 3)))
-    # The configuration as written (no secrets: see use_storage_config).
-    storage_config = os.environ.get(STORAGE_CONFIG_ENV) or None
+    storage_config = storage_config_text()  # as written: see use_storage_config
     summaries = chunks.mapInArrow(_stage1(storage_config), _spark_schema(STAGE1_SCHEMA))
     # Hash-partition by table once: the groupBy reuses it. At least 2 tasks per core, and
     # enough that one partition's result (which toLocalIterator holds in the driver's heap)
