@@ -214,12 +214,11 @@ def main(argv: list[str] | None = None) -> int:
         from tests.spark_cluster import Cluster
 
         cluster = Cluster(Path(tempfile.mkdtemp(prefix="bench-spark-cluster-"))).start()
-        if "connect" in args.masters:
-            cluster.start_connect(cores=2)
     try:
-        for label, master, conf, root in masters_of(args.masters, cluster):
-            if label == "spark standalone" and cluster.connect_port:
-                conf = {**conf, "spark.cores.max": "2"}
+        for name in args.masters.split(","):
+            if name == "connect":  # its server holds the worker's cores: start it last
+                cluster.start_connect(cores=2)
+            [(label, master, conf, root)] = masters_of(name, cluster)
             rows.append((label, *spark_path(master, uris, args.chunk, conf, root)))
             show(rows[-1])
     finally:
