@@ -112,7 +112,7 @@ class Cluster:
             "--port", str(self.master_port),
             "--webui-port", str(free_port()),
         )  # fmt: skip
-        wait_for_port(self.master_port, 90, "the Spark master", self.log_dir)
+        wait_for_port(self.master_port, 240, "the Spark master", self.log_dir)
         self._daemon(
             "worker",
             "start",
@@ -127,7 +127,7 @@ class Cluster:
         self.wait_for_worker()
         return self
 
-    def wait_for_worker(self, timeout: float = 90) -> None:
+    def wait_for_worker(self, timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
         log = self.log_dir
         while time.monotonic() < deadline:
@@ -154,7 +154,7 @@ class Cluster:
             "--conf", f"spark.pyspark.python={self.python}",
             "--conf", "spark.driver.host=127.0.0.1",
         )  # fmt: skip
-        wait_for_port(self.connect_port, 120, "the Spark Connect server", self.log_dir)
+        wait_for_port(self.connect_port, 360, "the Spark Connect server", self.log_dir)
         return self.connect_url
 
     def worker_pid(self) -> int:
