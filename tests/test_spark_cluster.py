@@ -149,20 +149,19 @@ def test_the_cluster_stores_what_the_cli_reports(cluster, request, on_cluster, t
 
 
 @pytest.mark.django_db
-def test_executors_without_the_libraries_fail_in_one_line(cluster, on_cluster, tables):
-    python = "/usr/bin/python3"  # the system Python: same version, none of the libraries
-    if not Path(python).exists():
-        pytest.skip("no system Python")
+def test_executors_without_the_libraries_fail_in_one_line(cluster, on_cluster, tables, tmp_path):
+    # A bare venv of this Python: same version, none of the libraries.
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True
+    )
+    python = str(tmp_path / "bare" / "bin" / "python")
     on_cluster.AUDIT_SPARK_CONF = {**on_cluster.AUDIT_SPARK_CONF, "spark.pyspark.python": python}
-    started = time.monotonic()
-
     code, out, err = run_command("--tables", tables[0], "--master", cluster.master_url)
 
     assert code == 2 and err.count("\n") == 1, err
     assert err.startswith("error: executors cannot run the audit: missing Python packages orjson")
     assert python in err and "docs/spark.md" in err
     assert not Commit.objects.exists()
-    assert time.monotonic() - started < 120
 
 
 @pytest.mark.django_db
