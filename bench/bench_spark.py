@@ -1,6 +1,7 @@
-"""The fleet audit on Spark local[1], local[2] and the Python path, side by side in one run.
+"""The fleet audit on Spark (local, standalone, Connect) and the Python path, side by side.
 
-    .venv/bin/python bench/bench_spark.py [--tables 200] [--commits 1000] [--out /tmp/...]
+    .venv/bin/python bench/bench_spark.py [--tables 200] [--commits 1000] [--big 1000000]
+        [--masters local[1],local[2],standalone,connect] [--out /tmp/...]
 
 Generates (once; reused by later runs) a fleet of Spark-style tables with bench/gen_log.py
 (partitioned, ~70% blind appends, a checkpoint every 100 commits), then times:
@@ -8,8 +9,16 @@ Generates (once; reused by later runs) a fleet of Spark-style tables with bench/
 - python:   for each table, audit_history(load_history(uri)) (what one Celery worker does);
 - local[1], local[2]: workers.spark_job.audit_fleet over the whole fleet, results streamed
   back to the driver (the session start is timed separately and not in the job's time);
+- standalone, connect: the same job on a real standalone master + one 2-core worker and
+  through a Spark Connect server on it, both started from pyspark's sbin/ scripts
+  (tests/spark_cluster.py); executors get the core as the shipped zip;
+- big: one `--big`-commit table, its log split by version ranges over tasks vs one task;
 - checkpoints: reading every table's latest checkpoint with the core (pyarrow, in-process)
   vs spark.read.parquet over the same files (the choice stage 2 makes).
+
+CPU seconds are summed over the processes that ran the tasks (the driver's JVM and Python
+workers for local masters, the worker's executors for the cluster), read from /proc before
+and after each job: the machine may be shared, so wall time alone says little.
 
 `check_data=False` everywhere: gen_log writes no data files. Prints the scaling from 1 to 2
 cores and the cost per commit of each path.
@@ -20,8 +29,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -60,11 +71,41 @@ def python_path(uris: list[str]) -> tuple[float, int, int]:
     return time.perf_counter() - started, commits, findings
 
 
-def spark_path(master: str, uris: list[str], chunk: int) -> tuple[float, float, int, int]:
+def tree_cpu(root: int) -> float:
+    """CPU seconds of `root` and all its descendants (user + system, incl. reaped children)."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(proc.name), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        times[pid] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+    total, stack = 0.0, [root]
+    while stack:
+        pid = stack.pop()
+        total += times.get(pid, 0.0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def spark_path(
+    master: str, uris: list[str], chunk: int, conf: dict[str, str], cpu_root: int
+) -> tuple[float, float, float, int, int]:
+    """(session s, job wall s, job CPU s, commits, findings) of one fleet job on `master`."""
+    from workers.spark_job import prepare_executors
+
     started = time.perf_counter()
-    spark = get_spark(master)
+    spark = get_spark(master, extra_conf=conf)
     spark.range(1).count()  # the first job also starts the Python worker daemon
+    prepare_executors(spark)  # ship the core, probe the executors: part of the session cost
     session = time.perf_counter() - started
+    cpu = tree_cpu(cpu_root)
     started = time.perf_counter()
     commits = findings = 0
     for outcome in audit_fleet(spark, uris, chunk_commits=chunk, check_data=False):
@@ -73,8 +114,10 @@ def spark_path(master: str, uris: list[str], chunk: int) -> tuple[float, float, 
         commits += len(outcome.history.summaries)
         findings += len(outcome.audit.findings)
     job = time.perf_counter() - started
+    cpu = tree_cpu(cpu_root) - cpu
     spark.stop()
-    return session, job, commits, findings
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    return session, job, cpu, commits, findings
 
 
 def checkpoint_reads(uris: list[str]) -> tuple[float, float, int, int]:
@@ -97,13 +140,46 @@ def checkpoint_reads(uris: list[str]) -> tuple[float, float, int, int]:
 
 
 def show(row: tuple) -> None:
-    name, session, wall, commits, findings = row
+    name, session, wall, cpu, commits, findings = row
     start = f"{session:9.1f}" if session is not None else f"{'-':>9}"
     print(
-        f"{name:<20} {start} {wall:8.2f} {commits:9,} {findings:9,} "
+        f"{name:<22} {start} {wall:8.2f} {cpu:8.2f} {commits:10,} {findings:9,} "
         f"{wall / max(commits, 1) * 1e6:10.1f}",
         flush=True,
     )
+
+
+def masters_of(names: str, cluster: Any) -> list[tuple[str, str, dict[str, str], int]]:
+    """(label, master URL, extra conf, pid whose process tree runs the tasks) per name."""
+    out = []
+    for name in names.split(","):
+        if name.startswith("local"):
+            out.append((f"spark {name}", name, {}, os.getpid()))
+        elif name == "standalone":
+            conf = {"spark.pyspark.python": sys.executable, "spark.driver.host": "127.0.0.1"}
+            out.append(("spark standalone", cluster.master_url, conf, cluster.worker_pid()))
+        elif name == "connect":
+            out.append(("spark connect", cluster.connect_url, {}, cluster.worker_pid()))
+    return out
+
+
+def big_table(out: Path, commits: int, chunk: int, cores: int) -> None:
+    """One long history: stage 1 split by version ranges over the tasks vs one task."""
+    path = out / f"big-{commits}"
+    if not (path / "_delta_log" / f"{commits - 1:020d}.json").exists():
+        started = time.perf_counter()
+        generate(str(path), commits, seed=99)
+        print(f"generated the {commits:,}-commit table in {time.perf_counter() - started:.0f}s")
+    started = time.perf_counter()
+    history = load_history(str(path))
+    findings = len(audit_history(history, check_data=False).findings)
+    py = time.perf_counter() - started
+    print(f"\none table of {commits:,} commits (local[{cores}])")
+    print(f"{'python (1 process)':<22} {'-':>9} {py:8.2f} {'-':>8} {commits:10,} {findings:9,}")
+    split = max(1, min(chunk, -(-commits // (cores * 4))))
+    for label, size in ((f"split, {split:,}/task", split), ("one task", commits)):
+        row = spark_path(f"local[{cores}]", [str(path)], size, {}, os.getpid())
+        show((label, *row))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", type=int, default=200)
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--chunk", type=int, default=2000, help="commits per Spark task")
+    parser.add_argument("--big", type=int, default=1_000_000, help="commits of the long table")
+    parser.add_argument(
+        "--masters", default="local[1],local[2],standalone,connect", help="comma-separated"
+    )
+    parser.add_argument("--no-checkpoints", action="store_true")
     parser.add_argument("--out", default="/tmp/delta-audit-bench-fleet")
     args = parser.parse_args(argv)
     out = Path(args.out) / f"{args.tables}x{args.commits}"
@@ -118,26 +199,49 @@ def main(argv: list[str] | None = None) -> int:
     uris = make_fleet(out, args.tables, args.commits)
     total = args.tables * args.commits
     print(f"fleet: {args.tables} tables x {args.commits} commits = {total:,} commits ({out})")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
-    header = f"{'path':<20} {'session s':>9} {'wall s':>8} {'commits':>9} {'findings':>9}"
-    print(f"\n{header} {'µs/commit':>10}")
+    header = f"{'path':<22} {'session s':>9} {'wall s':>8} {'cpu s':>8} {'commits':>10}"
+    print(f"\n{header} {'findings':>9} {'µs/commit':>10}")
+    cpu = tree_cpu(os.getpid())
     py_time, py_commits, py_findings = python_path(uris)
-    rows = [("python (1 process)", None, py_time, py_commits, py_findings)]
+    rows = [
+        ("python (1 process)", None, py_time, tree_cpu(os.getpid()) - cpu, py_commits, py_findings)
+    ]
     show(rows[-1])
-    for master in ("local[1]", "local[2]"):
-        session, job, commits, findings = spark_path(master, uris, args.chunk)
-        rows.append((f"spark {master}", session, job, commits, findings))
-        show(rows[-1])
-    assert len({r[3] for r in rows}) == 1 and len({r[4] for r in rows}) == 1, "paths disagree"
-    one, two = rows[1][2], rows[2][2]
-    print(f"\nscaling local[1] -> local[2]: {one / two:.2f}x  (job wall time, session excluded)")
-    print(f"spark local[2] vs python: {py_time / two:.2f}x")
+    cluster = None
+    if "standalone" in args.masters or "connect" in args.masters:
+        from tests.spark_cluster import Cluster
 
-    core, on_spark, adds, spark_adds = checkpoint_reads(uris)
-    print(
-        f"\nlatest checkpoint of each table ({adds:,} live files): core/pyarrow {core:.2f}s, "
-        f"spark.read.parquet {on_spark:.2f}s ({spark_adds:,} add rows)"
-    )
+        cluster = Cluster(Path(tempfile.mkdtemp(prefix="bench-spark-cluster-"))).start()
+    try:
+        for name in args.masters.split(","):
+            if name == "connect":  # its server holds the worker's cores: start it last
+                cluster.start_connect(cores=2)
+            [(label, master, conf, root)] = masters_of(name, cluster)
+            rows.append((label, *spark_path(master, uris, args.chunk, conf, root)))
+            show(rows[-1])
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    assert len({r[4] for r in rows}) == 1 and len({r[5] for r in rows}) == 1, "paths disagree"
+    walls = {r[0]: r[2] for r in rows}
+    if {"spark local[1]", "spark local[2]"} <= set(walls):
+        one, two = walls["spark local[1]"], walls["spark local[2]"]
+        print(
+            f"\nscaling local[1] -> local[2]: {one / two:.2f}x  (job wall time, session excluded)"
+        )
+        print(f"spark local[2] vs python: {py_time / two:.2f}x")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+    if args.big:
+        big_table(Path(args.out), args.big, args.chunk, 2)
+    if not args.no_checkpoints:
+        core, on_spark, adds, spark_adds = checkpoint_reads(uris)
+        print(
+            f"\nlatest checkpoint of each table ({adds:,} live files): core/pyarrow {core:.2f}s, "
+            f"spark.read.parquet {on_spark:.2f}s ({spark_adds:,} add rows)"
+        )
     return 0
 
 

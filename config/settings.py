@@ -1,5 +1,7 @@
 """Django settings, all from the environment (see the configuration table in README.md)."""
 
+import json
+import os
 import warnings
 from pathlib import Path
 
@@ -367,6 +369,12 @@ AUDIT_SPARK_LOG_FILE = env_str("AUDIT_SPARK_LOG_FILE", "")
 # Spark tasks hold a JVM: route them to a dedicated worker (`celery -A workers worker -Q spark
 # -c 1`) by setting a queue name; empty keeps them on the default queue.
 AUDIT_SPARK_QUEUE = env_str("AUDIT_SPARK_QUEUE", "")
+# Extra Spark settings for the session, a JSON object, e.g. how executors get their Python:
+# {"spark.archives": "hdfs:///envs/audit.tar.gz#environment",
+#  "spark.pyspark.python": "./environment/bin/python"} (docs/spark.md). Never put secrets here:
+# Spark shows its settings in its UI and logs (object-store secrets stay in
+# AUDIT_STORAGE_CONFIG, resolved where each task runs).
+AUDIT_SPARK_CONF = json.loads(os.environ.get("AUDIT_SPARK_CONF") or "{}")
 CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "workers.spark_tasks"]
 if AUDIT_SPARK_QUEUE:
     CELERY_TASK_ROUTES = {"workers.spark_tasks.*": {"queue": AUDIT_SPARK_QUEUE}}

@@ -26,8 +26,11 @@ with the core's `effective_isolation_level`.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sys
 import tempfile
+import weakref
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -98,6 +101,7 @@ class TableOutcome:
     history: History | None = None
     audit: FleetAudit | None = None
     error: str | None = None
+    settings_payload: str | None = None  # the table's state as stage 2 sent it (JSON)
 
 
 # --------------------------------------------------------------------------- planning (driver)
@@ -197,7 +201,53 @@ def _error_row(base: dict[str, Any], message: str) -> dict[str, Any]:
     }
 
 
-def _stage1(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+STORAGE_CONFIG_ENV = "AUDIT_STORAGE_CONFIG"  # names a TOML file of [[storage]] entries
+
+
+def storage_config_text() -> str | None:
+    """Driver: the per-root storage configuration's text, to ship to the tasks (or None).
+
+    As written: values of the form `env:NAME` stay references, resolved on the executor.
+    """
+    path = os.environ.get(STORAGE_CONFIG_ENV)
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise DeltaAuditError(f"cannot read {STORAGE_CONFIG_ENV}={path}: {err.strerror}") from None
+
+
+def use_storage_config(text: str | None) -> None:
+    """Where a task runs: make the per-root storage configuration visible to the core.
+
+    The one place executors learn how to reach object stores. The driver ships the
+    configuration as written (which root uses which options, naming environment variables
+    for secrets), never resolved secrets: audit.core.storage resolves them here, on the
+    executor, when a store is opened, so no secret is put in Spark's conf, logs or UI.
+    """
+    if not text:
+        return
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"delta-audit-storage-{os.getuid()}-{digest}.toml"
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(text)
+    os.environ[STORAGE_CONFIG_ENV] = str(path)
+
+
+def _stage1(
+    storage_config: str | None,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def summarize(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        use_storage_config(storage_config)
+        yield from _summarize_batches(batches)
+
+    return summarize
+
+
+def _summarize_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for chunk in batch.to_pylist():
             rows = summarize_chunk(
@@ -318,8 +368,11 @@ def _result(uri: str, kind: str, version: int | None, payload: str) -> dict[str,
     return {"table_uri": uri, "kind": kind, "version": version, "payload": payload}
 
 
-def _stage2(check_data: bool, paths: bool) -> Callable[[pa.Table], pa.Table]:
+def _stage2(
+    check_data: bool, paths: bool, storage_config: str | None = None
+) -> Callable[[pa.Table], pa.Table]:
     def audit_group(table: pa.Table) -> pa.Table:
+        use_storage_config(storage_config)
         rows = table.to_pylist()
         uri, latest = rows[0]["table_uri"], rows[0]["latest"]
         try:
@@ -358,14 +411,15 @@ def audit_fleet(
         yield TableOutcome(uri, error=message)
     if not plans:
         return
-    _ship_code(spark)
+    prepare_executors(spark)
     cores = parallelism or _default_parallelism(spark)
     chunk_rows = [(p.table_uri, p.listing.latest_version, s, e) for p in plans for s, e in p.chunks]
     listings = {p.table_uri: p.listing for p in plans}
     chunks = spark.createDataFrame(chunk_rows, schema=_spark_schema(CHUNK_SCHEMA))
     # A few chunks per core evens out chunks of unequal cost (short tails, big commits).
     chunks = chunks.repartition(max(1, min(len(chunk_rows), cores * 3)))
-    summaries = chunks.mapInArrow(_stage1, _spark_schema(STAGE1_SCHEMA))
+    storage_config = storage_config_text()  # as written: see use_storage_config
+    summaries = chunks.mapInArrow(_stage1(storage_config), _spark_schema(STAGE1_SCHEMA))
     # Hash-partition by table once: the groupBy reuses it. At least 2 tasks per core, and
     # enough that one partition's result (which toLocalIterator holds in the driver's heap)
     # stays around RESULT_COMMITS_PER_PARTITION commits.
@@ -373,7 +427,7 @@ def audit_fleet(
     wanted = max(cores * 2, -(-commits // RESULT_COMMITS_PER_PARTITION))
     groups = summaries.repartition(max(1, min(len(plans), wanted)), "table_uri")
     results = groups.groupBy("table_uri").applyInArrow(
-        _stage2(check_data, paths), _spark_schema(RESULT_SCHEMA)
+        _stage2(check_data, paths, storage_config), _spark_schema(RESULT_SCHEMA)
     )
     yield from _outcomes(results.toLocalIterator(prefetchPartitions=True), listings)
 
@@ -402,7 +456,8 @@ def outcome_from_rows(uri: str, rows: list[dict[str, Any]], listing: LogListing)
     errors = [r["payload"] for r in rows if r["kind"] == "error"]
     if errors:
         return TableOutcome(uri, error=errors[0])
-    table = next(orjson.loads(r["payload"]) for r in rows if r["kind"] == "table")
+    table_payload = next(r["payload"] for r in rows if r["kind"] == "table")
+    table = orjson.loads(table_payload)
     summaries, commits = [], {}
     for r in sorted((r for r in rows if r["kind"] == "commit"), key=lambda r: r["version"]):
         payload = orjson.loads(r["payload"])
@@ -423,7 +478,7 @@ def outcome_from_rows(uri: str, rows: list[dict[str, Any]], listing: LogListing)
         identity_columns=[IdentityColumn(**c) for c in table["identity_columns"]],
     )
     history = History(listing.table_uri, _clamp_listing(listing, state.version), state, summaries)
-    return TableOutcome(uri, history, FleetAudit(findings, commits))
+    return TableOutcome(uri, history, FleetAudit(findings, commits), settings_payload=table_payload)
 
 
 # --------------------------------------------------------------------------- plumbing
@@ -438,33 +493,45 @@ def _spark_schema(schema: pa.Schema) -> Any:
 def _default_parallelism(spark: Any) -> int:
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))
-    except Exception:  # Spark Connect has no SparkContext
-        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "8")))
+    except Exception:  # Spark Connect has no SparkContext: the server's settings tell
+        pass
+    for key in ("spark.default.parallelism", "spark.cores.max", "spark.executor.cores"):
+        try:
+            value = spark.conf.get(key, None)
+        except Exception:
+            value = None
+        if value and str(value).isdigit():
+            return max(1, int(value))
+    return 4
 
 
-_shipped: set[int] = set()
+_prepared: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions whose executors are ready
 
 
-def _ship_code(spark: Any) -> None:
-    """Make the core importable on executors of a cluster (local mode shares our sys.path).
+def prepare_executors(spark: Any) -> None:
+    """Ship the core to a cluster's executors and check they can run it (once per session).
 
-    This module's functions are pickled by value, so executors need only `audit.core` and
-    its libraries (orjson, pyarrow, sqlglot), never Django or Celery.
+    This module's functions are pickled by value, so executors need only `audit.core` (a zip
+    built here and added to the job: never assumed to exist on the cluster) and its
+    libraries (orjson, pyarrow, sqlglot), never Django or Celery. The probe turns an executor
+    Python that lacks them into one line (DeltaAuditError) before the real job starts.
+    Local masters share this process's sys.path and Python: nothing to ship or check.
     """
     from pyspark import cloudpickle
 
+    from workers.spark_probe import probe_executors  # noqa: PLC0415
+
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    if id(spark) in _shipped:
+    if spark in _prepared or _master_of(spark).startswith("local"):
         return
-    _shipped.add(id(spark))
-    master = _master_of(spark)
-    if master.startswith("local"):
-        return
-    archive = _core_archive()
-    if hasattr(spark, "addArtifacts"):  # Spark Connect
-        spark.addArtifacts(archive, pyfile=True)
-    else:
-        spark.sparkContext.addPyFile(archive)
+    if not _running_from_archive():
+        archive = core_archive()
+        if hasattr(spark, "addArtifacts"):  # Spark Connect
+            spark.addArtifacts(archive, pyfile=True)
+        else:
+            spark.sparkContext.addPyFile(archive)
+    probe_executors(spark, tasks=min(_default_parallelism(spark), 4))
+    _prepared.add(spark)
 
 
 def _master_of(spark: Any) -> str:
@@ -474,15 +541,37 @@ def _master_of(spark: Any) -> str:
         return "sc://"
 
 
-def _core_archive() -> str:
-    """A zip of the `audit` package's core (audit/__init__.py + audit/core/*.py)."""
+JOB_MODULES = ("spark_job.py", "spark_probe.py", "spark_output.py", "spark_entry.py")
+# The zip's `workers` package holds only the Django-free job modules: the real
+# workers/__init__.py starts the Celery app, which a cluster has no use for (nor Celery).
+_WORKERS_STUB = b'"""The Spark job modules of Delta Audit (shipped zip: no Celery, no Django)."""\n'
+
+
+def core_archive(target: str | None = None) -> str:
+    """A zip of the core (audit/__init__.py + audit/core/*.py) and the Spark job's modules.
+
+    The name carries a hash of the contents: Spark refuses to add a different file under a
+    name it has already shipped, and a fresh name per build never serves a stale core.
+    """
     root = Path(__file__).resolve().parent.parent
-    target = Path(tempfile.mkdtemp(prefix="delta-audit-code-")) / "delta_audit_core.zip"
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.write(root / "audit" / "__init__.py", "audit/__init__.py")
-        for path in sorted((root / "audit" / "core").glob("*.py")):
-            archive.write(path, f"audit/core/{path.name}")
-    return str(target)
+    sources = [(root / "audit" / "__init__.py", "audit/__init__.py")]
+    sources += [(p, f"audit/core/{p.name}") for p in sorted((root / "audit" / "core").glob("*.py"))]
+    sources += [(root / "workers" / name, f"workers/{name}") for name in JOB_MODULES]
+    digest = hashlib.sha256(_WORKERS_STUB)
+    for path, name in sources:
+        digest.update(name.encode() + b"\0" + path.read_bytes())
+    directory = Path(target) if target else Path(tempfile.mkdtemp(prefix="delta-audit-code-"))
+    target_path = directory / f"delta_audit_core_{digest.hexdigest()[:12]}.zip"
+    with zipfile.ZipFile(target_path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("workers/__init__.py", _WORKERS_STUB)
+        for path, name in sources:
+            archive.write(path, name)
+    return str(target_path)
+
+
+def _running_from_archive() -> bool:
+    """True inside a shipped zip (spark-submit --py-files): executors have it already."""
+    return not Path(__file__).is_file()
 
 
 def _one_line(text: str) -> str:

@@ -126,7 +126,7 @@ def spark_conf(
         pairs.append(("spark.sql.shuffle.partitions", str(shuffle_partitions)))
     if is_local(master):
         # Local Python workers run this interpreter (its venv has orjson, pyarrow, sqlglot)
-        # and import the core from this checkout; clusters get it from spark_job._ship_code.
+        # and import the core from this checkout; clusters get it shipped by spark_job.prepare_executors.
         root = str(Path(__file__).resolve().parent.parent)
         paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         pairs.append(("spark.pyspark.python", sys.executable))
@@ -162,8 +162,12 @@ def get_spark(
         raise DeltaAuditError(problem)
     pairs = spark_conf(master, log_level=log_level, driver_memory=driver_memory)
     pairs += list((extra_conf or {}).items())
+    # A classic PySpark driver tells executors which Python to run from PYSPARK_PYTHON (its
+    # environment), not from spark.pyspark.python: honour the setting by exporting it.
+    python = dict(pairs).get("spark.pyspark.python")
+    if python and not is_local(master):
+        os.environ["PYSPARK_PYTHON"] = python
     if is_local(master):
-        # PySpark takes the workers' interpreter from the environment, not from the conf.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     _start_jvm_quietly(pairs, log_file or default_log_file())
     builder = SparkSession.builder
@@ -205,8 +209,11 @@ def _start_jvm_quietly(pairs: list[tuple[str, str]], log_file: str) -> None:
 
 def _connect(session_class: Any, url: str, extra_conf: dict[str, str] | None) -> Any:
     builder = session_class.builder.remote(url)
+    # A Connect client can set only runtime SQL settings; executors, Python and archives are
+    # the server's configuration (docs/spark.md).
     for key, value in (extra_conf or {}).items():
-        builder = builder.config(key, value)
+        if key.startswith("spark.sql."):
+            builder = builder.config(key, value)
     try:
         return builder.getOrCreate()
     except ImportError as err:

@@ -130,6 +130,7 @@ def session(master: str | None = None) -> Any:
         master or settings.AUDIT_SPARK_MASTER,
         log_level=settings.AUDIT_SPARK_LOG_LEVEL,
         log_file=settings.AUDIT_SPARK_LOG_FILE or None,
+        extra_conf=dict(getattr(settings, "AUDIT_SPARK_CONF", {}) or {}),
     )
 
 
