@@ -140,6 +140,10 @@ class CommitRollup(models.Model):
     min_timestamp = models.BigIntegerField(null=True, blank=True)  # ms since the epoch
     max_timestamp = models.BigIntegerField(null=True, blank=True)
     operations = models.JSONField(default=dict, blank=True)  # operation name -> commits
+    # Packed timeline data (audit/rollups.py): the rows of these versions, and per-cell
+    # [commits, max_concurrent] at finer widths. JSON text, decoded with orjson on read.
+    rows = models.TextField(default="", blank=True)
+    cells = models.TextField(default="", blank=True)
 
     class Meta:
         ordering = ["table", "bucket_start"]

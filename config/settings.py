@@ -130,7 +130,7 @@ INSTALLED_APPS += ["drf_spectacular_sidecar"]
 REST_FRAMEWORK = {
     # Token first: an anonymous request then gets 401 with `WWW-Authenticate: Token`.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "audit.api.authentication.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -164,6 +164,8 @@ SPECTACULAR_SETTINGS = {
 AUDIT_API_ANALYSIS_CACHE_SECONDS = env_int("AUDIT_API_ANALYSIS_CACHE_SECONDS", 3600)
 # The timeline of a window is cached this long (stored commits never change; findings may).
 AUDIT_API_TIMELINE_CACHE_SECONDS = env_int("AUDIT_API_TIMELINE_CACHE_SECONDS", 30)
+# A valid API token is remembered this long per process (a revoked one works that much longer).
+AUDIT_API_TOKEN_CACHE_SECONDS = env_int("AUDIT_API_TOKEN_CACHE_SECONDS", 10)
 # === end of API block =======================================================================
 
 # --- Delta Audit ---------------------------------------------------------------

@@ -87,6 +87,14 @@ def delta_table_factory(tmp_path, settings) -> Callable[..., Path]:
 # --------------------------------------------------------------------------- users
 
 
+@pytest.fixture(autouse=True)
+def _forget_api_tokens():
+    """API tokens are remembered per process for a few seconds; not across tests."""
+    from audit.api.authentication import forget_tokens
+
+    forget_tokens()
+
+
 @pytest.fixture
 def owner(django_user_model):
     return django_user_model.objects.create_superuser("alice", "alice@example.org", "password")

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from django.db.models import Count, Q
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -22,7 +23,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit.analysis import table_analysis, table_history, table_timeline
+from audit.analysis import table_analysis, table_history
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, TableLogUnreadable
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
@@ -34,6 +35,7 @@ from audit.core.matrix import conflict_matrix, normalize_isolation_level
 from audit.ingest import json_safe, register_table
 from audit.models import Commit, Finding, Table
 from audit.paths import check_allowed
+from audit.timeline import timeline_json
 
 log = logging.getLogger(__name__)
 
@@ -187,15 +189,18 @@ class TableViewSet(
     )
     @action(detail=True, filterset_class=None, serializer_class=s.TimelineSerializer)
     def timeline(self, request, pk=None):
-        table = self.table()
         query = s.TimelineQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        return Response(
-            table_timeline(
-                table, params.get("from_version"), params.get("to_version"), params["max_points"]
-            )
+        table = get_object_or_404(
+            Table.objects.only("id", "uri", "last_seen_version", "table_findings_at"),
+            pk=self.kwargs["pk"],
         )
+        body = timeline_json(
+            table, params.get("from_version"), params.get("to_version"), params["max_points"]
+        )
+        # Already JSON (cached as bytes): no second rendering.
+        return HttpResponse(body, content_type="application/json")
 
     # ------------------------------------------------------------------- analyses
 
