@@ -339,7 +339,9 @@ def test_empty_rollups_are_not_listed_and_gaps_are_counted_exactly(racy_table):
     ("lo", "hi", "max_points"),
     [(None, None, 8), (1, 30, 6), (3, 35, 10), (5, 17, 4), (0, 31, 4)],
 )
-def test_buckets_of_any_width_are_whole_cells_counted_exactly(racy_table, monkeypatch, lo, hi, max_points):
+def test_buckets_of_any_width_are_whole_cells_counted_exactly(
+    racy_table, monkeypatch, lo, hi, max_points
+):
     """At ROLLUP_SIZE 32 the rollups also store cells of 2 versions: buckets between a cell and
     half a rollup wide are whole cells, summed from the rollups, exact as the commit rows."""
     monkeypatch.setattr(audit.models, "ROLLUP_SIZE", 32)
