@@ -197,6 +197,10 @@ class Finding(models.Model):
             models.Index(fields=["table", "status", "severity"], name="audit_finding_status"),
             models.Index(fields=["kind"], name="audit_finding_kind"),
             models.Index(fields=["table", "version"], name="audit_finding_version"),
+            # Covers the timeline's scan of a window's open findings (id is implied).
+            models.Index(
+                fields=["table", "status", "version", "severity"], name="audit_finding_window"
+            ),
             models.Index(fields=["status", "severity"], name="audit_finding_open"),
         ]
 

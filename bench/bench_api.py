@@ -207,9 +207,11 @@ def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path):
     }
     args = [
         str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
-        "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-        "--backlog", "256",
+        "-c", str(ROOT / "config" / "gunicorn.conf.py"),  # what scripts/run.sh runs
+        "--bind", f"127.0.0.1:{port}",
     ]  # fmt: skip
+    if workers:
+        args += ["--workers", str(workers)]
     log = open(log_path, "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(
         args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -325,7 +327,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=1_000_000)
     parser.add_argument("--findings", type=int, default=5_000)
     parser.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench-api.sqlite3'}")
-    parser.add_argument("--workers", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=0, help="default: config/gunicorn.conf.py")
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rebuild", action="store_true")

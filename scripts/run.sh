@@ -86,7 +86,7 @@ PIDS+=($!)
     --loglevel INFO --concurrency 2 --without-gossip --without-mingle >var/worker.log 2>&1 &
 PIDS+=($!)
 echo "==> worker + beat started (log: var/worker.log); demo writer running (var/demo-writer.log)"
-"$PY" -m gunicorn config.wsgi:application --bind "$WEB_BIND" --workers 2 --threads 4 \
+"$PY" -m gunicorn config.wsgi:application -c config/gunicorn.conf.py --bind "$WEB_BIND" \
     --access-logfile var/web-access.log --error-logfile var/web.log &
 PIDS+=($!)
 for _ in $(seq 1 30); do

@@ -31,5 +31,9 @@ class Migration(migrations.Migration):
             name='rows',
             field=models.TextField(blank=True, default=''),
         ),
+        migrations.AddIndex(
+            model_name='finding',
+            index=models.Index(fields=['table', 'status', 'version', 'severity'], name='audit_finding_window'),
+        ),
         migrations.RunPython(pack_rollups, migrations.RunPython.noop, elidable=True),
     ]
