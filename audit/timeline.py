@@ -17,6 +17,7 @@ severe, then the lowest version and id); `buckets[i][4]` counts all of them.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from typing import Any
 
@@ -94,6 +95,7 @@ def _timeline(
     table_id: int, from_version: int | None, to_version: int | None, max_points: int
 ) -> dict[str, Any]:
     versions = Commit.objects.filter(table_id=table_id).values_list("version", flat=True)
+    # Two index probes: SQLite answers MIN and MAX from the index only one at a time.
     first = versions.order_by("version").first()
     latest = versions.order_by("-version").first()
     out: dict[str, Any] = {
@@ -158,11 +160,16 @@ def window_rows(table_id: int, lo: int, hi: int, *, expected: int | None = None)
             rows = _commit_rows(table_id, start, start + size - 1)
         if lo <= start and start + size - 1 <= hi:
             out.extend(rows)
-        else:
-            out.extend(r for r in rows if lo <= r[0] <= hi)
+        else:  # rows are in version order: cut the window's part out
+            first = bisect.bisect_left(rows, lo, key=_version)
+            out.extend(rows[first : bisect.bisect_right(rows, hi, lo=first, key=_version)])
     if expected is not None and len(out) != expected:
         return _commit_rows(table_id, lo, hi)
     return out
+
+
+def _version(row: list) -> int:
+    return row[0]
 
 
 def _commit_rows(table_id: int, lo: int, hi: int) -> list[list]:
