@@ -851,3 +851,17 @@ def test_it_redirects_to_the_trailing_slash_and_404s_unknown_paths(member_client
     response = member_client.get("/api/tables/1/nothing-here/")
     assert response.status_code == 404
     error_of(response)
+
+
+def test_the_fast_finding_timestamps_read_as_drf_writes_them():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from audit.api.serializers import _DATETIME, _when
+
+    values = [
+        datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC),
+        datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC),
+        datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2))),
+    ]
+    assert [_when(v) for v in values] == [_DATETIME.to_representation(v) for v in values]
+    assert _when(None) is None
