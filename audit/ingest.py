@@ -20,13 +20,14 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.db.models import Max, Min, Q
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from audit import models as audit_models
 from audit import rollups
+from audit.bulkload import insert_commits
 from audit.core import model
 from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
 from audit.core.errors import DeltaAuditError
@@ -34,8 +35,10 @@ from audit.core.log import DeltaLog, commit_file_name, open_log
 from audit.core.serialize import json_default
 from audit.core.storage import open_store
 from audit.core.summary import History, history_from_log
+from audit.core.tailwindow import load_tail_history
 from audit.models import Commit, CommitRollup, Finding, FindingFlip, Table
 from audit.paths import check_allowed, check_registered
+from audit.progress import backfill_fields
 
 log = logging.getLogger(__name__)
 
@@ -133,27 +136,12 @@ def plan_next_chunk(
 
 
 def load_window(log_: DeltaLog, plan: ChunkPlan) -> History:
-    """Summaries of the new commits plus the older ones they ran concurrently with.
+    """Summaries of the new commits plus the older ones their audit depends on.
 
-    A new commit v that read r was checked against (r, v): the audit needs those summaries, so
-    the history starts at min(r + 1) over the new commits. We first guess a short lookback
-    (most commits read a recent version) and reload only when a commit read further back.
+    The window is worked out from the log (recorded read versions, and for destructive commits
+    without one, the files that survive them): see audit.core.tailwindow. No fixed lookback.
     """
-    first = log_.listing.commit_versions[0] if log_.listing.commit_versions else plan.start
-    max_window = settings.AUDIT_TAIL_MAX_LOOKBACK
-    lo = max(plan.start - settings.AUDIT_TAIL_LOOKBACK, first)
-    history = history_from_log(log_, start=lo, end=plan.end)
-    reads = [
-        s.read_version + 1
-        for s in history.summaries
-        if s.version >= plan.start
-        and s.read_version is not None
-        and 0 <= s.read_version < s.version
-    ]
-    needed = max(min(reads, default=lo), first, plan.start - max_window)
-    if needed < lo:
-        history = history_from_log(log_, start=needed, end=plan.end)
-    return history
+    return load_tail_history(log_, plan.start, plan.end)
 
 
 def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
@@ -166,11 +154,18 @@ def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
 def tail_once(
     table_id: int, *, lock_token: str | None = None, chunk: int | None = None
 ) -> TailResult:
-    """Store the next chunk of a table's new commits and audit them. One transaction."""
+    """Store the next chunk(s) of a table's new commits and audit them, one transaction each.
+
+    With the default chunk size, a backfill step goes on to further chunks with the same log
+    listing (listing a 100k-commit `_delta_log` costs as much as storing a chunk) until
+    AUDIT_BACKFILL_STEP_SECONDS have passed; an explicit `chunk` stores exactly one chunk.
+    """
     table = Table.objects.get(id=table_id)
     if table.status == Table.Status.PAUSED:
         return TailResult(table_id, "paused", message="paused; not tailed")
+    budget = 0.0 if chunk else settings.AUDIT_BACKFILL_STEP_SECONDS
     chunk = chunk or settings.AUDIT_BACKFILL_CHUNK
+    step_started = timezone.now()
     try:
         log_ = open_log(check_registered(table.uri))  # the roots are enforced on every read
         plan = plan_next_chunk(log_.listing, table.last_seen_version, chunk)
@@ -182,21 +177,19 @@ def tail_once(
                 )
             mark_up_to_date(table, log_.listing, lock_token=lock_token)
             return result
-        history = load_window(log_, plan)
-        keep_lock(table_id, lock_token)
-        audit_result = run_audit(history, (plan.start, plan.end))
-        keep_lock(table_id, lock_token)
-        result = store_history_chunk(
-            table,
-            history,
-            audit_result,
-            versions=(plan.start, plan.end),
-            more=plan.more,
-            lock_token=lock_token,
-        )
-        table.refresh_from_db()
-        if not plan.more and table_findings_due(table):
-            opened, resolved = refresh_table_findings(table, log_, plan.end, lock_token=lock_token)
+        result = None
+        while plan is not None:
+            stored = store_next_chunk(table, log_, plan, lock_token, step_started)
+            result = stored if result is None else _added(result, stored)
+            table.refresh_from_db()
+            elapsed = (timezone.now() - step_started).total_seconds()
+            if not plan.more or elapsed >= budget:
+                break
+            plan = plan_next_chunk(log_.listing, table.last_seen_version, chunk)
+        if not result.more and table_findings_due(table):
+            opened, resolved = refresh_table_findings(
+                table, log_, result.last_seen_version, lock_token=lock_token
+            )
             result.opened += opened
             result.resolved += resolved
         return result
@@ -204,6 +197,35 @@ def tail_once(
         message = _one_line(str(err))
         mark_error(table, message, lock_token=lock_token)
         return TailResult(table_id, "error", message=message)
+
+
+def store_next_chunk(
+    table: Table,
+    log_: DeltaLog,
+    plan: ChunkPlan,
+    lock_token: str | None,
+    step_started: datetime,
+) -> TailResult:
+    history = load_window(log_, plan)
+    keep_lock(table.id, lock_token)
+    audit_result = run_audit(history, (plan.start, plan.end))
+    keep_lock(table.id, lock_token)
+    return store_history_chunk(
+        table,
+        history,
+        audit_result,
+        versions=(plan.start, plan.end),
+        more=plan.more,
+        lock_token=lock_token,
+        step_started=step_started,
+    )
+
+
+def _added(before: TailResult, after: TailResult) -> TailResult:
+    after.stored += before.stored
+    after.opened += before.opened
+    after.resolved += before.resolved
+    return after
 
 
 def table_findings_due(table: Table, now: datetime | None = None) -> bool:
@@ -265,6 +287,7 @@ def store_history_chunk(
     versions: tuple[int, int],
     more: bool = False,
     lock_token: str | None = None,
+    step_started: datetime | None = None,
 ) -> TailResult:
     """Store the commits of `history` in [start, end], their findings and the table's progress.
 
@@ -286,11 +309,8 @@ def store_history_chunk(
         "last_error": "",
         "last_tail_at": now,
         "settings_snapshot": settings_snapshot(history.state),
-        "backfill_target_version": listing.latest_version if more else None,
         "table_findings_dirty": True,
-        "backfill_done": max(
-            end - (listing.commit_versions[0] if listing.commit_versions else 0) + 1, 0
-        ),
+        **backfill_fields(table, listing, end, more=more, now=now, step_started=step_started),
     }
     if latest_row is not None and latest_row["committed_at"] is not None:
         updates["last_commit_at"] = latest_row["committed_at"]
@@ -315,29 +335,6 @@ def store_history_chunk(
         more=more,
         last_seen_version=end,
     )
-
-
-def insert_commits(rows: list[dict[str, Any]]) -> None:
-    """INSERT ... ON CONFLICT DO NOTHING of Commit rows (dicts from `commit_values`).
-
-    Same effect as bulk_create(ignore_conflicts=True) (idempotent replays) without the ORM's
-    per-value preparation, which dominated the backfill at about 1 ms per row.
-    """
-    if not rows:
-        return
-    fields = [f for f in Commit._meta.concrete_fields if not f.primary_key]
-    prepare = [_preparer(f) for f in fields]
-    qn = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {qn(Commit._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT ({qn('table_id')}, {qn('version')}) DO NOTHING"
-    )
-    values = [
-        tuple(p(row[f.attname]) for p, f in zip(prepare, fields, strict=True)) for row in rows
-    ]
-    with connection.cursor() as cursor:
-        for i in range(0, len(values), 1000):
-            cursor.executemany(sql, values[i : i + 1000])
 
 
 # --------------------------------------------------------------------------- rollups
@@ -409,14 +406,6 @@ def _max_known(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else max(a, b)
 
 
-def _preparer(field: models.Field) -> Any:
-    if isinstance(field, models.JSONField):
-        return json_text
-    if isinstance(field, models.DateTimeField):
-        return connection.ops.adapt_datetimefield_value
-    return lambda v: v
-
-
 def mark_up_to_date(
     table: Table, listing: model.LogListing, *, lock_token: str | None = None
 ) -> None:
@@ -429,6 +418,8 @@ def mark_up_to_date(
         latest_version_in_log=listing.latest_version,
         first_available_version=listing.first_available_version,
         backfill_target_version=None,
+        backfill_started_at=None,
+        backfill_rate=None,
     )
 
 

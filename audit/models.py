@@ -29,6 +29,11 @@ class Table(models.Model):
     # Backfill progress, for the UI: commits stored so far out of the target version.
     backfill_target_version = models.BigIntegerField(null=True, blank=True)
     backfill_done = models.BigIntegerField(default=0)
+    # When the current backfill began, how much was stored then, and its average rate since
+    # (commits/s, stored with each chunk): the page and the API derive the time left from them.
+    backfill_started_at = models.DateTimeField(null=True, blank=True)
+    backfill_start_done = models.BigIntegerField(default=0)
+    backfill_rate = models.FloatField(null=True, blank=True)
     # partition_columns, properties, protocol, clustering_columns, identity_columns, ...
     settings_snapshot = models.JSONField(default=dict, blank=True)
     risk = models.FloatField(null=True, blank=True)  # computed by the risk scorer
@@ -58,6 +63,22 @@ class Table(models.Model):
         first = self.first_available_version or 0
         total = max(self.backfill_target_version - first + 1, 1)
         return min(self.backfill_done / total, 1.0)
+
+    @property
+    def backfill_remaining(self) -> int | None:
+        """Commits still to store during a backfill, or None when not backfilling."""
+        if self.backfill_target_version is None:
+            return None
+        first = self.first_available_version or 0
+        return max(self.backfill_target_version - first + 1 - self.backfill_done, 0)
+
+    @property
+    def backfill_eta_seconds(self) -> float | None:
+        """Estimated seconds until the backfill is done, at its average rate so far."""
+        remaining = self.backfill_remaining
+        if remaining is None or not self.backfill_rate:
+            return None
+        return remaining / self.backfill_rate
 
 
 class Commit(models.Model):

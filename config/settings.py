@@ -175,6 +175,9 @@ AUDIT_ALLOWED_ROOTS = env_list("AUDIT_ALLOWED_ROOTS", [str(BASE_DIR)])
 AUDIT_WITNESS_SAMPLE_ROWS = env_int("AUDIT_WITNESS_SAMPLE_ROWS", 5)
 AUDIT_TAIL_INTERVAL_SECONDS = env_float("AUDIT_TAIL_INTERVAL_SECONDS", 5.0)
 AUDIT_BACKFILL_CHUNK = env_int("AUDIT_BACKFILL_CHUNK", 5000)
+# A backfill step stores further chunks with the same log listing for up to this long, then
+# queues itself again (so other tables get their turn).
+AUDIT_BACKFILL_STEP_SECONDS = env_float("AUDIT_BACKFILL_STEP_SECONDS", 10.0)
 
 # --- Celery --------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
@@ -198,10 +201,9 @@ LOGGING = {
 AUDIT_FULL_CHECK_SECONDS = env_float("AUDIT_FULL_CHECK_SECONDS", 30.0)
 # A worker holds a table's lock this long per chunk; a crashed worker's lock expires after it.
 AUDIT_LOCK_SECONDS = env_float("AUDIT_LOCK_SECONDS", 120.0)
-# How far before the new commits the tail first loads context, and the most it ever loads.
-AUDIT_TAIL_LOOKBACK = env_int("AUDIT_TAIL_LOOKBACK", 100)
-AUDIT_TAIL_MAX_LOOKBACK = env_int("AUDIT_TAIL_MAX_LOOKBACK", 20000)
 AUDIT_CHECK_DATA = env_bool("AUDIT_CHECK_DATA", True)
+# Commit rows go in by COPY (PostgreSQL) or multi-row INSERT; false = one INSERT per row.
+AUDIT_BULK_INSERT = env_bool("AUDIT_BULK_INSERT", True)
 # Table-level findings (hotspots, ignored isolation settings, ...) are recomputed over the whole
 # stored history at most this often per table, after new commits arrive.
 AUDIT_TABLE_FINDINGS_SECONDS = env_float("AUDIT_TABLE_FINDINGS_SECONDS", 60.0)

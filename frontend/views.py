@@ -20,6 +20,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, F, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -233,8 +234,24 @@ def table_status(request: HttpRequest, table_id: int) -> HttpResponse:
             "lag": header["lag"],
             "open": {s: header["counts"].get(s, 0) for s in SEVERITIES},
             "backfill_fraction": table.backfill_fraction,
+            "backfill": backfill_status(table),
         }
     )
+
+
+def backfill_status(table: Table) -> dict[str, Any] | None:
+    """Progress, rate and time left of a running backfill (what the header's Backfill stat shows)."""
+    if table.backfill_target_version is None:
+        return None
+    eta = table.backfill_eta_seconds
+    return {
+        "fraction": table.backfill_fraction,
+        "done": table.backfill_done,
+        "remaining": table.backfill_remaining,
+        "commits_per_second": table.backfill_rate,
+        "eta_seconds": eta,
+        "text": render_to_string("frontend/_backfill.html", {"table": table}).strip(),
+    }
 
 
 def load_analysis(table: Table) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from deltalake import write_deltalake
 from django.core.cache import cache
+from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -262,7 +263,22 @@ def test_it_shows_backfill_progress(long_table, member_client):
     body = member_client.get(f"/api/tables/{long_table.id}/").json()
 
     assert body["status"] == "backfilling"
-    assert body["backfill"] == {"target_version": 99, "done": 25, "fraction": 0.25}
+    assert body["backfill"] == {
+        "target_version": 99,
+        "done": 25,
+        "fraction": 0.25,
+        "remaining": 75,
+        "started_at": None,
+        "commits_per_second": None,
+        "eta_seconds": None,
+    }
+
+    Table.objects.filter(id=long_table.id).update(
+        backfill_started_at=timezone.now(), backfill_rate=12.5
+    )
+    backfill = member_client.get(f"/api/tables/{long_table.id}/").json()["backfill"]
+    assert (backfill["commits_per_second"], backfill["eta_seconds"]) == (12.5, 6.0)
+    assert backfill["started_at"].endswith("Z") or "+" in backfill["started_at"]
 
 
 def test_it_filters_tables_by_status(reorder_table, long_table, member_client):

@@ -118,7 +118,11 @@ def test_a_backfill_killed_with_sigkill_three_times_ends_equal_to_the_log(
     target = latest(path)
     table, _ = ingest.register_table(str(path))
     # Small chunks and early kill points: the kill must land mid-backfill even on a fast machine.
-    env = {"AUDIT_BACKFILL_CHUNK": "8", "AUDIT_TABLE_FINDINGS_SECONDS": "1"}
+    env = {
+        "AUDIT_BACKFILL_CHUNK": "8",
+        "AUDIT_BACKFILL_STEP_SECONDS": "0",  # one chunk per task: the kills land mid-backfill
+        "AUDIT_TABLE_FINDINGS_SECONDS": "1",
+    }
 
     for kill_at in (0.15, 0.35, 0.55):
         celery_workers.start("w1", **env)

@@ -40,6 +40,16 @@ class BackfillSerializer(serializers.Serializer):
     target_version = serializers.IntegerField()
     done = serializers.IntegerField(help_text="commits stored so far")
     fraction = serializers.FloatField(help_text="0..1")
+    remaining = serializers.IntegerField(help_text="commits still to store")
+    started_at = serializers.DateTimeField(
+        allow_null=True, help_text="when this backfill began (null before its first chunk)"
+    )
+    commits_per_second = serializers.FloatField(
+        allow_null=True, help_text="average rate since the backfill began, restarts included"
+    )
+    eta_seconds = serializers.FloatField(
+        allow_null=True, help_text="estimated seconds left at that rate (null until known)"
+    )
 
 
 class TableSerializer(serializers.ModelSerializer):
@@ -84,6 +94,14 @@ class TableSerializer(serializers.ModelSerializer):
             "target_version": table.backfill_target_version,
             "done": table.backfill_done,
             "fraction": round(fraction, 4),
+            "remaining": table.backfill_remaining,
+            "started_at": (
+                _DATETIME.to_representation(table.backfill_started_at)
+                if table.backfill_started_at
+                else None
+            ),
+            "commits_per_second": _rounded(table.backfill_rate, 1),
+            "eta_seconds": _rounded(table.backfill_eta_seconds, 1),
         }
 
 
@@ -357,3 +375,7 @@ class ExplainResponseSerializer(serializers.Serializer):
     conflicting_version = serializers.IntegerField(allow_null=True)
     explanation = serializers.CharField()
     fixes = serializers.ListField(child=serializers.CharField())
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)

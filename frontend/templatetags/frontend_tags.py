@@ -70,3 +70,18 @@ def exception_short(value: Any) -> str:
     """Drop the "Exception" suffix (ConcurrentAppendException -> ConcurrentAppend): cells stay narrow."""
     text = "" if value is None else str(value)
     return text.removesuffix("Exception") or text
+
+
+@register.filter
+def duration(seconds: Any) -> str:
+    """A rough human duration ("45 s", "12 min", "3 h 10 min") for estimates like a backfill's."""
+    try:
+        total = max(int(round(float(seconds))), 0)
+    except (TypeError, ValueError):
+        return "—"
+    if total < 90:
+        return f"{total} s"
+    minutes = round(total / 60)
+    if minutes < 90:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min"

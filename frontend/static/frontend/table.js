@@ -468,6 +468,7 @@
         setText("stat-warning", String(s.open.warning));
         setText("stat-info", String(s.open.info));
         setText("table-status", s.status);
+        if (s.backfill) setText("stat-backfill", s.backfill.text);
         liveText.textContent = "live · " + new Date().toLocaleTimeString();
         const newest = s.last_seen_version;
         if (newest === null || newest === undefined) return;
