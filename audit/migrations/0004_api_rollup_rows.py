@@ -17,7 +17,7 @@ def pack_rollups(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('audit', '0002_commit_rollups'),
+        ('audit', '0003_tail_backfill_progress'),
     ]
 
     operations = [
