@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -78,17 +79,28 @@ def timeline_json(
     stored commits never change, and the key holds the stored version and the time findings
     were last refreshed, so a hit is what a fresh computation would answer."""
     findings_at = table.table_findings_at.timestamp() if table.table_findings_at else None
-    key = (
-        f"audit:timeline:v3:{table_key(table)}:{table.last_seen_version}:"
-        f"{findings_at}:{from_version}:{to_version}:{max_points}"
+    return cached_json(
+        f"timeline:{table_key(table)}:{table.last_seen_version}:{findings_at}",
+        f"{from_version}:{to_version}:{max_points}",
+        lambda: orjson.dumps(_timeline(table.id, from_version, to_version, max_points)),
+        settings.AUDIT_API_TIMELINE_CACHE_SECONDS,
     )
-    seconds = settings.AUDIT_API_TIMELINE_CACHE_SECONDS
-    cached = cache.get(key) if seconds else None
-    if cached is None:
-        cached = orjson.dumps(_timeline(table.id, from_version, to_version, max_points))
-        if seconds:
-            cache.set(key, cached, seconds)
-    return cached
+
+
+def cached_json(generation: str, request: str, compute: Callable[[], bytes], seconds: int) -> bytes:
+    """A response body cached as bytes under (what the data depends on, what was asked).
+
+    `generation` must change whenever the answer could (e.g. the table's stored version), so a
+    hit is what `compute()` would return now; `seconds` bounds how long an entry lives.
+    """
+    if not seconds:
+        return compute()
+    key = f"audit:json:v1:{generation}:{hashlib.sha1(request.encode()).hexdigest()}"
+    body = cache.get(key)
+    if body is None:
+        body = compute()
+        cache.set(key, body, seconds)
+    return body
 
 
 def _timeline(

@@ -164,6 +164,8 @@ SPECTACULAR_SETTINGS = {
 AUDIT_API_ANALYSIS_CACHE_SECONDS = env_int("AUDIT_API_ANALYSIS_CACHE_SECONDS", 3600)
 # The timeline of a window is cached this long (stored commits never change; findings may).
 AUDIT_API_TIMELINE_CACHE_SECONDS = env_int("AUDIT_API_TIMELINE_CACHE_SECONDS", 30)
+# A page of a table's commits is cached this long (and only until new commits are stored).
+AUDIT_API_LIST_CACHE_SECONDS = env_int("AUDIT_API_LIST_CACHE_SECONDS", 30)
 # A valid API token is remembered this long per process (a revoked one works that much longer).
 AUDIT_API_TOKEN_CACHE_SECONDS = env_int("AUDIT_API_TOKEN_CACHE_SECONDS", 10)
 # === end of API block =======================================================================

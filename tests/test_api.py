@@ -881,3 +881,25 @@ def test_the_fast_finding_timestamps_read_as_drf_writes_them():
     ]
     assert [_when(v) for v in values] == [_DATETIME.to_representation(v) for v in values]
     assert _when(None) is None
+
+
+def test_a_commits_page_is_served_from_cache_until_new_commits_are_stored(
+    long_table, member_client, settings
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.AUDIT_API_LIST_CACHE_SECONDS = 30
+    url = f"/api/tables/{long_table.id}/commits/?page_size=5"
+    first = member_client.get(url).json()
+    with CaptureQueriesContext(connection) as queries:
+        again = member_client.get(url).json()
+    assert again == first
+    assert not [q for q in queries.captured_queries if '"audit_commit"' in q["sql"]]
+
+    # A new stored version is a new generation: the page is computed again, not served stale.
+    latest = first["results"][0]["version"]
+    Commit.objects.filter(table=long_table, version=latest).delete()
+    Table.objects.filter(id=long_table.id).update(last_seen_version=latest - 1)
+    fresh = member_client.get(url).json()
+    assert fresh["results"][0]["version"] == latest - 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Q
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -29,13 +30,14 @@ from audit.api.exceptions import BadRequest, Conflict, TableLogUnreadable
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
 from audit.api.permissions import IsAdminOrReadOnly
+from audit.api.renderers import ORJSONRenderer
 from audit.core.errors import DeltaAuditError
 from audit.core.explain import explain_conflict
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
 from audit.ingest import json_safe, register_table
 from audit.models import Commit, Finding, Table
 from audit.paths import check_allowed
-from audit.timeline import timeline_json
+from audit.timeline import cached_json, table_key, timeline_json
 
 log = logging.getLogger(__name__)
 
@@ -148,11 +150,25 @@ class TableViewSet(
         serializer_class=s.CommitListSerializer,
     )
     def commits(self, request, pk=None):
-        table_id = self.table_id()
-        queryset = self.filter_queryset(self.get_queryset().filter(table_id=table_id))
-        page = self.paginate_queryset(queryset.values(*s.COMMIT_LIST_FIELDS))
-        # Rows are already in their JSON shape: no per-field serializer work on the hot path.
-        return self.get_paginated_response(page)
+        table = Table.objects.filter(pk=self.kwargs["pk"]).only("id", "uri", "last_seen_version")
+        table = table.first()
+        if table is None:
+            raise NotFound("no such table")
+
+        def page() -> bytes:
+            queryset = self.filter_queryset(self.get_queryset().filter(table_id=table.id))
+            rows = self.paginate_queryset(queryset.values(*s.COMMIT_LIST_FIELDS))
+            # Rows are already in their JSON shape: no per-field serializer work here.
+            return ORJSONRenderer().render(self.get_paginated_response(rows).data)
+
+        # Stored commits never change: a page is exact until the table's stored version moves.
+        body = cached_json(
+            f"commits:{table_key(table)}:{table.last_seen_version}",
+            request.build_absolute_uri(),
+            page,
+            settings.AUDIT_API_LIST_CACHE_SECONDS,
+        )
+        return HttpResponse(body, content_type="application/json")
 
     @extend_schema(
         parameters=[VERSION_PARAMETER],
