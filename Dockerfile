@@ -15,4 +15,4 @@ RUN DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput
 RUN useradd --create-home --uid 10001 audit && mkdir -p /app/var && chown -R audit /app/var
 USER audit
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
+CMD ["gunicorn", "config.wsgi:application", "-c", "config/gunicorn.conf.py", "--bind", "0.0.0.0:8000"]

@@ -21,12 +21,12 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import BigIntegerField, Count, ExpressionWrapper, F, Max, Min, Q, Value
+from django.db.models import Max, Min, Q
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from audit import models as audit_models
-from audit import tailing
+from audit import rollups, tailing
 from audit.bulkload import insert_commits
 from audit.core import model
 from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
@@ -385,8 +385,9 @@ def refresh_rollups(
 ) -> int:
     """Recompute the CommitRollup rows of every bucket touching versions [lo, hi].
 
-    One aggregate query over the Commit rows of those whole buckets (a range scan of the
-    (table, version) index), then the buckets' rollups are replaced. The result depends only
+    One range scan of the (table, version) index over the Commit rows of those whole buckets,
+    packed by `audit.rollups` (aggregates, timeline rows, finer cells), then the buckets'
+    rollups are replaced. The result depends only
     on the stored rows, so a replayed chunk or a second rebuild cannot double-count. Call it in
     the transaction that stored the commits. The model arguments let a data migration pass its
     historical models. Returns the number of rollup rows written.
@@ -394,40 +395,18 @@ def refresh_rollups(
     size = audit_models.ROLLUP_SIZE  # read at call time: tests shrink it
     first = min(lo, hi) // size * size
     last = max(lo, hi) // size * size + size - 1
-    bucket = ExpressionWrapper(F("version") / Value(size), output_field=BigIntegerField())
-    grouped = (
+    rows = (
         commit_model.objects.filter(table_id=table_id, version__gte=first, version__lte=last)
-        .order_by()
-        .annotate(bucket=bucket)
-        .values("bucket", "operation")
-        .annotate(
-            n=Count("id"),
-            max_concurrent=Max("concurrent_count"),
-            blind=Count("id", filter=Q(blind_append=True)),
-            min_ts=Min("timestamp"),
-            max_ts=Max("timestamp"),
-        )
-        .values_list("bucket", "operation", "n", "max_concurrent", "blind", "min_ts", "max_ts")
+        .order_by("version")
+        .values_list(*rollups.ROW_FIELDS)
     )
-    rollups: dict[int, Any] = {}
-    for index, operation, n, max_concurrent, blind, min_ts, max_ts in grouped:
-        rollup = rollups.get(index)
-        if rollup is None:
-            rollup = rollups[index] = rollup_model(
-                table_id=table_id, bucket_start=index * size, operations={}
-            )
-        rollup.commits += n
-        rollup.max_concurrent = max(rollup.max_concurrent, max_concurrent or 0)
-        rollup.blind_appends += blind
-        rollup.min_timestamp = _min_known(rollup.min_timestamp, min_ts)
-        rollup.max_timestamp = _max_known(rollup.max_timestamp, max_ts)
-        rollup.operations[operation] = rollup.operations.get(operation, 0) + n
+    packed = rollups.pack_rollups(table_id, rows.iterator(chunk_size=10_000), rollup_model, size)
     with transaction.atomic():
         rollup_model.objects.filter(
             table_id=table_id, bucket_start__gte=first, bucket_start__lte=last
         ).delete()
-        rollup_model.objects.bulk_create(list(rollups.values()), batch_size=1000)
-    return len(rollups)
+        rollup_model.objects.bulk_create(packed, batch_size=200)
+    return len(packed)
 
 
 def rebuild_rollups(

@@ -167,6 +167,10 @@ class CommitRollup(models.Model):
     min_timestamp = models.BigIntegerField(null=True, blank=True)  # ms since the epoch
     max_timestamp = models.BigIntegerField(null=True, blank=True)
     operations = models.JSONField(default=dict, blank=True)  # operation name -> commits
+    # Packed timeline data (audit/rollups.py): the rows of these versions, and per-cell
+    # [commits, max_concurrent] at finer widths. JSON text, decoded with orjson on read.
+    rows = models.TextField(default="", blank=True)
+    cells = models.TextField(default="", blank=True)
 
     class Meta:
         ordering = ["table", "bucket_start"]
@@ -220,6 +224,10 @@ class Finding(models.Model):
             models.Index(fields=["table", "status", "severity"], name="audit_finding_status"),
             models.Index(fields=["kind"], name="audit_finding_kind"),
             models.Index(fields=["table", "version"], name="audit_finding_version"),
+            # Covers the timeline's scan of a window's open findings (id is implied).
+            models.Index(
+                fields=["table", "status", "version", "severity"], name="audit_finding_window"
+            ),
             models.Index(fields=["status", "severity"], name="audit_finding_open"),
         ]
 

@@ -8,8 +8,9 @@
    `--commits` Commit rows, written with executemany/COPY (a Spark-like mix: ~70% blind
    appends, DELETE/UPDATE/MERGE/OPTIMIZE, ~10% of commits with concurrent versions), plus
    `--findings` findings. Reused on the next run unless --rebuild.
-2. Starts gunicorn (sync workers) on 127.0.0.1 with the timeline cache switched off, so the
-   timeline numbers are the SQL path, not a cache hit.
+2. Starts gunicorn with config/gunicorn.conf.py (what scripts/run.sh runs) on 127.0.0.1,
+   twice: with the response caches switched off (every request computes its answer: the
+   cold path) and with them on (what 20 clients reading the same pages get).
 3. Drives each endpoint with wrk (a separate process; `apt-get install wrk`) at
    `--connections` concurrent connections for `--seconds`, token-authenticated, and prints
    p50/p95/p99 latency and requests/s. Without wrk, a thread-pool client in a subprocess.
@@ -195,21 +196,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path):
+def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, cached: bool):
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DJANGO_DEBUG": "0",
         "DATABASE_CONN_MAX_AGE": "600",
-        "AUDIT_API_TIMELINE_CACHE_SECONDS": "0",  # measure SQL, not the cache
         "LOG_LEVEL": "WARNING",
     }
+    if not cached:  # every request computes its answer (the cold path)
+        env["AUDIT_API_TIMELINE_CACHE_SECONDS"] = env["AUDIT_API_LIST_CACHE_SECONDS"] = "0"
     args = [
         str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
-        "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-        "--backlog", "256",
+        "-c", str(ROOT / "config" / "gunicorn.conf.py"),  # what scripts/run.sh runs
+        "--bind", f"127.0.0.1:{port}",
     ]  # fmt: skip
+    if workers:
+        args += ["--workers", str(workers)]
     log = open(log_path, "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(
         args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -320,12 +324,46 @@ def cursor_at(version: int) -> str:
     return base64.b64encode(f"p={version}".encode()).decode()
 
 
+def measure(server, endpoints, token: str, args, use_wrk: bool, cached: bool) -> list[tuple]:
+    """wrk (or threads) on each endpoint: latency percentiles and the server's CPU per request."""
+    results = []
+    lua = Path(tempfile.mkstemp(suffix=".lua")[1])
+    lua.write_text(WRK_LUA)
+    try:
+        if use_wrk:  # warm every gunicorn worker (imports, connections) first
+            run_wrk(endpoints[0][1], token, args.connections, 3, lua)
+        for label, url in endpoints:
+            status, body = fetch(url, token)  # warm up and check
+            assert status == 200, (label, status, body[:200])
+            cpu_before = server_cpu_seconds(server.pid)
+            if use_wrk:
+                stats = run_wrk(url, token, args.connections, args.seconds, lua)
+            else:
+                stats = run_python_client(url, token, args.connections, args.seconds)
+            stats["rps"] = stats["requests"] / max(stats["seconds"], 1e-9)
+            # Server CPU per request barely depends on what else the machine runs; on N idle
+            # cores, 20 closed-loop clients see about 20 * cpu_ms / N of latency.
+            cpu = server_cpu_seconds(server.pid) - cpu_before
+            stats["cpu_ms"] = cpu * 1000 / max(stats["requests"], 1)
+            results.append((cached, label, len(body), stats))
+            print(
+                f"{label:44s} p50 {stats['p50']:7.1f} ms  p95 {stats['p95']:7.1f} ms  "
+                f"p99 {stats['p99']:7.1f} ms  {stats['rps']:6.0f} req/s  "
+                f"server CPU {stats['cpu_ms']:5.1f} ms/req  "
+                f"non-2xx {stats['non2xx']}  errors {stats['errors']}  ({len(body):,} B)",
+                flush=True,
+            )
+    finally:
+        lua.unlink()
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=1_000_000)
     parser.add_argument("--findings", type=int, default=5_000)
     parser.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench-api.sqlite3'}")
-    parser.add_argument("--workers", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=0, help="default: config/gunicorn.conf.py")
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rebuild", action="store_true")
@@ -356,55 +394,30 @@ def main() -> None:
         ("findings, open critical of the table", f"{base}/findings/?table={table_id}&status=open&min_severity=critical"),
         ("tables list", f"{base}/tables/"),
     ]  # fmt: skip
-    log_path = ROOT / "var" / "bench-api-gunicorn.log"
-    server = start_gunicorn(args.database_url, port, args.workers, log_path)
     use_wrk = shutil.which("wrk") is not None
     results = []
-    try:
-        # Warm every gunicorn worker (imports, connections) before anything is measured.
-        if use_wrk:
-            with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as lua:
-                lua.write(WRK_LUA)
-            run_wrk(endpoints[0][1], token, args.connections, 3, Path(lua.name))
-            os.unlink(lua.name)
-        for label, url in endpoints:
-            status, body = fetch(url, token)  # warm up and check
-            assert status == 200, (label, status, body[:200])
-            cpu_before = server_cpu_seconds(server.pid)
-            if use_wrk:
-                with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as lua:
-                    lua.write(WRK_LUA)
-                stats = run_wrk(url, token, args.connections, args.seconds, Path(lua.name))
-                os.unlink(lua.name)
-            else:
-                stats = run_python_client(url, token, args.connections, args.seconds)
-            stats["rps"] = stats["requests"] / max(stats["seconds"], 1e-9)
-            # Server CPU per request does not depend on what else the machine runs; on N idle
-            # cores, 20 closed-loop clients see about 20 * cpu_ms / N of latency.
-            cpu = server_cpu_seconds(server.pid) - cpu_before
-            stats["cpu_ms"] = cpu * 1000 / max(stats["requests"], 1)
-            results.append((label, len(body), stats))
-            print(
-                f"{label:44s} p50 {stats['p50']:7.1f} ms  p95 {stats['p95']:7.1f} ms  "
-                f"p99 {stats['p99']:7.1f} ms  {stats['rps']:6.0f} req/s  "
-                f"server CPU {stats['cpu_ms']:5.1f} ms/req  "
-                f"non-2xx {stats['non2xx']}  errors {stats['errors']}  ({len(body):,} B)",
-                flush=True,
-            )
-        # One cold request over the whole history (buckets over 1M rows), cache off.
-        started = time.perf_counter()
-        fetch(f"{t}/timeline/", token)
-        full = (time.perf_counter() - started) * 1000
-        print(f"{'timeline, whole history (1 request, no cache)':44s} {full:7.1f} ms")
-    finally:
-        stop(server)
+    for cached in (False, True):
+        print(f"\n--- response caches {'on (defaults)' if cached else 'off: the cold path'}")
+        log_path = ROOT / "var" / "bench-api-gunicorn.log"
+        server = start_gunicorn(args.database_url, port, args.workers, log_path, cached)
+        try:
+            results += measure(server, endpoints, token, args, use_wrk, cached)
+            # One request over the whole history (buckets over 1M commits).
+            started = time.perf_counter()
+            fetch(f"{t}/timeline/", token)
+            full = (time.perf_counter() - started) * 1000
+            print(f"{'timeline, whole history (1 request)':44s} {full:7.1f} ms")
+        finally:
+            stop(server)
     client = "wrk" if use_wrk else "python threads"
     print(
-        f"\n{vendor}, {n:,} commits, gunicorn {args.workers} sync workers, {client} "
+        f"\n{vendor}, {n:,} commits, gunicorn {args.workers or 'config/gunicorn.conf.py'} "
+        f"sync workers, {client} "
         f"{args.connections} connections x {args.seconds} s per endpoint, {os.cpu_count()} CPUs"
     )
-    worst = max(stats["p95"] for _, _, stats in results)
-    print(f"worst p95: {worst:.1f} ms (target < 50 ms)")
+    for cached in (False, True):
+        worst = max(st["p95"] for c, _, _, st in results if c == cached)
+        print(f"worst p95, caches {'on' if cached else 'off'}: {worst:.1f} ms (target < 50 ms)")
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 

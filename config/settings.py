@@ -134,7 +134,7 @@ INSTALLED_APPS += ["drf_spectacular_sidecar"]
 REST_FRAMEWORK = {
     # Token first: an anonymous request then gets 401 with `WWW-Authenticate: Token`.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "audit.api.authentication.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -178,6 +178,10 @@ AUDIT_API_TIMELINE_CHEAP_SPAN = env_int("AUDIT_API_TIMELINE_CHEAP_SPAN", 20_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("AUDIT_MAX_BODY_BYTES", 2_621_440)
 # The timeline of a window is cached this long (stored commits never change; findings may).
 AUDIT_API_TIMELINE_CACHE_SECONDS = env_int("AUDIT_API_TIMELINE_CACHE_SECONDS", 30)
+# A page of a table's commits is cached this long (and only until new commits are stored).
+AUDIT_API_LIST_CACHE_SECONDS = env_int("AUDIT_API_LIST_CACHE_SECONDS", 30)
+# A valid API token is remembered this long per process (a revoked one works that much longer).
+AUDIT_API_TOKEN_CACHE_SECONDS = env_int("AUDIT_API_TOKEN_CACHE_SECONDS", 10)
 # === end of API block =======================================================================
 
 # --- Delta Audit ---------------------------------------------------------------

@@ -136,7 +136,7 @@ setsid "$PY" -m celery -A workers worker --beat --schedule "$VAR/celerybeat-sche
     --loglevel INFO --concurrency 2 --without-gossip --without-mingle >"$VAR/worker.log" 2>&1 &
 PIDS+=($!)
 echo "==> worker + beat started (log: $VAR/worker.log); demo writer running ($VAR/demo-writer.log)"
-setsid "$PY" -m gunicorn config.wsgi:application --bind "$WEB_BIND" --workers 2 --threads 4 \
+setsid "$PY" -m gunicorn config.wsgi:application -c config/gunicorn.conf.py --bind "$WEB_BIND" \
     --graceful-timeout "$GRACE" --access-logfile "$VAR/web-access.log" \
     --error-logfile "$VAR/web.log" &
 PIDS+=($!)

@@ -90,6 +90,18 @@ def delta_table_factory(tmp_path, settings) -> Callable[..., Path]:
 # --------------------------------------------------------------------------- users
 
 
+@pytest.fixture(autouse=True)
+def _forget_api_tokens_and_cached_pages():
+    """API tokens and response bodies are remembered per process for a few seconds; not
+    across tests (ids and versions repeat from one test's tables to the next)."""
+    from django.core.cache import cache
+
+    from audit.api.authentication import forget_tokens
+
+    forget_tokens()
+    cache.clear()
+
+
 @pytest.fixture
 def owner(django_user_model):
     return django_user_model.objects.create_superuser("alice", "alice@example.org", "password")

@@ -150,6 +150,13 @@ def reads_rollups(sqls: list[str]) -> bool:
     return any(CommitRollup._meta.db_table in sql for sql in sqls)
 
 
+def reads_commit_rows(sqls: list[str]) -> bool:
+    """Whether the timeline scanned the window's Commit rows (it should read rollups only;
+    the bounds, the probe past max_points and the count read the version index)."""
+    table = Commit._meta.db_table
+    return any(f'FROM "{table}"' in sql and "concurrent_count" in sql for sql in sqls)
+
+
 # --------------------------------------------------------------------------- maintenance
 
 
@@ -253,7 +260,7 @@ def test_aligned_windows_give_the_same_buckets_as_before(racy_table, lo, hi, max
 
     assert body["mode"] == "buckets" and body["rows"] == []
     assert body["buckets"] == equal_width_buckets(racy_table, lo, hi, max_points)
-    assert reads_rollups(sqls)
+    assert reads_rollups(sqls) and not reads_commit_rows(sqls)
     assert body["operations"] == sorted({r[1] for r in commit_rows(racy_table, lo, hi)})
 
 
@@ -286,7 +293,8 @@ def test_unaligned_windows_count_exactly_what_the_commit_rows_hold(racy_table, l
     assert len(buckets) <= target
     assert all(b[0] % SIZE == 0 for b in buckets[1:])  # whole rollups per bucket
     first_whole_rollup = -(-lo // SIZE) * SIZE
-    assert reads_rollups(sqls) == (first_whole_rollup + SIZE - 1 <= hi)
+    assert first_whole_rollup >= lo
+    assert reads_rollups(sqls) and not reads_commit_rows(sqls)
     assert body["operations"] == sorted({r[1] for r in commit_rows(racy_table, lo, hi)})
 
 
@@ -299,7 +307,7 @@ def test_buckets_narrower_than_half_a_rollup_are_the_equal_width_buckets_of_befo
     lo = 0 if lo is None else lo
     hi = racy_table.last_seen_version if hi is None else hi
 
-    assert body["mode"] == "buckets" and not reads_rollups(sqls)
+    assert body["mode"] == "buckets" and not reads_commit_rows(sqls)
     assert body["buckets"] == equal_width_buckets(racy_table, lo, hi, max_points)
     assert len(body["buckets"]) > (hi - lo + 1) // 4
     assert body["operations"] == sorted({r[1] for r in commit_rows(racy_table, lo, hi)})
@@ -322,3 +330,83 @@ def test_empty_rollups_are_not_listed_and_gaps_are_counted_exactly(racy_table):
         if start not in (8, 12)
     ]
     assert body["buckets"] == [bucket_from_commits(racy_table, b[0], b[1]) for b in body["buckets"]]
+
+
+# --------------------------------------------------------------------------- finer cells, rows
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "max_points"),
+    [(None, None, 8), (1, 30, 6), (3, 35, 10), (5, 17, 4), (0, 31, 4)],
+)
+def test_buckets_of_any_width_are_whole_cells_counted_exactly(
+    racy_table, monkeypatch, lo, hi, max_points
+):
+    """At ROLLUP_SIZE 32 the rollups also store cells of 2 versions: buckets between a cell and
+    half a rollup wide are whole cells, summed from the rollups, exact as the commit rows."""
+    monkeypatch.setattr(audit.models, "ROLLUP_SIZE", 32)
+    ingest.rebuild_rollups(racy_table.id)
+    body, sqls = timeline(racy_table, lo, hi, max_points)
+    lo = 0 if lo is None else lo
+    hi = racy_table.last_seen_version if hi is None else hi
+    buckets = body["buckets"]
+
+    assert body["mode"] == "buckets" and not reads_commit_rows(sqls)
+    assert buckets == [bucket_from_commits(racy_table, b[0], b[1]) for b in buckets]
+    assert sum(b[2] for b in buckets) == len(commit_rows(racy_table, lo, hi))
+    assert buckets[0][0] == lo and buckets[-1][1] == hi
+    assert all(b[0] % 2 == 0 for b in buckets[1:])  # whole cells of 2 versions
+    assert len(buckets) <= max_points // 2
+    assert body["operations"] == sorted({r[1] for r in commit_rows(racy_table, lo, hi)})
+
+
+def test_rows_come_from_the_rollups_and_equal_the_commit_rows(racy_table):
+    latest = racy_table.last_seen_version
+    body, sqls = timeline(racy_table, 3, latest - 2, 1000)
+    expected = list(
+        Commit.objects.filter(table=racy_table, version__gte=3, version__lte=latest - 2)
+        .order_by("version")
+        .values_list(
+            "version", "read_version", "timestamp", "operation", "blind_append", "concurrent_count"
+        )
+    )
+
+    assert body["mode"] == "rows" and reads_rollups(sqls) and not reads_commit_rows(sqls)
+    ops = body["operations"]
+    assert [[r[0], r[1], r[2], ops[r[3]], r[4], r[5]] for r in body["rows"]] == [
+        list(r) for r in expected
+    ]
+
+    # Rows stored without their rollups (a bulk load that skipped rebuild_rollups) are still
+    # shown, read from the commits.
+    CommitRollup.objects.filter(table=racy_table).delete()
+    again, sqls = timeline(racy_table, 3, latest - 2, 1000)
+    assert again["rows"] == body["rows"] and reads_commit_rows(sqls)
+
+
+def test_zoomed_out_findings_are_the_pin_of_each_bucket_with_every_one_counted(racy_table):
+    latest = racy_table.last_seen_version
+    v = sorted(open_finding_versions(racy_table))[0]
+    Finding.objects.create(
+        table=racy_table, kind="conflict_hotspot", severity="info", version=v,
+        related_versions=[], summary="s", explanation="e", key=f"extra:{v}",
+        last_seen=racy_table.created_at,
+    )  # fmt: skip
+    body, _ = timeline(racy_table, 0, latest, 8)
+    open_ = list(
+        Finding.objects.filter(table=racy_table, status="open").values_list(
+            "id", "version", "severity"
+        )
+    )
+    rank = {"info": 1, "warning": 2, "critical": 3}
+
+    assert body["mode"] == "buckets"
+    assert sum(b[4] for b in body["buckets"]) == len(open_) > len(body["findings"])
+    for b in body["buckets"]:
+        inside = [f for f in open_ if b[0] <= f[1] <= b[1]]
+        pinned = [f for f in body["findings"] if b[0] <= f["version"] <= b[1]]
+        if not inside:
+            assert pinned == []
+            continue
+        best = min(inside, key=lambda f: (-rank[f[2]], f[1], f[0]))
+        assert [f["id"] for f in pinned] == [best[0]]

@@ -10,7 +10,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db.models import Count, Q
+from django.conf import settings
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -22,13 +25,14 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit.analysis import table_analysis, table_history, table_timeline
+from audit.analysis import table_analysis, table_history
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, TableLogUnreadable
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
 from audit.api.health_views import TableHealthActions, fleet_ordering
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
 from audit.api.permissions import IsAdminOrReadOnly
+from audit.api.renderers import ORJSONRenderer
 from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
 from audit.core.errors import DeltaAuditError
 from audit.core.explain import explain_conflict
@@ -38,6 +42,7 @@ from audit.limits import limit_text
 from audit.models import Commit, Finding, Table
 from audit.orphan_scans import orphan_report
 from audit.paths import check_allowed
+from audit.timeline import cached_json, table_key, timeline_json
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +84,27 @@ def enqueue_tail(table_id: int) -> bool:
         return False
 
 
+def _open_count(severity: str):
+    # A correlated count per table on the (table, status, severity) index: no JOIN and GROUP BY
+    # over every finding, and the paginator's COUNT(*) needs none of it.
+    per_table = (
+        Finding.objects.filter(
+            table_id=OuterRef("pk"), status=Finding.Status.OPEN, severity=severity
+        )
+        .order_by()
+        .values("table_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(per_table, output_field=IntegerField()), Value(0))
+
+
 def _tables_with_counts():
-    open_ = Q(findings__status=Finding.Status.OPEN)
     return Table.objects.annotate(
-        open_info=Count("findings", filter=open_ & Q(findings__severity="info")),
-        open_warning=Count("findings", filter=open_ & Q(findings__severity="warning")),
-        open_critical=Count("findings", filter=open_ & Q(findings__severity="critical")),
-    ).order_by("name", "id")  # Meta.ordering does not apply to aggregating queries
+        open_info=_open_count("info"),
+        open_warning=_open_count("warning"),
+        open_critical=_open_count("critical"),
+    ).order_by("name", "id")
 
 
 @extend_schema(responses=DETAIL_ERRORS)
@@ -167,11 +186,25 @@ class TableViewSet(
         serializer_class=s.CommitListSerializer,
     )
     def commits(self, request, pk=None):
-        table_id = self.table_id()
-        queryset = self.filter_queryset(self.get_queryset().filter(table_id=table_id))
-        page = self.paginate_queryset(queryset.values(*s.COMMIT_LIST_FIELDS))
-        # Rows are already in their JSON shape: no per-field serializer work on the hot path.
-        return self.get_paginated_response(page)
+        table = Table.objects.filter(pk=self.kwargs["pk"]).only("id", "uri", "last_seen_version")
+        table = table.first()
+        if table is None:
+            raise NotFound("no such table")
+
+        def page() -> bytes:
+            queryset = self.filter_queryset(self.get_queryset().filter(table_id=table.id))
+            rows = self.paginate_queryset(queryset.values(*s.COMMIT_LIST_FIELDS))
+            # Rows are already in their JSON shape: no per-field serializer work here.
+            return ORJSONRenderer().render(self.get_paginated_response(rows).data)
+
+        # Stored commits never change: a page is exact until the table's stored version moves.
+        body = cached_json(
+            f"commits:{table_key(table)}:{table.last_seen_version}",
+            request.build_absolute_uri(),
+            page,
+            settings.AUDIT_API_LIST_CACHE_SECONDS,
+        )
+        return HttpResponse(body, content_type="application/json")
 
     @extend_schema(
         parameters=[VERSION_PARAMETER],
@@ -214,15 +247,18 @@ class TableViewSet(
         throttle_classes=[FullZoomTimelineThrottle],
     )
     def timeline(self, request, pk=None):
-        table = self.table()
         query = s.TimelineQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        return Response(
-            table_timeline(
-                table, params.get("from_version"), params.get("to_version"), params["max_points"]
-            )
+        table = get_object_or_404(
+            Table.objects.only("id", "uri", "last_seen_version", "table_findings_at"),
+            pk=self.kwargs["pk"],
         )
+        body = timeline_json(
+            table, params.get("from_version"), params.get("to_version"), params["max_points"]
+        )
+        # Already JSON (cached as bytes): no second rendering.
+        return HttpResponse(body, content_type="application/json")
 
     # ------------------------------------------------------------------- analyses
 

@@ -1,0 +1,107 @@
+"""CommitRollup rows: everything the timeline reads, packed per block of ROLLUP_SIZE versions.
+
+A 1,000,000-commit table has about 1,000 rollups. Each holds, besides its aggregates
+(commits, max concurrency, blind appends, timestamps, operations):
+
+- `rows`: the timeline rows of its versions, `[[version, read_version, timestamp, operation,
+  blind_append, concurrent_count], ...]` as JSON text, so a 2,000-version window decodes
+  three short texts instead of fetching 2,000 Commit rows through the ORM;
+- `cells`: per-cell `[commits, max_concurrent, ...]` (flat) at the widths of `cell_widths()`
+  (64 and 8 versions at the real size), so a bucket of any zoom level is a sum of at most
+  a few thousand cells, never a scan of the commits.
+
+Stored commits never change, so a rollup is recomputed only when the ingest stores versions in
+its block (in the same transaction) or `rebuild_rollups` runs. Everything here is derived from
+the Commit rows alone, so a replay cannot double-count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from audit import models as audit_models
+
+# (version, read_version, timestamp, operation, blind_append, concurrent_count)
+ROW_FIELDS = (
+    "version",
+    "read_version",
+    "timestamp",
+    "operation",
+    "blind_append",
+    "concurrent_count",
+)
+# The finer levels, as fractions of ROLLUP_SIZE (1024 -> 64 and 8 versions a cell).
+CELL_FRACTIONS = (16, 128)
+
+
+def rollup_size() -> int:
+    return audit_models.ROLLUP_SIZE  # read at call time: tests shrink it
+
+
+def cell_widths(size: int | None = None) -> list[int]:
+    """The stored cell widths, coarsest first; levels narrower than 2 versions are skipped
+    (the rows serve them)."""
+    size = rollup_size() if size is None else size
+    return [size // f for f in CELL_FRACTIONS if size // f >= 2]
+
+
+def pack_rollups(table_id: int, rows: Iterable[tuple], rollup_model: type, size: int) -> list:
+    """Unsaved `rollup_model` instances for `rows` (ROW_FIELDS tuples, ascending versions)."""
+    # A data migration's historical model may predate `rows` and `cells`.
+    fields = {f.name for f in rollup_model._meta.get_fields()}
+    out = []
+    for start, block in _blocks(rows, size):
+        values = {k: v for k, v in _aggregate(block, start, size).items() if k in fields}
+        out.append(rollup_model(table_id=table_id, bucket_start=start, **values))
+    return out
+
+
+def _blocks(rows: Iterable[tuple], size: int) -> Iterator[tuple[int, list[tuple]]]:
+    start, block = None, []
+    for row in rows:
+        row_start = row[0] // size * size
+        if row_start != start:
+            if block:
+                yield start, block
+            start, block = row_start, []
+        block.append(row)
+    if block:
+        yield start, block
+
+
+def _aggregate(block: list[tuple], start: int, size: int) -> dict[str, Any]:
+    operations: dict[str, int] = {}
+    timestamps = [r[2] for r in block if r[2] is not None]
+    max_concurrent = 0
+    for r in block:
+        operations[r[3]] = operations.get(r[3], 0) + 1
+        max_concurrent = max(max_concurrent, r[5] or 0)
+    cells = {}
+    for width in cell_widths(size):
+        flat = [0] * (2 * (size // width))
+        for r in block:
+            i = 2 * ((r[0] - start) // width)
+            flat[i] += 1
+            flat[i + 1] = max(flat[i + 1], r[5] or 0)
+        cells[str(width)] = flat
+    return {
+        "commits": len(block),
+        "max_concurrent": max_concurrent,
+        "blind_appends": sum(1 for r in block if r[4] is True),
+        "min_timestamp": min(timestamps) if timestamps else None,
+        "max_timestamp": max(timestamps) if timestamps else None,
+        "operations": operations,
+        "rows": orjson.dumps([list(r) for r in block]).decode(),
+        "cells": orjson.dumps(cells).decode(),
+    }
+
+
+def unpack_rows(text: str) -> list[list]:
+    return orjson.loads(text) if text else []
+
+
+def unpack_cells(text: str, width: int) -> list[int]:
+    return orjson.loads(text).get(str(width), []) if text else []

@@ -1,0 +1,343 @@
+"""The timeline of a table's commits for charts (API `/timeline/` and the table page).
+
+Every answer is read from CommitRollup rows (audit/rollups.py), never by scanning the window's
+Commit rows, so its cost does not grow with the zoom level:
+
+- `rows` (the window holds at most max_points commits): the packed rows of the two or three
+  rollups that cover the window;
+- `buckets` (about max_points/2 of them): the window is cut at the finest stored level whose
+  cell is at most twice narrower than the wanted bucket width (whole rollups, then cells of 64
+  and 8 versions at the real size); buckets are whole cells of that level, counted from the
+  cell boundary at or below the window's start, and the partly covered rollups at the edges
+  are counted row by row, so every count is exact.
+
+In buckets mode `findings` lists, per bucket, the open finding the chart pins there (the most
+severe, then the lowest version and id); `buckets[i][4]` counts all of them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+
+from audit import rollups
+from audit.health_queries import change_marks
+from audit.models import Commit, CommitRollup, Finding, Table
+
+TIMELINE_COLUMNS = [
+    "version",
+    "read_version",
+    "timestamp",
+    "op",
+    "blind_append",
+    "concurrent_count",
+]
+TIMELINE_MAX_FINDINGS = 10_000
+FINDING_FIELDS = ("id", "version", "kind", "severity", "confirmed", "related_versions")
+SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
+
+
+def table_key(table: Table) -> str:
+    # The URI too: a table removed and registered again may get the same id (SQLite).
+    return f"{table.id}:{hashlib.sha1(table.uri.encode()).hexdigest()[:12]}"
+
+
+def _raw(query) -> list[tuple]:
+    """The rows of a values_list query through a plain cursor: Django's per-value converters
+    cost more than these queries themselves. Callers convert booleans and JSON columns."""
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _json(value: Any) -> Any:
+    # SQLite hands JSON columns back as text, psycopg as decoded values.
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
+def table_timeline(
+    table: Table,
+    from_version: int | None = None,
+    to_version: int | None = None,
+    max_points: int = 2000,
+) -> dict[str, Any]:
+    """The timeline JSON contract (see /api/docs/)."""
+    return orjson.loads(timeline_json(table, from_version, to_version, max_points))
+
+
+def timeline_json(
+    table: Table, from_version: int | None, to_version: int | None, max_points: int
+) -> bytes:
+    """The timeline as JSON bytes, cached briefly as bytes (no re-serialisation on a hit):
+    stored commits never change, and the key holds the stored version and the time findings
+    were last refreshed, so a hit is what a fresh computation would answer."""
+    findings_at = table.table_findings_at.timestamp() if table.table_findings_at else None
+    return cached_json(
+        f"timeline:{table_key(table)}:{table.last_seen_version}:{findings_at}",
+        f"{from_version}:{to_version}:{max_points}",
+        lambda: orjson.dumps(_timeline(table.id, from_version, to_version, max_points)),
+        settings.AUDIT_API_TIMELINE_CACHE_SECONDS,
+    )
+
+
+def cached_json(generation: str, request: str, compute: Callable[[], bytes], seconds: int) -> bytes:
+    """A response body cached as bytes under (what the data depends on, what was asked).
+
+    `generation` must change whenever the answer could (e.g. the table's stored version), so a
+    hit is what `compute()` would return now; `seconds` bounds how long an entry lives.
+    """
+    if not seconds:
+        return compute()
+    key = f"audit:json:v1:{generation}:{hashlib.sha1(request.encode()).hexdigest()}"
+    body = cache.get(key)
+    if body is None:
+        body = compute()
+        cache.set(key, body, seconds)
+    return body
+
+
+def _timeline(
+    table_id: int, from_version: int | None, to_version: int | None, max_points: int
+) -> dict[str, Any]:
+    versions = Commit.objects.filter(table_id=table_id).values_list("version", flat=True)
+    # Two index probes: SQLite answers MIN and MAX from the index only one at a time.
+    first = versions.order_by("version").first()
+    latest = versions.order_by("-version").first()
+    out: dict[str, Any] = {
+        "table": table_id,
+        "first_version": first,
+        "latest_version": latest,
+        "from_version": None,
+        "to_version": None,
+        "mode": "rows",
+        "operations": [],
+        "columns": TIMELINE_COLUMNS,
+        "rows": [],
+        "buckets": [],
+        "findings": [],
+        "changes": [],
+    }
+    if first is None:
+        return out
+    lo = first if from_version is None else max(from_version, first)
+    hi = latest if to_version is None else min(to_version, latest)
+    out["from_version"], out["to_version"] = lo, hi
+    if lo > hi:
+        return out
+    window = versions.filter(version__gte=lo, version__lte=hi)
+    findings = Finding.objects.filter(
+        table_id=table_id, status=Finding.Status.OPEN, version__gte=lo, version__lte=hi
+    )
+    # Versions are (nearly) contiguous: a short span needs no count; else probe one row past
+    # max_points instead of counting the whole window.
+    few = hi - lo + 1 <= max_points or not window.order_by("version")[max_points : max_points + 1]
+    if few:
+        _fill_rows(out, window_rows(table_id, lo, hi, expected=window.count()))
+        out["findings"] = _finding_dicts(
+            findings.order_by("version", "id").values_list(*FINDING_FIELDS)[:TIMELINE_MAX_FINDINGS]
+        )
+    else:
+        base, width = _fill_buckets(out, table_id, lo, hi, max_points)
+        _fill_bucket_findings(out, findings, base, width)
+    # Schema/protocol/property changes (issue 18), marked where they happened.
+    out["changes"] = change_marks(table_id, lo, hi)
+    return out
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def window_rows(table_id: int, lo: int, hi: int, *, expected: int | None = None) -> list[list]:
+    """The timeline rows (ROW_FIELDS) of versions [lo, hi], ascending, from the rollups.
+
+    With `expected` (the number of Commit rows in the window), rows written without their
+    rollups (a bulk load that did not call rebuild_rollups) are read from the commits instead.
+    """
+    size = rollups.rollup_size()
+    packed = (
+        CommitRollup.objects.filter(
+            table_id=table_id, bucket_start__gte=lo // size * size, bucket_start__lte=hi
+        )
+        .order_by("bucket_start")
+        .values_list("bucket_start", "commits", "rows")
+    )
+    out: list[list] = []
+    for start, commits, text in _raw(packed):
+        rows = rollups.unpack_rows(text)
+        if len(rows) != commits:  # packed before rollups carried rows
+            rows = _commit_rows(table_id, start, start + size - 1)
+        if lo <= start and start + size - 1 <= hi:
+            out.extend(rows)
+        else:  # rows are in version order: cut the window's part out
+            first = bisect.bisect_left(rows, lo, key=_version)
+            out.extend(rows[first : bisect.bisect_right(rows, hi, lo=first, key=_version)])
+    if expected is not None and len(out) != expected:
+        return _commit_rows(table_id, lo, hi)
+    return out
+
+
+def _version(row: list) -> int:
+    return row[0]
+
+
+def _commit_rows(table_id: int, lo: int, hi: int) -> list[list]:
+    query = (
+        Commit.objects.filter(table_id=table_id, version__gte=lo, version__lte=hi)
+        .order_by("version")
+        .values_list(*rollups.ROW_FIELDS)
+    )
+    return [
+        [v, rv, ts, op, None if b is None else bool(b), cc] for v, rv, ts, op, b, cc in _raw(query)
+    ]
+
+
+def _fill_rows(out: dict[str, Any], rows: list[list]) -> None:
+    op_index: dict[str, int] = {}
+    for row in rows:
+        index = op_index.get(row[3])
+        if index is None:
+            index = op_index[row[3]] = len(op_index)
+        row[3] = index
+        if row[4] is not None:
+            row[4] = bool(row[4])
+    out["mode"] = "rows"
+    out["operations"] = list(op_index)
+    out["rows"] = rows
+
+
+# --------------------------------------------------------------------------- buckets
+
+
+def _fill_buckets(
+    out: dict[str, Any], table_id: int, lo: int, hi: int, max_points: int
+) -> tuple[int, int]:
+    """About max_points/2 buckets [from_v, to_v, commits, max_concurrent, findings] over
+    [lo, hi] (only those holding commits). Returns (base, width): bucket i starts at
+    base + i * width."""
+    size = rollups.rollup_size()
+    unit, base, width = _bucket_grid(lo, hi, max(max_points // 2, 1), size)
+    stats: dict[int, list[int]] = {}  # bucket index -> [commits, max_concurrent]
+    operations: set[str] = set()
+    packed = CommitRollup.objects.filter(
+        table_id=table_id, bucket_start__gte=lo // size * size, bucket_start__lte=hi
+    ).order_by("bucket_start")
+    whole = {"bucket_start__gte": lo, "bucket_start__lte": hi - size + 1}
+    edges = packed.exclude(**whole)
+    if unit == 1:  # narrow buckets: every row of the window (fewer than 4 * target of them)
+        edges = packed
+    else:  # rollups wholly inside the window: their aggregates, or their cells
+        fields = ["bucket_start", "commits", "max_concurrent", "operations"]
+        for row in _raw(
+            packed.filter(**whole).values_list(*fields, "cells" if unit < size else "id")
+        ):
+            operations.update(_json(row[3]))
+            if unit == size:
+                _add(stats, (row[0] - base) // width, row[1], row[2])
+            else:
+                _add_cells(stats, row[0], row[4], unit, base, width)
+    # The partly covered rollups at the edges, row by row.
+    for start, commits, text in _raw(edges.values_list("bucket_start", "commits", "rows")):
+        rows = rollups.unpack_rows(text)
+        if len(rows) != commits:
+            rows = _commit_rows(table_id, start, start + size - 1)
+        for r in rows:
+            if lo <= r[0] <= hi:
+                _add(stats, (r[0] - base) // width, 1, r[5])
+                operations.add(r[3])
+    out["mode"] = "buckets"
+    out["buckets"] = [
+        [max(base + b * width, lo), min(base + (b + 1) * width - 1, hi), n, most, 0]
+        for b, (n, most) in sorted(stats.items())
+    ]
+    out["operations"] = sorted(operations)
+    return base, width
+
+
+def _bucket_grid(lo: int, hi: int, target: int, size: int) -> tuple[int, int, int]:
+    """(level, base, width) of about `target` equal buckets over [lo, hi]: buckets at least
+    half a stored level wide are whole cells of it, counted from the cell boundary at or below
+    lo (so there are at most `target`); narrower ones start at lo."""
+    width = -(-(hi - lo + 1) // target)  # ceil
+    unit = _level_for(width, size)
+    if unit == 1:
+        return 1, lo, width
+    base = lo // unit * unit
+    width = -(-(hi - base + 1) // target)
+    return unit, base, -(-width // unit) * unit
+
+
+def _level_for(width: int, size: int) -> int:
+    """The coarsest stored level (rollup, then cells) at most twice wider than `width`;
+    1 (single rows) when the buckets are narrower than half the finest cell."""
+    for unit in [size, *rollups.cell_widths(size)]:
+        if 2 * width >= unit:
+            return unit
+    return 1
+
+
+def _add_cells(
+    stats: dict[int, list[int]], start: int, cells: str, unit: int, base: int, width: int
+) -> None:
+    flat = rollups.unpack_cells(cells, unit)
+    for i in range(0, len(flat), 2):
+        if flat[i]:
+            _add(stats, (start + (i // 2) * unit - base) // width, flat[i], flat[i + 1])
+
+
+def _add(stats: dict[int, list[int]], bucket: int, n: int, max_concurrent: int | None) -> None:
+    entry = stats.get(bucket)
+    if entry is None:
+        stats[bucket] = [n, max_concurrent or 0]
+    else:
+        entry[0] += n
+        if max_concurrent and max_concurrent > entry[1]:
+            entry[1] = max_concurrent
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _fill_bucket_findings(out: dict[str, Any], findings, base: int, width: int) -> None:
+    """Per bucket: the count of open findings, and the one the chart pins (the most severe,
+    then the lowest version and id); only those are sent, however many the window holds."""
+    counts: dict[int, int] = {}
+    best: dict[int, tuple[int, int, int]] = {}
+    for finding_id, version, severity in _raw(
+        findings.order_by().values_list("id", "version", "severity")
+    ):
+        bucket = (version - base) // width
+        counts[bucket] = counts.get(bucket, 0) + 1
+        key = (-SEVERITY_RANK.get(severity, 0), version, finding_id)
+        if bucket not in best or key < best[bucket]:
+            best[bucket] = key
+    for entry in out["buckets"]:
+        entry[4] = counts.get((entry[0] - base) // width, 0)
+    if not best:  # an empty IN () compiles to no SQL at all
+        out["findings"] = []
+        return
+    pinned = Finding.objects.filter(id__in=[key[2] for key in best.values()])
+    out["findings"] = _finding_dicts(
+        _raw(pinned.order_by("version", "id").values_list(*FINDING_FIELDS))
+    )
+
+
+def _finding_dicts(rows: list[tuple]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f[0],
+            "version": f[1],
+            "kind": f[2],
+            "severity": f[3],
+            "confirmed": bool(f[4]),
+            "related_versions": _json(f[5]),
+        }
+        for f in rows
+    ]
