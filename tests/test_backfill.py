@@ -79,7 +79,8 @@ def test_a_backfill_reports_progress_rate_and_time_left(delta_table_factory, cli
     assert status["remaining"] == 3 and status["eta_seconds"] > 0
     assert status["text"].startswith("67% · 6 of 9 commits · ") and status["text"].endswith(" left")
     api = client.get(f"/api/tables/{table.id}/").json()["backfill"]
-    assert api["remaining"] == 3 and api["commits_per_second"] > 0 and api["eta_seconds"] > 0
+    assert api["remaining"] == 3 and api["commits_per_second"] > 0
+    assert api["eta_seconds"] == round(3 / table.backfill_rate, 1)  # may round to 0.0 when fast
 
     ingest.tail_once(table.id, chunk=3)
     table.refresh_from_db()

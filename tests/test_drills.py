@@ -28,6 +28,7 @@ import requests
 from deltalake import DeltaTable, write_deltalake
 
 from audit import demo, ingest
+from audit.core import tailwindow
 from audit.models import Commit, Table
 from tests.conftest import rows, wait_for
 from workers.tasks import tail_table
@@ -195,15 +196,15 @@ def test_a_table_deleted_in_the_middle_of_its_tail_errors_cleanly(delta_table_fa
     healthy_path = delta_table_factory("healthy", commits=2)
     doomed, _ = ingest.register_table(str(path))
     healthy, _ = ingest.register_table(str(healthy_path))
-    original = ingest.history_from_log
+    original = tailwindow.history_from_log  # the tail step's reads (audit.core.tailwindow)
 
     def delete_then_read(*args, **kwargs):
         shutil.rmtree(path, ignore_errors=True)  # between the listing and the reads
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(ingest, "history_from_log", delete_then_read)
+    monkeypatch.setattr(tailwindow, "history_from_log", delete_then_read)
     line = tail_table(doomed.id)  # listed the log, then the files vanished under it
-    monkeypatch.setattr(ingest, "history_from_log", original)
+    monkeypatch.setattr(tailwindow, "history_from_log", original)
     doomed.refresh_from_db()
     assert doomed.status == "error", line
     assert "does not exist" in doomed.last_error and "\n" not in doomed.last_error
