@@ -71,14 +71,6 @@ _WRITE_OPERATIONS = frozenset(
 )
 
 
-@dataclass(slots=True)
-class _Live:
-    version: int  # the version whose add made it active (-1: from the base state)
-    dv: str | None  # deletion vector identity (storage type + path/inline data + offset)
-    stats: str | None  # raw stats JSON, parsed only when a rewrite removes the file
-    dv_rows: int  # rows the deletion vector marks deleted
-
-
 @dataclass
 class _Commit:
     """One commit's facts the checks share."""
@@ -148,18 +140,18 @@ class IntegrityChecker:
 
     base: TableState | None = None
     findings: list[Finding] = field(default_factory=list)
-    live: dict[str, _Live] = field(default_factory=dict)
+    # Active files: key -> (the version whose add made it active, -1 for the base; the add).
+    live: dict[str, tuple[int, AddFile]] = field(default_factory=dict)
     removed_at: dict[str, int] = field(default_factory=dict)  # path -> version that removed it
     protocol: Protocol | None = None
     _counts: dict[str, int] = field(default_factory=dict)
+    _allowed: tuple[Protocol | None, bool, bool, bool] = (None, False, False, False)
 
     def __post_init__(self) -> None:
         if self.base is not None:
             self.protocol = self.base.protocol
             for path, add in self.base.files.items():
-                self.live[path_key(path)] = _Live(
-                    -1, dv_identity(add.deletion_vector), add.stats, _dv_rows(add.deletion_vector)
-                )
+                self.live[path_key(path)] = (-1, add)
 
     def observe(self, commit: Commit) -> None:
         if commit.protocol is not None:
@@ -177,30 +169,26 @@ class IntegrityChecker:
         self._metric_checks(facts)
         replaced = self._remove_checks(facts)
         replaced += self._add_checks(facts)
-        self._rewrite_check(facts, replaced)
+        if commit.removes:
+            self._rewrite_check(facts, replaced)
+        live, removed_at, version = self.live, self.removed_at, commit.version
         for key in facts.removed_keys:
-            self.live.pop(key, None)
-            self.removed_at[key] = commit.version
+            live.pop(key, None)
+            removed_at[key] = version
         for key, add in facts.added_keys.items():
-            self.live[key] = _Live(
-                commit.version,
-                dv_identity(add.deletion_vector),
-                add.stats,
-                _dv_rows(add.deletion_vector),
-            )
+            live[key] = (version, add)
 
     # ------------------------------------------------------------------ files
 
-    def _remove_checks(self, facts: _Commit) -> list[_Live | None]:
+    def _remove_checks(self, facts: _Commit) -> list[AddFile | None]:
         """The live files the commit's removes replace (None when unknown); reports unknown ones."""
-        replaced: list[_Live | None] = []
+        replaced: list[AddFile | None] = []
         unknown: list[str] = []
-        read_version = _read_version(facts.commit)
         for remove in facts.commit.removes:
             key = path_key(remove.path)
             entry = self.live.get(key)
-            replaced.append(entry)
-            if entry is None and not self._removed_concurrently(key, read_version):
+            replaced.append(entry[1] if entry is not None else None)
+            if entry is None and not self._removed_concurrently(key, _read_version(facts.commit)):
                 unknown.append(remove.path)
         if unknown and self.base is not None:
             self._add(_unknown_remove_finding(facts.commit.version, unknown))
@@ -213,10 +201,10 @@ class IntegrityChecker:
         removed = self.removed_at.get(key)
         return removed is not None and (read_version is None or removed > read_version)
 
-    def _add_checks(self, facts: _Commit) -> list[_Live | None]:
+    def _add_checks(self, facts: _Commit) -> list[AddFile | None]:
         """Adds of active paths: a legal stats refresh replaces a live file; the rest are duplicates."""
         version = facts.commit.version
-        replaced: list[_Live | None] = []
+        replaced: list[AddFile | None] = []
         duplicates: dict[str, int] = {}
         for add in facts.commit.adds:
             key = path_key(add.path)
@@ -226,24 +214,23 @@ class IntegrityChecker:
             entry = self.live.get(key)
             if entry is None or key in facts.removed_keys:
                 continue
-            same_file = entry.dv == dv_identity(add.deletion_vector)
+            added_at, previous = entry
+            same_file = dv_identity(previous.deletion_vector) == dv_identity(add.deletion_vector)
             if same_file and not add.data_change:
-                replaced.append(entry)  # stats replacement, allowed by the protocol
+                replaced.append(previous)  # stats replacement, allowed by the protocol
             else:
-                duplicates[add.path] = entry.version
+                duplicates[add.path] = added_at
         if duplicates:
             self._add(_duplicate_finding(version, duplicates))
         return replaced
 
-    def _rewrite_check(self, facts: _Commit, replaced: list[_Live | None]) -> None:
+    def _rewrite_check(self, facts: _Commit, replaced: list[AddFile | None]) -> None:
         commit = facts.commit
         actions: list[AddFile | RemoveFile] = [*commit.adds, *commit.removes]
-        if not commit.removes or any(a.data_change for a in actions):
+        if any(a.data_change for a in actions):
             return
         before = _live_rows(replaced)
-        after = _live_rows(
-            [_Live(commit.version, None, a.stats, _dv_rows(a.deletion_vector)) for a in commit.adds]
-        )
+        after = _live_rows(commit.adds)
         reported = _metric(facts.metrics, "numOutputRows") if facts.metrics else None
         if before is None:
             return
@@ -295,19 +282,31 @@ class IntegrityChecker:
         protocol, commit = self.protocol, facts.commit
         if protocol is None:
             return  # a log without a protocol action: nothing to hold actions against
+        if self._allowed[0] is not protocol:
+            self._allowed = (
+                protocol,
+                _has_feature(protocol, "deletionVectors", reader=True),
+                _has_feature(protocol, "domainMetadata"),
+                _has_feature(protocol, "rowTracking"),
+            )
+        _, dv_ok, domains_ok, row_ids_ok = self._allowed
+        if dv_ok and domains_ok and row_ids_ok:
+            return
         problems: list[str] = []
         paths: list[str] = []
-        dv_files = [f.path for f in (*commit.adds, *commit.removes) if f.deletion_vector]
-        if dv_files and not _has_feature(protocol, "deletionVectors", reader=True):
+        dv_files = (
+            [] if dv_ok else [f.path for f in (*commit.adds, *commit.removes) if f.deletion_vector]
+        )
+        if dv_files:
             problems.append("deletion vectors without the deletionVectors table feature")
             paths += dv_files
-        if commit.domain_metadata and not _has_feature(protocol, "domainMetadata"):
+        if commit.domain_metadata and not domains_ok:
             domains = sorted({d.domain for d in commit.domain_metadata})
             problems.append(
                 f"domainMetadata ({', '.join(domains)}) without the domainMetadata feature"
             )
-        row_ids = [a.path for a in commit.adds if a.base_row_id is not None]
-        if row_ids and not _has_feature(protocol, "rowTracking"):
+        row_ids = [] if row_ids_ok else [a.path for a in commit.adds if a.base_row_id is not None]
+        if row_ids:
             problems.append("row ids (baseRowId) without the rowTracking feature")
             paths += row_ids
         # cdc files on an old protocol are not checked: readers that do not read the change
@@ -335,13 +334,14 @@ def _has_feature(protocol: Protocol, feature: str, *, reader: bool = False) -> b
     )
 
 
-def _live_rows(files: Iterable[_Live | None]) -> int | None:
+def _live_rows(files: Iterable[AddFile | None]) -> int | None:
+    """Rows the files hold: numRecords minus the rows their deletion vectors delete."""
     total = 0
-    for entry in files:
-        records = _records(entry.stats) if entry is not None else None
-        if entry is None or records is None:
+    for add in files:
+        records = _records(add.stats) if add is not None else None
+        if add is None or records is None:
             return None
-        total += records - entry.dv_rows
+        total += records - _dv_rows(add.deletion_vector)
     return total
 
 
