@@ -31,13 +31,16 @@ from audit.core.health import (
 from audit.core.log import LOG_DIR, commit_file_name, parse_commit
 from audit.core.matrix import classify_operation, uses_zorder
 from audit.core.summary import History
-from audit.core.tombstones import commit_timestamp, snapshot_from_history
+from audit.core.tombstones import snapshot_from_history
 from audit.health_alerts import evaluate_health_rules, raise_change_findings
 from audit.health_models import HealthPoint, TableChange, TableHealth
 from audit.models import Commit, Table
 
 log = logging.getLogger(__name__)
-ACTIVITY_ROWS = 10_000  # the commit-hour profile reads at most this many recent commits
+ACTIVITY_ROWS = 10_000
+BIG_COMMIT_BYTES = (
+    16 * 1024 * 1024
+)  # re-parsing a 100 MB commit per chunk costs seconds  # the commit-hour profile reads at most this many recent commits
 
 
 def record_health(
@@ -62,7 +65,9 @@ def store_points(table_id: int, history: History, start: int, end: int) -> int:
     """num_files / total_bytes / small_files of every version in [start, end].
 
     Exact at `end` (the replayed state), then walked backwards through the chunk's commits:
-    a version's numbers are the next one's minus that commit's adds plus its removes.
+    a version's numbers are the next one's minus that commit's adds plus its removes. Only
+    commits after `start` are parsed again; one above BIG_COMMIT_BYTES is undone from its
+    summary instead (counts exact, bytes and small files from its data-changing files).
     Returns the bytes of the chunk's commit files (the log size, kept incrementally).
     """
     state = history.state
@@ -72,38 +77,61 @@ def store_points(table_id: int, history: History, start: int, end: int) -> int:
     sizes = [f.size or 0 for f in state.files.values()]
     current = [len(sizes), sum(sizes), sum(1 for s in sizes if s < limit)]
     log_ = history.get_log()
-    commits, chunk_bytes = [], 0
-    for version in log_.listing.commit_versions[
-        bisect.bisect_left(log_.listing.commit_versions, start) : bisect.bisect_right(
-            log_.listing.commit_versions, end
-        )
-    ]:
+    versions = log_.listing.commit_versions
+    chunk = versions[bisect.bisect_left(versions, start) : bisect.bisect_right(versions, end)]
+    data_of: dict[int, bytes] = {}
+    chunk_bytes = 0
+    for version in chunk:
         data = log_.store.read_bytes(f"{LOG_DIR}/{commit_file_name(version)}")
         chunk_bytes += len(data)
-        commits.append(parse_commit(version, data))
+        if version > start:
+            data_of[version] = data
     rows: list[HealthPoint] = []
-    for commit in reversed(commits):
+    for version in reversed(chunk):
+        summary = history.summary(version)
         rows.append(
             HealthPoint(
                 table_id=table_id,
-                version=commit.version,
-                timestamp=commit_timestamp(commit),
+                version=version,
+                timestamp=summary.timestamp if summary is not None else None,
                 num_files=current[0],
                 total_bytes=current[1],
                 small_files=current[2],
             )
         )
-        limit = small_file_limit(history.properties_at(commit.version))
-        for add in commit.adds:
-            current[0] -= 1
-            current[1] -= add.size or 0
-            current[2] -= (add.size or 0) < limit
-        for remove in commit.removes:
-            current[0] += 1
-            current[1] += remove.size or 0
-            current[2] += (remove.size or 0) < limit
+        if version == start:
+            break
+        limit = small_file_limit(history.properties_at(version))
+        data = data_of.pop(version)
+        if len(data) > BIG_COMMIT_BYTES and summary is not None:
+            _undo_summary(current, summary, limit)
+        else:
+            _undo_commit(current, parse_commit(version, data), limit)
     HealthPoint.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
     return chunk_bytes
+
+
+def _undo_commit(current: list[int], commit: Any, limit: int) -> None:
+    for add in commit.adds:
+        current[0] -= 1
+        current[1] -= add.size or 0
+        current[2] -= (add.size or 0) < limit
+    for remove in commit.removes:
+        current[0] += 1
+        current[1] += remove.size or 0
+        current[2] += (remove.size or 0) < limit
+
+
+def _undo_summary(current: list[int], s: Any, limit: int) -> None:
+    added = s.files_added + len(s.compacted_paths)
+    removed = len(s.removed_paths_all)
+    current[0] += removed - added
+    current[1] += s.bytes_removed - s.bytes_added
+    if s.files_added and s.bytes_added / s.files_added < limit:
+        current[2] -= s.files_added
+    if s.files_removed and s.bytes_removed / s.files_removed < limit:
+        current[2] += s.files_removed
+    current[2] = max(min(current[2], current[0]), 0)
 
 
 def store_changes(table_id: int, history: History, start: int, end: int) -> list[dict[str, Any]]:

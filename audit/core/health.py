@@ -207,12 +207,13 @@ def compute_health(
     files = list(state.files.values())
     limit = small_file_limit(props)
     small = [f for f in files if (f.size or 0) < limit]
+    records, without_stats = _num_records(files)
     health: dict[str, Any] = {
         "version": state.version,
         "timestamp": snapshot.timestamp,
         "num_files": len(files),
         "total_bytes": sum(f.size or 0 for f in files),
-        "num_records": _num_records(files),
+        "num_records": records,
         "target_file_size": target_file_size(props),
         "file_size_histogram": size_histogram(f.size or 0 for f in files),
         "small_files": {
@@ -220,7 +221,7 @@ def compute_health(
             "bytes": sum(f.size or 0 for f in small),
             "threshold": limit,
         },
-        "files_without_stats": sum(1 for f in files if _record_count(f) is None),
+        "files_without_stats": without_stats,
         "partitions": partition_health(files, state.partition_columns),
         "tombstones": tombstone_health(snapshot, props),
         "checkpoint": checkpoint_health(listing, state.version, props),
@@ -243,31 +244,44 @@ def size_histogram(sizes: Any) -> list[dict[str, int]]:
     return [{"le": 1 << e, "count": counts.get(e, 0)} for e in range(min(counts), max(counts) + 1)]
 
 
-def _stats(add: AddFile) -> dict[str, Any] | None:
-    if not add.stats:
-        return None
-    try:
-        parsed = orjson.loads(add.stats)
-    except orjson.JSONDecodeError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
+_NUM_RECORDS = re.compile(r'\s*\{\s*"numRecords"\s*:\s*(\d+)\s*[,}]')
 
 
 def _record_count(add: AddFile) -> int | None:
-    stats = _stats(add)
-    value = stats.get("numRecords") if stats else None
+    """`numRecords` of a file's stats.
+
+    Spark and delta-rs write it as the first key: then it is read without parsing the whole
+    stats JSON (a 400k-file table would otherwise parse 400k documents of min/max values to
+    read one integer). Any other layout is parsed properly, so a column that happens to be
+    named numRecords inside minValues is never mistaken for it.
+    """
+    stats = add.stats
+    if not stats:
+        return None
+    m = _NUM_RECORDS.match(stats)
+    if m:
+        return int(m.group(1))
+    try:
+        parsed = orjson.loads(stats)
+    except orjson.JSONDecodeError:
+        return None
+    value = parsed.get("numRecords") if isinstance(parsed, dict) else None
     return value if type(value) is int else None
 
 
-def _num_records(files: list[AddFile]) -> int | None:
-    """Rows in the live files (minus rows their deletion vectors delete); None without stats."""
-    total = 0
+def _num_records(files: list[AddFile]) -> tuple[int | None, int]:
+    """Rows in the live files (minus rows their deletion vectors delete; None when a file has
+    no stats) and the number of files without stats, in one pass."""
+    total: int | None = 0
+    without = 0
     for f in files:
         count = _record_count(f)
         if count is None:
-            return None
-        total += count - _dv_rows(f)
-    return total
+            without += 1
+            total = None
+        elif total is not None:
+            total += count - _dv_rows(f)
+    return total, without
 
 
 def _dv_rows(add: AddFile) -> int:
