@@ -38,6 +38,21 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(CommitSummary))
 _as_row = operator.attrgetter(*_FIELDS)
 
 
+def spare_core() -> bool:
+    """True when a second process would get a core of its own (load below cores - 1).
+
+    On a loaded machine the child only competes with the parent (Linux autogroup scheduling
+    gives a session one share, however many processes it runs) and its pickling is pure
+    overhead: measured at load 5-6 on 2 cores, the forked path took 8-11 s against 6-7 s.
+    """
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return False
+    return cores > 1 and load <= cores - 1
+
+
 def summarize_log_parallel(
     log: DeltaLog,
     start: int | None,

@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand
 
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError
+from audit.core.parallel import spare_core
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.summary import load_history
 from audit.health_report import add_health_and_changes
@@ -41,7 +42,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            history = load_history(options["table_uri"], parallel=True)
+            history = load_history(options["table_uri"], parallel=spare_core())
             result = audit_history(history, check_data=not options["no_data"])
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {_one_line(str(err))}\n")
