@@ -74,15 +74,24 @@ def _fmt(kinds: Counter[str]) -> str:
 
 
 def _old_path():
-    """The reading path before incremental listing: pyarrow filesystem, full listing, no cache."""
+    """The reading path before incremental listing: pyarrow's filesystem (a HEAD before every
+    GET), a full listing every tick, no cache."""
+    from pyarrow import fs as pafs
+
     from audit.core.log import DeltaLog
     from audit.core.storage import ArrowStore
 
+    class PyArrowStore(ArrowStore):
+        def __init__(self, uri: str):  # the pre-issue-14 constructor: pyarrow's own S3 client
+            self.uri, self.storage, self._where, self._secrets = uri, None, "", ()
+            self.fs, root = pafs.FileSystem.from_uri(uri)
+            self.root = root.rstrip("/")
+
     def open_log(uri: str) -> DeltaLog:
-        return DeltaLog(ArrowStore(uri))
+        return DeltaLog(PyArrowStore(uri))
 
     def has_commit(uri: str, version: int) -> bool:
-        return ArrowStore(uri).exists(f"_delta_log/{version:020d}.json")
+        return PyArrowStore(uri).exists(f"_delta_log/{version:020d}.json")
 
     return open_log, has_commit
 
