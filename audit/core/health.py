@@ -290,6 +290,10 @@ def _dv_rows(add: AddFile) -> int:
     return value if isinstance(value, int) else 0
 
 
+def _sortable(key: tuple) -> tuple:
+    return tuple((name, value is None, value or "") for name, value in key)
+
+
 def partition_health(files: list[AddFile], columns: list[str]) -> dict[str, Any]:
     if not columns:
         return {"count": 0, "top": [], "skew": None}
@@ -298,7 +302,8 @@ def partition_health(files: list[AddFile], columns: list[str]) -> dict[str, Any]
         entry = totals.setdefault(partition_key(f.partition_values), [0, 0])
         entry[0] += 1
         entry[1] += f.size or 0
-    ranked = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    # Null partition values sort after the others (None and str do not compare).
+    ranked = sorted(totals.items(), key=lambda kv: (-kv[1][1], _sortable(kv[0])))
     byte_counts = [v[1] for v in totals.values()]
     median = statistics.median(byte_counts) if byte_counts else 0
     skew = round(max(byte_counts) / median, 3) if median else None
