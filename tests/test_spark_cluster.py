@@ -166,9 +166,15 @@ def test_executors_without_the_libraries_fail_in_one_line(cluster, on_cluster, t
 
 @pytest.mark.django_db
 def test_the_core_reaches_executors_as_the_shipped_zip(cluster, on_cluster):
+    from pyspark.sql import SparkSession
+
     from workers.spark_probe import probe_executors
     from workers.spark_session import get_spark
 
+    # A fresh application: a session left by an earlier test may have shipped the zip already.
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
     spark = get_spark(cluster.master_url, extra_conf=on_cluster.AUDIT_SPARK_CONF)
     with pytest.raises(Exception, match="cannot import the shipped audit core"):
         probe_executors(spark)  # nothing shipped yet: the project is not on executors' path
