@@ -160,6 +160,10 @@ def get_spark(
     problem = java_problem()
     if problem is not None:
         raise DeltaAuditError(problem)
+    # A Spark Connect session leaves these in the process environment, and PySpark would then
+    # build every later session, classic ones too, as a Connect client.
+    for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):
+        os.environ.pop(name, None)
     pairs = spark_conf(master, log_level=log_level, driver_memory=driver_memory)
     pairs += list((extra_conf or {}).items())
     # A classic PySpark driver tells executors which Python to run from PYSPARK_PYTHON (its
