@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import F
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -15,9 +17,11 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from audit.api.exceptions import BadRequest, TableLogUnreadable
+from audit.api.renderers import ORJSONRenderer
 from audit.core.errors import DeltaAuditError
 from audit.health_queries import health_history, table_changes, table_diff, table_health
 from audit.models import Table
+from audit.timeline import cached_json, table_key
 
 INT64_MAX = 2**63 - 1
 ERROR = OpenApiResponse(response=OpenApiTypes.OBJECT, description='`{"error": "<message>"}`')
@@ -109,9 +113,17 @@ class TableHealthActions:
         if version is not None:
             _in_range(table, version, "version")
         try:
-            return Response(table_health(table, version))
+            # The stored health changes only when new commits are stored: its JSON is cached
+            # as bytes under the table's stored version.
+            body = cached_json(
+                f"health:{table_key(table)}:{table.last_seen_version}",
+                str(version),
+                lambda: ORJSONRenderer().render(table_health(table, version)),
+                settings.AUDIT_API_LIST_CACHE_SECONDS,
+            )
         except DeltaAuditError as err:
             raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
+        return HttpResponse(body, content_type="application/json")
 
     @extend_schema(
         parameters=[OpenApiParameter("max_points", OpenApiTypes.INT, description="2..5000")],
