@@ -132,6 +132,10 @@ def spark_conf(
         pairs.append(("spark.pyspark.python", sys.executable))
         pairs.append(("spark.pyspark.driver.python", sys.executable))
         pairs.append(("spark.executorEnv.PYTHONPATH", os.pathsep.join(paths)))
+    else:
+        # Never the checkout on a cluster: the driver JVM outlives sessions, and a local
+        # session's executor PYTHONPATH (above) would otherwise reach this one's executors.
+        pairs.append(("spark.executorEnv.PYTHONPATH", ""))
     return pairs
 
 
