@@ -186,8 +186,8 @@ class TableViewSet(
         serializer_class=s.CommitListSerializer,
     )
     def commits(self, request, pk=None):
-        table = Table.objects.filter(pk=self.kwargs["pk"]).only("id", "uri", "last_seen_version")
-        table = table.first()
+        fields = ("id", "uri", "last_seen_version")  # what the cache key needs
+        table = Table.objects.filter(pk=self.kwargs["pk"]).only(*fields).first()
         if table is None:
             raise NotFound("no such table")
 
