@@ -20,10 +20,10 @@ from django.core.cache import cache
 
 from audit.core.audit import audit_history
 from audit.core.isolation import isolation_settings
+from audit.core.jsonsafe import json_safe
 from audit.core.partitioning import recommend_partitioning
 from audit.core.summary import History, load_history
 from audit.core.writers import writer_telemetry
-from audit.ingest import json_safe
 from audit.models import Table
 from audit.paths import check_registered
 from audit.timeline import table_key, table_timeline  # noqa: F401 - also the query layer

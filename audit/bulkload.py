@@ -43,7 +43,7 @@ def insert_commits(rows: list[dict[str, Any]]) -> None:
 
 
 def _values(fields: list[models.Field], rows: list[dict[str, Any]], *, raw_datetimes: bool) -> list:
-    from audit.ingest import json_text  # noqa: PLC0415  (ingest imports this module)
+    from audit.core.jsonsafe import json_text  # noqa: PLC0415
 
     def identity(v: Any) -> Any:
         return v

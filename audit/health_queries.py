@@ -15,10 +15,10 @@ from django.core.cache import cache
 from audit.core.diff import diff_versions
 from audit.core.errors import DeltaAuditError
 from audit.core.health import health_at
+from audit.core.jsonsafe import json_safe
 from audit.core.log import open_log
 from audit.health_models import HealthPoint, TableChange, TableHealth
 from audit.health_store import stored_activity
-from audit.ingest import json_safe
 from audit.models import Finding, Table
 from audit.paths import check_registered
 

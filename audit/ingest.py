@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import orjson
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Max, Min, Q
@@ -32,9 +31,9 @@ from audit.core import model
 from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
 from audit.core.errors import DeltaAuditError
 from audit.core.gaps import HistoryGap, find_history_gap, history_gap_finding
+from audit.core.jsonsafe import clean_text, json_safe
 from audit.core.log import DeltaLog, open_log
 from audit.core.orphans import SCAN_KINDS
-from audit.core.serialize import json_default
 from audit.core.summary import History, history_from_log
 from audit.core.tailwindow import load_tail_history
 from audit.health_alerts import HEALTH_KINDS
@@ -467,7 +466,7 @@ def mark_error(
         table.id,
         lock_token,
         status=Table.Status.ERROR,
-        last_error=_clean_text(message)[:2000],
+        last_error=clean_text(message)[:2000],
         error_cause=cause,
         last_tail_at=timezone.now(),
     )
@@ -506,26 +505,26 @@ def commit_values(table_id: int, s: model.CommitSummary, audit: Any | None) -> d
         version=s.version,
         timestamp=_int64(s.timestamp),
         committed_at=_datetime_ms(s.timestamp),
-        operation=_clean_text(s.operation or "")[:100],
+        operation=clean_text(s.operation or "")[:100],
         read_version=_int64(read_version),
         read_version_fact=read_fact,
-        isolation_level=_clean_text(s.isolation_level)[:40] if s.isolation_level else None,
+        isolation_level=clean_text(s.isolation_level)[:40] if s.isolation_level else None,
         isolation_level_fact=s.facts.get("isolation_level", "unknown"),
         blind_append=s.blind_append,
         blind_append_fact=s.facts.get("blind_append", "unknown"),
         engine=s.engine,
-        engine_info=_clean_text(s.engine_info or "")[:2000],
-        txn_id=_clean_text(s.txn_id or "")[:200],
-        user_id=_clean_text(s.user_id or "")[:200],
-        user_name=_clean_text(s.user_name or "")[:200],
+        engine_info=clean_text(s.engine_info or "")[:2000],
+        txn_id=clean_text(s.txn_id or "")[:200],
+        user_id=clean_text(s.user_id or "")[:200],
+        user_name=clean_text(s.user_name or "")[:200],
         files_added=min(s.files_added, 2**31 - 1),
         files_removed=min(s.files_removed, 2**31 - 1),
         bytes_added=_int64(s.bytes_added) or 0,
         bytes_removed=_int64(s.bytes_removed) or 0,
         concurrent_versions=concurrent,
         concurrent_count=len(concurrent),
-        predicate_raw=_clean_text(predicate.raw) if predicate else "",
-        predicate_sql=_clean_text(predicate.sql or "") if predicate else "",
+        predicate_raw=clean_text(predicate.raw) if predicate else "",
+        predicate_sql=clean_text(predicate.sql or "") if predicate else "",
         operation_parameters=s.operation_parameters,
         operation_metrics=s.operation_metrics,
         partitions=[
@@ -654,13 +653,13 @@ FINDING_FIELDS = (
 
 def finding_fields(f: model.Finding) -> dict[str, Any]:
     return {
-        "kind": _clean_text(f.kind)[:64],
+        "kind": clean_text(f.kind)[:64],
         "severity": f.severity if f.severity in model.SEVERITY_RANK else "info",
         "version": _int64(f.version) or 0,
         "related_versions": [int(v) for v in f.related_versions],
         "confirmed": bool(f.confirmed),
-        "summary": _clean_text(f.summary),
-        "explanation": _clean_text(f.explanation),
+        "summary": clean_text(f.summary),
+        "explanation": clean_text(f.explanation),
         "witness": json_safe(f.witness) if f.witness is not None else None,
         "details": json_safe(f.details or {}),
     }
@@ -695,39 +694,6 @@ def settings_snapshot(state: model.TableState) -> dict[str, Any]:
             "identity_columns": [asdict(c) for c in state.identity_columns],
         }
     )
-
-
-def json_text(value: Any) -> str:
-    """`value` as JSON text storable in SQLite and PostgreSQL jsonb (no NUL, no surrogates)."""
-    try:
-        data = orjson.dumps(
-            value, default=json_default, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
-        )
-    except (TypeError, orjson.JSONEncodeError):
-        data = orjson.dumps(_scrub(value), default=json_default, option=orjson.OPT_NON_STR_KEYS)
-    # PostgreSQL refuses \u0000 in jsonb; log strings are untrusted and may contain it.
-    return data.replace(b"\\u0000", b"\\ufffd").decode()
-
-
-def json_safe(value: Any) -> Any:
-    """`value` as plain JSON data (see json_text), for JSONField attributes set through the ORM."""
-    return orjson.loads(json_text(value))
-
-
-def _scrub(value: Any) -> Any:
-    if isinstance(value, str):
-        return _clean_text(value)
-    if isinstance(value, dict):
-        return {_clean_text(str(k)): _scrub(v) for k, v in value.items()}
-    if isinstance(value, set | frozenset):  # the order json_default gives sets
-        return [_scrub(v) for v in sorted(value, key=repr)]
-    if isinstance(value, list | tuple):
-        return [_scrub(v) for v in value]
-    return value
-
-
-def _clean_text(text: str) -> str:
-    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
 def _one_line(text: str) -> str:

@@ -36,8 +36,9 @@ from audit.api.renderers import ORJSONRenderer
 from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
 from audit.core.errors import DeltaAuditError
 from audit.core.explain import explain_conflict
+from audit.core.jsonsafe import json_safe
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
-from audit.ingest import json_safe, register_table
+from audit.ingest import register_table
 from audit.limits import limit_text
 from audit.models import Commit, Finding, Table
 from audit.orphan_scans import orphan_report

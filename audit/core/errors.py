@@ -22,3 +22,21 @@ class DeltaAuditError(Exception):
         self.version = version
         self.cause = cause
         super().__init__(message)
+
+
+def one_line(value: str | BaseException, limit: int = 500, empty: str | None = None) -> str:
+    """The first non-blank line of a message or exception, white space folded, at most `limit`.
+
+    The one helper for turning an error into the single line users see (CLI, pages, API, task
+    results, Spark). Non-printable characters become spaces: log text is untrusted.
+    `empty` is said when there is no text (default: the exception's class name, or "unknown
+    error" for a string).
+    """
+    text = str(value)
+    for line in text.splitlines():
+        flat = " ".join("".join(ch if ch.isprintable() else " " for ch in line).split())
+        if flat:
+            return flat if len(flat) <= limit else flat[: max(limit - 3, 0)] + "..."
+    if empty is not None:
+        return empty
+    return type(value).__name__ if isinstance(value, BaseException) else "unknown error"

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from audit.core.jsonsafe import json_default, json_safe  # noqa: F401  (re-exported)
 from audit.core.model import (
     EMPTY_SET,
     CommitSummary,
@@ -216,43 +217,6 @@ def protocol_from_json(text: str | None) -> Protocol | None:
 # --------------------------------------------------------------------------- findings
 
 
-def json_default(value: Any) -> Any:
-    """orjson's fallback for values read from data files (dates, decimals, sets, bytes).
-
-    The one rule for both storage paths: audit.ingest.json_text uses it too, so a finding
-    shipped as a row (Spark) is stored exactly like one stored directly (Celery).
-    """
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=repr)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
-
-
-def _json_value(value: Any) -> Any:
-    try:
-        data = orjson.dumps(
-            value, default=json_default, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
-        )
-    except (TypeError, orjson.JSONEncodeError):  # an out-of-range int or a lone surrogate
-        data = orjson.dumps(_scrubbed(value), default=json_default, option=orjson.OPT_NON_STR_KEYS)
-    return orjson.loads(data)
-
-
-def _scrubbed(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value if _INT64_MIN <= value <= _INT64_MAX else str(value)
-    if isinstance(value, dict):
-        return {str(_scrubbed(k)): _scrubbed(v) for k, v in value.items()}
-    if isinstance(value, set | frozenset):  # the order json_default gives sets
-        return [_scrubbed(v) for v in sorted(value, key=repr)]
-    if isinstance(value, list | tuple):
-        return [_scrubbed(v) for v in value]
-    return value
-
-
 def finding_to_row(f: Finding) -> dict[str, Any]:
     """A Finding as one flat row; witness and details become plain JSON (see `json_default`)."""
     return {
@@ -265,8 +229,8 @@ def finding_to_row(f: Finding) -> dict[str, Any]:
                 "related_versions": list(f.related_versions),
                 "summary": f.summary,
                 "explanation": f.explanation,
-                "witness": None if f.witness is None else _json_value(f.witness),
-                "details": _json_value(f.details or {}),
+                "witness": None if f.witness is None else json_safe(f.witness),
+                "details": json_safe(f.details or {}),
             }
         ),
     }

@@ -9,10 +9,6 @@ unreadable leave it unconfirmed, with the reason in `note`.
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import decimal
-import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +19,7 @@ import pyarrow.parquet as pq
 
 from audit.core import rowfilter
 from audit.core.errors import DeltaAuditError
+from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, Predicate
 
 if TYPE_CHECKING:
@@ -377,7 +374,7 @@ def _sample(
     table = parquet.read()
     table = rowfilter.normalise(_with_partitions(table, partition_values, partition_types))
     table = table.take(hits[:want]) if hits is not None else table.slice(0, want)
-    return [{k: json_safe(v) for k, v in row.items()} for row in table.to_pylist()]
+    return [{k: cell_value(v) for k, v in row.items()} for row in table.to_pylist()]
 
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
@@ -405,27 +402,6 @@ def arrow_type_of(delta_type: str) -> pa.DataType:
     if match:
         return pa.decimal128(int(match.group(1)), int(match.group(2)))
     return pa.string()
-
-
-def json_safe(value: Any) -> Any:
-    """A value JSON can carry unchanged in meaning (dates as ISO text, decimals as text...)."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return str(value)
 
 
 def _one_line(err: BaseException) -> str:

@@ -1,0 +1,157 @@
+"""The product's one vocabulary: every kind, severity, level and verdict, spelled once.
+
+Core, models (as field choices), API, dashboard, alerting and Spark import these instead of
+writing the strings. They are `StrEnum`s, so a member *is* its string: it compares equal to
+the text stored in the database, in JSON and in older rows, and serialises as that text.
+Adding a member is the one change a new kind needs here; what a kind means lives with the
+code that finds it (`conflicts/`, `anomalies/`, `integrity.py`, ...).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        return SEVERITY_ORDER.index(self)
+
+
+SEVERITY_ORDER: tuple[Severity, ...] = (Severity.INFO, Severity.WARNING, Severity.CRITICAL)
+
+
+class FindingKind(StrEnum):
+    """What an audit finding says. Stored as text in Finding.kind; the API filters by it."""
+
+    # Commit-time conflicts (conflicts/): what Serializable would have rejected.
+    MISSED_CONFLICT = "missed_conflict"
+    CONCURRENT_METADATA_CHANGE = "concurrent_metadata_change"
+    # Anomalies (anomalies/): history orders that break serializability.
+    WRITE_SERIALIZABLE_REORDER = "write_serializable_reorder"
+    NEVER_EXISTED_SNAPSHOT = "never_existed_snapshot"
+    CONFLICT_HOTSPOT = "conflict_hotspot"
+    # Table-level facts.
+    ISOLATION_SETTING_IGNORED = "isolation_setting_ignored"
+    IDENTITY_COLUMN_CONCURRENCY = "identity_column_concurrency"
+    MISSING_READ_VERSION = "missing_read_version"
+    RETRY_STORM = "retry_storm"
+    # Logs as found in the wild.
+    CATALOG_MANAGED_LOG = "catalog_managed_log"
+    HISTORY_GAP = "history_gap"
+    # Log integrity (integrity.py).
+    DUPLICATE_ACTIVE_FILE = "duplicate_active_file"
+    REMOVE_OF_UNKNOWN_FILE = "remove_of_unknown_file"
+    ROW_COUNT_CHANGED_BY_REWRITE = "row_count_changed_by_rewrite"
+    METRICS_MISMATCH = "metrics_mismatch"
+    PROTOCOL_VIOLATION = "protocol_violation"
+    # Storage scans (orphans.py).
+    ORPHAN_FILES = "orphan_files"
+    # Health (raised by the app as it stores commits; health_<metric> kinds are per rule).
+    SCHEMA_CHANGE = "schema_change"
+    PROTOCOL_CHANGE = "protocol_change"
+
+
+# Health findings per alert rule metric are named HEALTH_FINDING_PREFIX + metric.
+HEALTH_FINDING_PREFIX = "health_"
+
+
+class IsolationLevel(StrEnum):
+    """Delta's isolation levels as the log records them (`commitInfo.isolationLevel`)."""
+
+    SERIALIZABLE = "Serializable"
+    WRITE_SERIALIZABLE = "WriteSerializable"
+    # OPTIMIZE's own level in Delta; never a table setting.
+    SNAPSHOT_ISOLATION = "SnapshotIsolation"
+
+
+# The levels a table can be set to (`delta.isolationLevel`), strictest first.
+TABLE_ISOLATION_LEVELS: tuple[IsolationLevel, ...] = (
+    IsolationLevel.SERIALIZABLE,
+    IsolationLevel.WRITE_SERIALIZABLE,
+)
+
+
+class ConflictException(StrEnum):
+    """The exceptions Delta's conflict checker raises, named as Delta names them."""
+
+    PROTOCOL_CHANGED = "ProtocolChangedException"
+    METADATA_CHANGED = "MetadataChangedException"
+    CONCURRENT_TRANSACTION = "ConcurrentTransactionException"
+    CONCURRENT_APPEND = "ConcurrentAppendException"
+    CONCURRENT_DELETE_READ = "ConcurrentDeleteReadException"
+    CONCURRENT_DELETE_DELETE = "ConcurrentDeleteDeleteException"
+    # The generic one, which the others specialise.
+    CONCURRENT_WRITE = "ConcurrentWriteException"
+
+
+class OperationClass(StrEnum):
+    """The operation classes of Delta's write-conflict matrix (reference, 'Write conflicts')."""
+
+    INSERT = "INSERT"
+    UDM = "UPDATE/DELETE/MERGE"
+    OPTIMIZE = "OPTIMIZE"
+
+
+class Operation(StrEnum):
+    """Delta operation names (`commitInfo.operation`) the audit treats specially.
+
+    Logs hold many more (see matrix.classify_operation); these are the ones code branches on.
+    """
+
+    WRITE = "WRITE"
+    DELETE = "DELETE"
+    UPDATE = "UPDATE"
+    MERGE = "MERGE"
+    OPTIMIZE = "OPTIMIZE"
+    STREAMING_UPDATE = "STREAMING UPDATE"
+    CREATE_TABLE = "CREATE TABLE"
+    CREATE_TABLE_AS_SELECT = "CREATE TABLE AS SELECT"
+    REPLACE_TABLE_AS_SELECT = "REPLACE TABLE AS SELECT"
+    CREATE_OR_REPLACE_TABLE_AS_SELECT = "CREATE OR REPLACE TABLE AS SELECT"
+    RESTORE = "RESTORE"
+    TRUNCATE = "TRUNCATE"
+    VACUUM_START = "VACUUM START"
+    VACUUM_END = "VACUUM END"
+
+
+class Verdict(StrEnum):
+    """Whether two operation classes can conflict (the matrix's cells)."""
+
+    CANNOT_CONFLICT = "cannot_conflict"
+    CAN_CONFLICT = "can_conflict"
+    CAN_CONFLICT_SAME_ROW = "can_conflict_same_row"
+
+
+class ReadVersionFact(StrEnum):
+    """Where a commit's read version came from."""
+
+    RECORDED = "recorded"  # commitInfo.readVersion
+    DERIVED = "derived"  # inferred by the audit from what the commit removed
+    UNKNOWN = "unknown"
+
+
+class Engine(StrEnum):
+    SPARK = "spark"
+    DATABRICKS = "databricks"
+    DELTA_RS = "delta-rs"
+    OTHER = "other"
+    UNKNOWN = "unknown"
+
+
+class StorageCause(StrEnum):
+    """Why a table could not be read (DeltaAuditError.cause; Table.error_cause)."""
+
+    ACCESS_DENIED = "access_denied"
+    NOT_FOUND = "not_found"
+    UNREACHABLE = "unreachable"
+    OTHER = "other"
+
+
+def choices(enum: type[StrEnum]) -> list[tuple[str, str]]:
+    """Django field choices for an enum: (value, value) pairs in declaration order."""
+    return [(member.value, member.value) for member in enum]
