@@ -13,6 +13,7 @@ import orjson
 
 from audit.core.model import Metadata, Protocol
 from audit.core.summary import History
+from audit.core.vocab import FindingKind
 
 SCHEMA, PROTOCOL, PROPERTIES, PARTITIONING, CLUSTERING = (
     "schema",
@@ -24,16 +25,24 @@ SCHEMA, PROTOCOL, PROPERTIES, PARTITIONING, CLUSTERING = (
 KINDS = (SCHEMA, PROTOCOL, PROPERTIES, PARTITIONING, CLUSTERING)
 
 
-def schema_columns(schema_string: str | None) -> dict[str, dict[str, Any]]:
-    """Flattened columns ('a', 'a.b' for struct fields) -> {"type", "nullable"}."""
+def load_schema(schema_string: str | None) -> dict[str, Any]:
+    """A metaData schemaString as its JSON struct; {} when absent or not a JSON object.
+
+    Log text is untrusted: a schema that does not parse is read as one without columns.
+    """
     if not schema_string:
         return {}
     try:
         schema = orjson.loads(schema_string)
     except orjson.JSONDecodeError:
         return {}
+    return schema if isinstance(schema, dict) else {}
+
+
+def schema_columns(schema_string: str | None) -> dict[str, dict[str, Any]]:
+    """Flattened columns ('a', 'a.b' for struct fields) -> {"type", "nullable"}."""
     out: dict[str, dict[str, Any]] = {}
-    _flatten(schema, "", out)
+    _flatten(load_schema(schema_string), "", out)
     return out
 
 
@@ -239,5 +248,8 @@ def link_findings(findings: list[dict[str, Any]], changes: list[dict[str, Any]])
     for c in changes:
         by_version.setdefault(c["version"], []).append(c["kind"])
     for f in findings:
-        if f.get("kind") == "concurrent_metadata_change" and f.get("version") in by_version:
+        if (
+            f.get("kind") == FindingKind.CONCURRENT_METADATA_CHANGE
+            and f.get("version") in by_version
+        ):
             f["change"] = {"version": f["version"], "kinds": by_version[f["version"]]}

@@ -15,7 +15,7 @@ from audit.core.changes import (
     protocol_dict,
 )
 from audit.core.errors import DeltaAuditError
-from audit.core.health import _dv_rows, _record_count
+from audit.core.health import deleted_rows, num_records
 from audit.core.log import DeltaLog, apply_commit
 from audit.core.model import AddFile, TableState, partition_key
 from audit.core.summary import summarize_commit
@@ -54,10 +54,7 @@ def diff_versions(log: DeltaLog, version_from: int, version_to: int) -> dict[str
 
 
 def _side(files: list[AddFile]) -> dict[str, Any]:
-    rows: int | None = 0
-    for f in files:
-        n = _record_count(f)
-        rows = None if n is None or rows is None else rows + n - _dv_rows(f)
+    rows, _ = num_records(files)
     return {
         "count": len(files),
         "bytes": sum(f.size or 0 for f in files),
@@ -96,7 +93,7 @@ def diff_states(
     if clustering:
         changes.append(clustering)
     added_side, removed_side = _side(added), _side(removed)
-    dv_rows = sum(_dv_rows(f) - _dv_rows(before_files[f.path]) for f in redv)
+    dv_rows = sum(deleted_rows(f) - deleted_rows(before_files[f.path]) for f in redv)
     return {
         "files_added": added_side,
         "files_removed": removed_side,

@@ -18,10 +18,6 @@ import orjson
 
 from audit.core.log import LOG_DIR, DeltaLog
 from audit.core.matrix import (
-    CANNOT,
-    OPTIMIZE,
-    UDM,
-    WRITE_SERIALIZABLE,
     classify_operation,
     conflict_matrix,
     normalize_isolation_level,
@@ -31,6 +27,7 @@ from audit.core.matrix import (
 from audit.core.model import AddFile, CommitSummary, LogListing, TableState, partition_key
 from audit.core.summary import History
 from audit.core.tombstones import Snapshot, snapshot_at
+from audit.core.vocab import IsolationLevel, OperationClass, Verdict
 
 MIB = 1024 * 1024
 DEFAULT_TARGET_FILE_SIZE = 128 * MIB
@@ -48,6 +45,7 @@ SKEW_LIMIT = 10.0
 QUIET_HOURS = 3  # length of the suggested maintenance window
 ACTIVITY_DAYS = 30  # how far back the commit-hour profile looks
 ACTIVITY_SUMMARIES = 100_000  # and at most this many recent commits
+_ANY_TIME = "any time (no commit times known)"
 
 _UNITS = {
     "b": 1,
@@ -123,7 +121,7 @@ class Activity:
         if timestamp is not None:
             hour = datetime.fromtimestamp(timestamp / 1000, tz=UTC).hour
             self.all_hours[hour] += 1
-            if family == UDM:
+            if family == OperationClass.UDM:
                 self.udm_hours[hour] += 1
         self.zorder_used = self.zorder_used or zorder
 
@@ -147,7 +145,10 @@ def activity_from(summaries: list[CommitSummary], until: int | None = None) -> A
         known = families.get(key) if params is not None else None
         if known is None:
             family = classify_operation(s.operation, s.blind_append, s.operation_parameters)
-            known = (family, family == OPTIMIZE and uses_zorder(s.operation_parameters))
+            known = (
+                family,
+                family == OperationClass.OPTIMIZE and uses_zorder(s.operation_parameters),
+            )
             if params is not None:
                 families[key] = known
         activity.add(s.timestamp, *known)
@@ -207,7 +208,7 @@ def compute_health(
     files = list(state.files.values())
     limit = small_file_limit(props)
     small = [f for f in files if (f.size or 0) < limit]
-    records, without_stats = _num_records(files)
+    records, without_stats = num_records(files)
     health: dict[str, Any] = {
         "version": state.version,
         "timestamp": snapshot.timestamp,
@@ -247,7 +248,7 @@ def size_histogram(sizes: Any) -> list[dict[str, int]]:
 _NUM_RECORDS = re.compile(r'\s*\{\s*"numRecords"\s*:\s*(\d+)\s*[,}]')
 
 
-def _record_count(add: AddFile) -> int | None:
+def record_count(add: AddFile) -> int | None:
     """`numRecords` of a file's stats.
 
     Spark and delta-rs write it as the first key: then it is read without parsing the whole
@@ -269,22 +270,23 @@ def _record_count(add: AddFile) -> int | None:
     return value if type(value) is int else None
 
 
-def _num_records(files: list[AddFile]) -> tuple[int | None, int]:
+def num_records(files: list[AddFile]) -> tuple[int | None, int]:
     """Rows in the live files (minus rows their deletion vectors delete; None when a file has
     no stats) and the number of files without stats, in one pass."""
     total: int | None = 0
     without = 0
     for f in files:
-        count = _record_count(f)
+        count = record_count(f)
         if count is None:
             without += 1
             total = None
         elif total is not None:
-            total += count - _dv_rows(f)
+            total += count - deleted_rows(f)
     return total, without
 
 
-def _dv_rows(add: AddFile) -> int:
+def deleted_rows(add: AddFile) -> int:
+    """Rows the file's deletion vector deletes (0 without one)."""
     dv = add.deletion_vector or {}
     value = dv.get("cardinality")
     return value if isinstance(value, int) else 0
@@ -370,7 +372,7 @@ def log_health(
 
 def dv_health(files: list[AddFile]) -> dict[str, int]:
     with_dv = [f for f in files if f.deletion_vector]
-    return {"files": len(with_dv), "deleted_rows": sum(_dv_rows(f) for f in with_dv)}
+    return {"files": len(with_dv), "deleted_rows": sum(deleted_rows(f) for f in with_dv)}
 
 
 # --------------------------------------------------------------------------- recommendations
@@ -379,83 +381,114 @@ def dv_health(files: list[AddFile]) -> dict[str, int]:
 def optimize_conflicts_with_dml(state: TableState, zorder: bool) -> tuple[bool, str]:
     """Whether OPTIMIZE can conflict with UPDATE/DELETE/MERGE here, and the matrix's note."""
     props = state.properties
+    default = IsolationLevel.WRITE_SERIALIZABLE
     try:
-        level = normalize_isolation_level(props.get("delta.isolationLevel", WRITE_SERIALIZABLE))
+        level = normalize_isolation_level(props.get("delta.isolationLevel", default))
     except ValueError:
-        level = WRITE_SERIALIZABLE
+        level = default
     dv = props.get("delta.enableDeletionVectors", "").lower() == "true"
     rlc = dv and (not state.partition_columns or bool(state.clustering_columns))
     cells = conflict_matrix(level, rlc, dv, zorder)
-    verdict = verdict_for(cells, UDM, OPTIMIZE)
-    note = next(c.note for c in cells if {c.a, c.b} == {UDM, OPTIMIZE})
-    return verdict != CANNOT, note
+    verdict = verdict_for(cells, OperationClass.UDM, OperationClass.OPTIMIZE)
+    note = next(
+        c.note for c in cells if {c.a, c.b} == {OperationClass.UDM, OperationClass.OPTIMIZE}
+    )
+    return verdict != Verdict.CANNOT_CONFLICT, note
 
 
 def recommendations(
     health: dict[str, Any], state: TableState, activity: Activity
 ) -> list[dict[str, str]]:
-    out: list[dict[str, str]] = []
+    """What to run on this table and when, in the order the health document lists them."""
+    when = _general_when(activity)
+    advice = [
+        _optimize_advice(health, state, activity),
+        _cluster_by_advice(state, activity, when),
+        _vacuum_advice(health, when),
+        _checkpoint_advice(health),
+        _partitioning_advice(health, when),
+    ]
+    return [a for a in advice if a is not None]
+
+
+def _general_when(activity: Activity) -> str:
+    """When to run maintenance that conflicts with nothing: the table's quietest hours."""
+    if not any(activity.all_hours):
+        return _ANY_TIME
     quiet_start, _ = quiet_window(activity.all_hours)
-    any_time = not any(activity.all_hours)
-    general_when = (
-        "any time (no commit times known)"
-        if any_time
-        else (f"{_window_text(quiet_start)}, the table's quietest hours")
-    )
+    return f"{_window_text(quiet_start)}, the table's quietest hours"
+
+
+def _optimize_advice(
+    health: dict[str, Any], state: TableState, activity: Activity
+) -> dict[str, str] | None:
     small, n = health["small_files"], health["num_files"]
     if small["count"] >= SMALL_FILES_MIN and small["count"] >= SMALL_FILES_RATIO * n:
-        out.append(_optimize(health, state, activity))
-    if state.clustering_columns == [] and activity.zorder_used:
-        conflicts, note = optimize_conflicts_with_dml(state, True)
-        if conflicts:
-            out.append(
-                {
-                    "action": "CLUSTER BY",
-                    "why": (
-                        "OPTIMIZE ZORDER BY is used on this table and, under its settings, can "
-                        f"conflict with UPDATE/DELETE/MERGE ({note}) Liquid clustering "
-                        "reorganises data incrementally without that conflict."
-                    ),
-                    "when": general_when,
-                }
-            )
+        return _optimize(health, state, activity)
+    return None
+
+
+def _cluster_by_advice(state: TableState, activity: Activity, when: str) -> dict[str, str] | None:
+    # Liquid clustering is the way out only for a table not clustered yet whose writers run
+    # OPTIMIZE ZORDER BY, and only where that OPTIMIZE can conflict with UPDATE/DELETE/MERGE.
+    if state.clustering_columns != [] or not activity.zorder_used:
+        return None
+    conflicts, note = optimize_conflicts_with_dml(state, True)
+    if not conflicts:
+        return None
+    return {
+        "action": "CLUSTER BY",
+        "why": (
+            "OPTIMIZE ZORDER BY is used on this table and, under its settings, can "
+            f"conflict with UPDATE/DELETE/MERGE ({note}) Liquid clustering "
+            "reorganises data incrementally without that conflict."
+        ),
+        "when": when,
+    }
+
+
+def _vacuum_advice(health: dict[str, Any], when: str) -> dict[str, str] | None:
     tomb = health["tombstones"]
-    total = health["total_bytes"]
-    if tomb["vacuumable_bytes"] > 0 and (
-        tomb["vacuumable_bytes"] >= VACUUM_SHARE * total
-        or tomb["vacuumable_bytes"] >= VACUUM_MIN_BYTES
+    reclaimable = tomb["vacuumable_bytes"]
+    if reclaimable <= 0 or (
+        reclaimable < VACUUM_SHARE * health["total_bytes"] and reclaimable < VACUUM_MIN_BYTES
     ):
-        out.append(
-            {
-                "action": "VACUUM",
-                "why": (
-                    f"{tomb['vacuumable_count']} removed files ({tomb['vacuumable_bytes']} bytes) are "
-                    f"older than the retention ({tomb['retention']}) and still on storage."
-                ),
-                "when": general_when + "; VACUUM never conflicts with writers",
-            }
-        )
+        return None
+    return {
+        "action": "VACUUM",
+        "why": (
+            f"{tomb['vacuumable_count']} removed files ({reclaimable} bytes) are "
+            f"older than the retention ({tomb['retention']}) and still on storage."
+        ),
+        "when": when + "; VACUUM never conflicts with writers",
+    }
+
+
+def _checkpoint_advice(health: dict[str, Any]) -> dict[str, str] | None:
     cp = health["checkpoint"]
-    if cp["commits_since"] > 2 * cp["interval_effective"] or cp["last_checkpoint_stale"]:
+    if cp["last_checkpoint_stale"]:
+        why = "_last_checkpoint points before the newest checkpoint: readers start too far back."
+    elif cp["commits_since"] > 2 * cp["interval_effective"]:
         why = (
             f"{cp['commits_since']} commits since the last checkpoint "
             f"(interval {cp['interval_effective']}): every reader replays them."
-            if not cp["last_checkpoint_stale"]
-            else "_last_checkpoint points before the newest checkpoint: readers start too far back."
         )
-        out.append({"action": "CHECKPOINT", "why": why, "when": "now; checkpoints never conflict"})
-    if (health["partition_skew"] or 0) > SKEW_LIMIT and health["partitions"]["count"] >= 4:
-        out.append(
-            {
-                "action": "REVIEW PARTITIONING",
-                "why": (
-                    f"The largest partition holds {health['partition_skew']}x the median partition's "
-                    "bytes: work and conflicts concentrate there."
-                ),
-                "when": general_when,
-            }
-        )
-    return out
+    else:
+        return None
+    return {"action": "CHECKPOINT", "why": why, "when": "now; checkpoints never conflict"}
+
+
+def _partitioning_advice(health: dict[str, Any], when: str) -> dict[str, str] | None:
+    if (health["partition_skew"] or 0) <= SKEW_LIMIT or health["partitions"]["count"] < 4:
+        return None
+    return {
+        "action": "REVIEW PARTITIONING",
+        "why": (
+            f"The largest partition holds {health['partition_skew']}x the median partition's "
+            "bytes: work and conflicts concentrate there."
+        ),
+        "when": when,
+    }
 
 
 def _optimize(health: dict[str, Any], state: TableState, activity: Activity) -> dict[str, str]:
@@ -466,7 +499,7 @@ def _optimize(health: dict[str, Any], state: TableState, activity: Activity) -> 
         "bytes (a quarter of the target file size); every small append or retried write adds one."
     )
     if not any(activity.all_hours):
-        return {"action": "OPTIMIZE", "why": why, "when": "any time (no commit times known)"}
+        return {"action": "OPTIMIZE", "why": why, "when": _ANY_TIME}
     if conflicts:
         start, _ = quiet_window(activity.all_hours, activity.udm_hours)
         in_window = sum(activity.udm_hours[(start + i) % 24] for i in range(QUIET_HOURS))

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from audit.core.changes import load_schema
 from audit.core.model import AddFile, CommitSummary
 from audit.core.predicates import (
     disjoint,
     merge_condition_lacks_partition_literal,
     rewrite_merge_condition,
 )
+from audit.core.vocab import Engine, Operation
 
 if TYPE_CHECKING:
     from audit.core.audit import AuditResult
@@ -33,7 +35,14 @@ MAX_PARTITIONS = 10_000
 HIGH_CARDINALITY_PARTITIONS = 1_000
 MIN_ROWS_PER_PARTITION = 1_000
 UNIQUE_RATIO = 0.5  # distinct/rows above this is an id-like column
-_READING_OPERATIONS = ("DELETE", "UPDATE", "MERGE", "WRITE", "REPLACE")
+# Operations whose predicate says what they read, matched as prefixes of the operation name.
+_READING_OPERATIONS = (
+    Operation.DELETE,
+    Operation.UPDATE,
+    Operation.MERGE,
+    Operation.WRITE,
+    "REPLACE",  # every REPLACE TABLE ... variant
+)
 
 
 @dataclass
@@ -239,14 +248,9 @@ def _span(low: Any, high: Any, delta_type: str | None) -> int | None:
 
 
 def _column_types(schema_string: str | None) -> dict[str, str]:
-    if not schema_string:
-        return {}
-    try:
-        schema = orjson.loads(schema_string)
-    except orjson.JSONDecodeError:
-        return {}
+    """Top-level column (lower-cased) -> its Delta type; nested types read as "struct"."""
     types = {}
-    for f in schema.get("fields", []) if isinstance(schema, dict) else []:
+    for f in load_schema(schema_string).get("fields", []):
         if isinstance(f, dict) and isinstance(f.get("name"), str):
             kind = f.get("type")
             types[f["name"].lower()] = kind if isinstance(kind, str) else "struct"
@@ -262,7 +266,7 @@ def _row_level_route(history: History) -> dict[str, Any]:
     partitioned = bool(history.state.partition_columns)
     clustered = bool(history.state.clustering_columns)
     engines = Counter(s.engine for s in history.summaries)
-    databricks = engines.get("databricks", 0) > 0
+    databricks = engines.get(Engine.DATABRICKS, 0) > 0
     if partitioned:
         advice = (
             "Partitioned tables do not get row-level concurrency. With deletion vectors enabled, OPTIMIZE "
@@ -294,7 +298,7 @@ def merge_rewrites(history: History, partition_columns: list[str]) -> list[dict[
     seen: set[str] = set()
     rewrites = []
     for summary in history.summaries:
-        if str(summary.operation or "").upper() != "MERGE" or summary.predicate is None:
+        if str(summary.operation or "").upper() != Operation.MERGE or summary.predicate is None:
             continue
         condition = summary.predicate.sql or summary.predicate.raw
         if condition in seen or not merge_condition_lacks_partition_literal(

@@ -12,7 +12,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.log import (
     LOG_DIR,
     DeltaLog,
@@ -136,8 +136,7 @@ def _parquet_removes(
             names = [c for c in ("remove", "sidecar") if c in parquet.schema_arrow.names]
             table = parquet.read(columns=names)
     except Exception as err:  # pyarrow raises many types for a damaged file
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise DeltaAuditError(f"cannot read tombstones of {path}: {first}") from None
+        raise DeltaAuditError(f"cannot read tombstones of {path}: {one_line(err)}") from None
     if "remove" in table.column_names:
         for row in _struct_rows(table.column("remove").combine_chunks(), _REMOVE_FIELDS):
             _keep(out, row)
