@@ -46,9 +46,6 @@ class _Range:
     non_null: bool = True
 
 
-_EVERYTHING = _Range()
-
-
 def disjoint(a: Predicate | None, b: Predicate | None, columns: list[str]) -> bool | None:
     """Do `a` and `b` provably select disjoint values of at least one of `columns`?
 
