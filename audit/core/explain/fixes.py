@@ -8,15 +8,6 @@ from collections.abc import Callable
 
 from audit.core.explain.locate import CommitView, TableFacts
 from audit.core.explain.parse import ParsedException
-from audit.core.explain.signals import (
-    APPEND,
-    DELETE_DELETE,
-    DELETE_READ,
-    METADATA,
-    PROTOCOL,
-    TRANSACTION,
-    WRITE,
-)
 from audit.core.explain.untrusted import clip, unique
 from audit.core.matrix import uses_zorder
 from audit.core.vocab import ConflictException, Engine, IsolationLevel, Operation, OperationClass
@@ -290,10 +281,7 @@ def _fixes_transaction(
 def _fixes_write(
     parsed: ParsedException, view: CommitView | None, facts: TableFacts | None
 ) -> list[str]:
-    fixes = [
-        "Another transaction committed the same version first. Re-run the operation on the new "
-        "table state."
-    ]
+    fixes = [_RERUN_ON_NEW_STATE]
     if parsed.engine == Engine.DELTA_RS:
         fixes.append(
             "delta-rs retries conflicting commits itself; keep that on "
@@ -304,6 +292,10 @@ def _fixes_write(
     return fixes
 
 
+_RERUN_ON_NEW_STATE = (
+    "Another transaction committed the same version first. Re-run the operation on the new "
+    "table state."
+)
 _RETRY = (
     "Retry with backoff: the conflict is transient, but re-run the whole read-modify-write, not "
     "only the commit."
@@ -328,11 +320,11 @@ def _op(view: CommitView | None) -> str:
 
 
 _BUILDERS: dict[ConflictException, FixBuilder] = {
-    APPEND: _fixes_append,
-    DELETE_READ: _fixes_delete_read,
-    DELETE_DELETE: _fixes_delete_delete,
-    METADATA: _fixes_metadata,
-    PROTOCOL: _fixes_protocol,
-    TRANSACTION: _fixes_transaction,
-    WRITE: _fixes_write,
+    ConflictException.CONCURRENT_APPEND: _fixes_append,
+    ConflictException.CONCURRENT_DELETE_READ: _fixes_delete_read,
+    ConflictException.CONCURRENT_DELETE_DELETE: _fixes_delete_delete,
+    ConflictException.METADATA_CHANGED: _fixes_metadata,
+    ConflictException.PROTOCOL_CHANGED: _fixes_protocol,
+    ConflictException.CONCURRENT_TRANSACTION: _fixes_transaction,
+    ConflictException.CONCURRENT_WRITE: _fixes_write,
 }

@@ -50,37 +50,31 @@ class Operations:
     conflicting_kind: str | None  # its class in the conflict matrix (OperationClass)
 
 
+# The conflicting commit's members in the contract, in order ("kind" is its matrix class).
+_COMMIT_MEMBERS = (
+    "version",
+    "timestamp",
+    "operation",
+    "kind",
+    "read_version",
+    "isolation_level",
+    "blind_append",
+    "txn_id",
+    "user_name",
+    "engine_info",
+)
+
+
 @dataclass(frozen=True)
 class ConflictingCommit:
-    """The conflicting commit as the table's history holds it."""
+    """The conflicting commit as the table's history holds it, and how it was found there."""
 
-    version: int | None
-    timestamp: int | None
-    operation: str | None
-    kind: str
-    read_version: int | None
-    isolation_level: str | None
-    blind_append: bool | None
-    txn_id: str | None
-    user_name: str | None
-    engine_info: str | None
-    found_by: str | None  # "version" | "txnId" | "timestamp"
+    commit: CommitView
+    found_by: str  # "version" | "txnId" | "timestamp"
 
-    @classmethod
-    def from_view(cls, view: CommitView, found_by: str | None) -> ConflictingCommit:
-        return cls(
-            version=view.version,
-            timestamp=view.timestamp,
-            operation=view.operation,
-            kind=view.kind,
-            read_version=view.read_version,
-            isolation_level=view.isolation_level,
-            blind_append=view.blind_append,
-            txn_id=view.txn_id,
-            user_name=view.user_name,
-            engine_info=view.engine_info,
-            found_by=found_by,
-        )
+    def as_dict(self) -> dict[str, Any]:
+        members = {name: getattr(self.commit, name) for name in _COMMIT_MEMBERS}
+        return {**members, "found_by": self.found_by}
 
 
 @dataclass(frozen=True)
@@ -148,7 +142,7 @@ class Explanation:
             "root_of_table": self.root_of_table,
             "files": self.files,
             "operations": asdict(self.operations) if self.operations else None,
-            "conflicting_commit": asdict(self.conflicting_commit)
+            "conflicting_commit": self.conflicting_commit.as_dict()
             if self.conflicting_commit
             else None,
             "reported_commit": self.reported_commit.as_dict() if self.reported_commit else None,
@@ -203,7 +197,7 @@ def _from_history(location: Location) -> ConflictingCommit | None:
     """The conflicting commit when the history holds it (not when only the exception tells)."""
     if location.found_by is None or location.view is None:
         return None
-    return ConflictingCommit.from_view(location.view, location.found_by)
+    return ConflictingCommit(location.view, location.found_by)
 
 
 def _input_notes(parsed: ParsedException) -> list[str]:

@@ -6,15 +6,6 @@ from __future__ import annotations
 
 from audit.core.explain.locate import CommitView, TableFacts
 from audit.core.explain.parse import ParsedException
-from audit.core.explain.signals import (
-    APPEND,
-    DELETE_DELETE,
-    DELETE_READ,
-    METADATA,
-    PROTOCOL,
-    TRANSACTION,
-    WRITE,
-)
 from audit.core.explain.untrusted import clip, iso
 from audit.core.vocab import ConflictException, OperationClass
 
@@ -25,35 +16,35 @@ NOT_A_CONFLICT = (
 
 # What the reference page says each exception means.
 MEANINGS: dict[ConflictException, str] = {
-    APPEND: (
+    ConflictException.CONCURRENT_APPEND: (
         "A concurrent operation added files in the same partition (or anywhere in an "
         "unpartitioned table) that your operation read. The additions can come from INSERT, "
         "DELETE, UPDATE or MERGE; under WriteSerializable files added by blind appends are "
         "exempt, under Serializable they conflict too."
     ),
-    DELETE_READ: (
+    ConflictException.CONCURRENT_DELETE_READ: (
         "A concurrent operation deleted a file that your operation read. Common causes are a "
         "DELETE, UPDATE or MERGE that rewrites files, or a compaction (OPTIMIZE)."
     ),
-    DELETE_DELETE: (
+    ConflictException.CONCURRENT_DELETE_DELETE: (
         "A concurrent operation deleted a file that your operation also deletes, typically two "
         "concurrent compactions rewriting the same files."
     ),
-    METADATA: (
+    ConflictException.METADATA_CHANGED: (
         "A concurrent transaction updated the table's metadata: an ALTER TABLE, a table "
         "property change or a write that changed the schema. Metadata changes make all "
         "concurrent writes fail."
     ),
-    TRANSACTION: (
+    ConflictException.CONCURRENT_TRANSACTION: (
         "Two streaming queries using the same checkpoint location wrote to the table at the "
         "same time. Two streaming queries must never share a running checkpoint location."
     ),
-    PROTOCOL: (
+    ConflictException.PROTOCOL_CHANGED: (
         "The table's protocol changed concurrently: it was upgraded (a table feature was "
         "enabled or dropped), or several writers created or replaced the table, or wrote to an "
         "empty path, at the same time."
     ),
-    WRITE: (
+    ConflictException.CONCURRENT_WRITE: (
         "A concurrent transaction committed new data after your transaction read the table; "
         "Delta could not tell which of the specific conflicts above it was."
     ),
