@@ -107,7 +107,8 @@ def locate(parsed: ParsedException, history: HistoryLike | None) -> Location:
     return location
 
 
-def table_facts(history: HistoryLike, engine: str = Engine.UNKNOWN) -> TableFacts:
+def table_facts(history: HistoryLike, engine: Engine = Engine.UNKNOWN) -> TableFacts:
+    """The table facts the fixes depend on, with the isolation level `engine` enforces."""
     state = history.state
     properties = state.properties
     dv = str(properties.get("delta.enableDeletionVectors", "")).strip().lower() == "true"
@@ -129,7 +130,7 @@ def table_facts(history: HistoryLike, engine: str = Engine.UNKNOWN) -> TableFact
     )
 
 
-def _isolation_level(history: HistoryLike, engine: str) -> tuple[str | None, str]:
+def _isolation_level(history: HistoryLike, engine: Engine) -> tuple[str | None, str]:
     """The level the failing writer most likely enforced, and where that came from.
 
     The table property wins (as the writer's engine reads it); without one, the level the

@@ -58,6 +58,8 @@ _DATABRICKS_MARKS = ("com.databricks", "databricks.com", "azuredatabricks")
 
 @dataclass
 class ParsedException:
+    """What one exception text states; every string in it is clipped untrusted text."""
+
     exception: ConflictException
     error_class: str | None  # e.g. DELTA_CONCURRENT_APPEND or DELTA_CONCURRENT_APPEND.WITHOUT_HINT
     message: str  # the human part of the message, one line, capped
