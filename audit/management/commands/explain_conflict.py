@@ -9,8 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit.core.errors import DeltaAuditError
-from audit.core.explain import explain_conflict
+from audit.core.errors import DeltaAuditError, one_line
+from audit.core.explain import Explanation, explain
 from audit.management.commands.conflict_matrix import OneLineErrorsMixin
 
 # Exception texts are pasted logs; anything past this is not the exception any more.
@@ -34,10 +34,11 @@ class Command(OneLineErrorsMixin, BaseCommand):
             try:
                 history = load_history(options["table"])
             except DeltaAuditError as err:
-                raise CommandError(_one_line(str(err)), returncode=2) from None
-        result = explain_conflict(text, history)
+                message = one_line(err, empty="the table cannot be read")
+                raise CommandError(message, returncode=2) from None
+        result = explain(text, history)
         if options["json"]:
-            self.stdout.write(json.dumps(result, ensure_ascii=False, default=str))
+            self.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False, default=str))
         else:
             self.stdout.write(render_text(result))
 
@@ -50,31 +51,28 @@ def _read_stdin() -> str:
     return raw
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split()) or "the table cannot be read"
-
-
 def _safe(value: Any) -> str:
     """Untrusted text for a terminal: no escape sequences, no control characters."""
     return _CONTROL_RE.sub("?", str(value))
 
 
-def render_text(result: dict[str, Any]) -> str:
-    if result["exception"] is None:
-        return _safe(result["explanation"])
-    lines = [_safe(result["exception"])]
-    if result.get("conflicting_version") is not None:
-        lines[0] += f" (conflicting version {result['conflicting_version']})"
-    lines += ["", _safe(result["explanation"])]
-    peers = result.get("likely_peer_versions") or []
-    if peers:
-        lines += ["", "Likely peers (in flight when it landed): " + ", ".join(map(str, peers))]
-    candidates = result.get("candidate_versions") or []
-    if candidates:
-        lines += ["", "Candidate conflicting versions: " + ", ".join(map(str, candidates))]
-    for note in result.get("notes") or []:
+def render_text(result: Explanation) -> str:
+    """The explanation for a terminal: headline, paragraph, related versions, notes, fixes."""
+    if result.exception is None:
+        return _safe(result.explanation)
+    lines = [_safe(result.exception)]
+    if result.conflicting_version is not None:
+        lines[0] += f" (conflicting version {result.conflicting_version})"
+    lines += ["", _safe(result.explanation)]
+    if result.likely_peer_versions:
+        peers = ", ".join(map(str, result.likely_peer_versions))
+        lines += ["", "Likely peers (in flight when it landed): " + peers]
+    if result.candidate_versions:
+        candidates = ", ".join(map(str, result.candidate_versions))
+        lines += ["", "Candidate conflicting versions: " + candidates]
+    for note in result.notes:
         lines += ["", "Note: " + _safe(note)]
-    if result["fixes"]:
+    if result.fixes:
         lines += ["", "Fixes:"]
-        lines += [f"  {index}. {_safe(fix)}" for index, fix in enumerate(result["fixes"], 1)]
+        lines += [f"  {index}. {_safe(fix)}" for index, fix in enumerate(result.fixes, 1)]
     return "\n".join(lines)
