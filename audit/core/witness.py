@@ -1,6 +1,6 @@
 """Confirm never-existed snapshots by finding the rows in the data files.
 
-A candidate (audit.StaleCandidate) names files a destructive commit left alive. We evaluate
+A candidate (anomalies/never_existed.StaleCandidate) names files a destructive commit left alive. We evaluate
 that commit's predicate on them: first on partition values and file statistics (cheap; used to
 discard files), then on the data itself with pyarrow, reading only the columns the predicate
 needs. A finding is `confirmed` only when rows were found. Files that are gone (vacuumed) or
@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from audit.core import rowfilter
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
-from audit.core.model import AddFile, Predicate
+from audit.core.model import AddFile, CommitSummary, Metadata, Predicate
 
 if TYPE_CHECKING:
-    from audit.core.audit import StaleCandidate, TableContext
     from audit.core.summary import History
 
 # At most this many surviving files are read per candidate; at most this many rows sampled.
@@ -31,6 +30,20 @@ MAX_FILES_READ = 50
 MAX_SAMPLE_ROWS = 5
 
 Status = Literal["rows", "no_rows", "unreadable", "unevaluable", "unchecked"]
+
+
+# What the witness needs of a candidate and of the audit's table context. Protocols, so this
+# lower layer never imports the audit (anomalies/never_existed.py, conflicts/context.py).
+class Candidate(Protocol):
+    txn: CommitSummary
+    read_version: int | None
+    files: dict[int, list[str]]  # version that added them -> surviving paths
+
+
+class TableFacts(Protocol):
+    def metadata_at(self, version: int) -> Metadata | None: ...
+
+    def partition_types(self, metadata: Metadata | None) -> dict[str, str]: ...
 
 
 @dataclass(slots=True)
@@ -45,7 +58,7 @@ class Outcome:
 
 
 def confirm_candidate(
-    history: History, ctx: TableContext, candidate: StaleCandidate, *, check_data: bool = True
+    history: History, ctx: TableFacts, candidate: Candidate, *, check_data: bool = True
 ) -> Outcome:
     """Look for rows of the candidate's surviving files that its commit should have changed."""
     predicate = effective_predicate(candidate.txn)
@@ -265,7 +278,7 @@ def find_rows(
         except rowfilter.Unevaluable as err:
             return Outcome("unevaluable", None, str(err))
         except (OSError, pa.ArrowException, DeltaAuditError, ValueError) as err:
-            problems.append(f"{add.path}: {_one_line(err)}")
+            problems.append(f"{add.path}: {one_line(err, limit=300)}")
             continue
         if count:
             matched_files.append(add.path)
@@ -402,8 +415,3 @@ def arrow_type_of(delta_type: str) -> pa.DataType:
     if match:
         return pa.decimal128(int(match.group(1)), int(match.group(2)))
     return pa.string()
-
-
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:300] if text else err.__class__.__name__
