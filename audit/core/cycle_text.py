@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from audit.core.cycles import Cycle, Edge
+from audit.core.vocab import ReadVersionFact
 
 
 def _item(edge: Edge) -> str:
@@ -28,7 +29,7 @@ def edge_why(edge: Edge) -> str:
         read = ev.get("read_version")
         fact = ev.get("read_version_fact")
         seen = f"v{read}" if read is not None else "an earlier version"
-        derived = f" ({fact})" if fact and fact != "recorded" else ""
+        derived = f" ({fact})" if fact and fact != ReadVersionFact.RECORDED else ""
         return (
             f"v{edge.source} read {seen}{derived} and did not see {_writer(edge)} "
             f"({ev.get('writer_file_count', 0)} file(s)), which lies in what it read: "

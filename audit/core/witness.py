@@ -21,6 +21,7 @@ from audit.core import rowfilter
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, CommitSummary, Metadata, Predicate
+from audit.core.vocab import Operation
 
 if TYPE_CHECKING:
     from audit.core.summary import History
@@ -71,7 +72,7 @@ def confirm_candidate(
     column_types = column_types_of(metadata.schema_string if metadata else None)
     if (
         predicate is None
-        and (candidate.txn.operation or "").upper() == "MERGE"
+        and (candidate.txn.operation or "").upper() == Operation.MERGE
         and candidate.txn.predicate
     ):
         return Outcome(
@@ -101,7 +102,7 @@ def effective_predicate(txn: Any) -> Predicate | None:
     predicate: Predicate | None = txn.predicate
     if predicate is None or predicate.raw.strip().lower() in ("", "true", "(true)"):
         return None
-    if (txn.operation or "").upper() == "MERGE":
+    if (txn.operation or "").upper() == Operation.MERGE:
         return merge_target_part(predicate)
     return predicate
 

@@ -20,7 +20,7 @@ def missed_conflict_facts(
         operation=txn.operation,
         engine=txn.engine,
         isolation_level=txn.isolation_level,
-        isolation_level_fact=txn.facts.get("isolation_level", "unknown"),
+        isolation_level_fact=txn.facts.get("isolation_level", ReadVersionFact.UNKNOWN),
         read_version=audit.read_version,
         read_version_fact=audit.read_version_fact,
         read_scope=audit.read_scope.describe(),
