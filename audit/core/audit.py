@@ -71,12 +71,12 @@ from audit.core.conflicts.window import (
     concurrent_window,
     read_version_of,
 )
-from audit.core.cycle_text import witness_fields
 from audit.core.cycles import stale_commit_cycle
 from audit.core.integrity import INTEGRITY_KINDS, integrity_findings
 from audit.core.model import CommitSummary, Finding
 from audit.core.summary import History, paused_gc
 from audit.core.vocab import ConflictException, FindingKind, ReadVersionFact
+from audit.core.wording.cycles import witness_fields
 from audit.core.writers import retry_storm_findings
 
 # Names other modules and tests import from here (kept where they always were).

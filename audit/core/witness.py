@@ -286,15 +286,9 @@ def find_rows(
             total += count
             samples += rows
     if total:
-        partition_only = predicate is not None and not _has_data_columns(predicate, partition_types)
-        witness = {
-            "files": matched_files,
-            "row_count": total,
-            "sample_rows": samples[:MAX_SAMPLE_ROWS],
-            "predicate": predicate.raw if predicate is not None else None,
-            "method": "partition_values" if partition_only else "data",
-        }
-        return Outcome("rows", witness, "")
+        return Outcome(
+            "rows", _witness(matched_files, total, samples, predicate, partition_types), ""
+        )
     if problems:
         return Outcome(
             "unreadable",
@@ -303,6 +297,24 @@ def find_rows(
             + "; ".join(problems[:3]),
         )
     return Outcome("no_rows", None, "no row of the surviving files matches the predicate")
+
+
+def _witness(
+    files: list[str],
+    total: int,
+    samples: list[dict[str, Any]],
+    predicate: Predicate | None,
+    partition_types: dict[str, str],
+) -> dict[str, Any]:
+    """What a confirmed finding shows: where the rows are, how many, a few of them."""
+    partition_only = predicate is not None and not _has_data_columns(predicate, partition_types)
+    return {
+        "files": files,
+        "row_count": total,
+        "sample_rows": samples[:MAX_SAMPLE_ROWS],
+        "predicate": predicate.raw if predicate is not None else None,
+        "method": "partition_values" if partition_only else "data",
+    }
 
 
 def _has_data_columns(predicate: Predicate, partition_types: dict[str, str]) -> bool:

@@ -10,6 +10,12 @@ from typing import Any
 from audit.core.vocab import ConflictException, IsolationLevel, ReadVersionFact
 
 
+def commits_span(versions: list[int]) -> dict[str, int]:
+    """What a table-level finding about a run of commits states of them (beyond the first,
+    which is the finding's version)."""
+    return {"commits": len(versions), "last_version": versions[-1]}
+
+
 @dataclass(frozen=True, slots=True)
 class ReorderFacts:
     """A WriteSerializable commit serialized before blind appends the history shows first."""

@@ -92,16 +92,12 @@ def hotspot_findings(hotspots: dict[HotspotKey, Hotspot]) -> list[Finding]:
     for spot in sorted(hotspots.values(), key=lambda h: (h.partition, h.operations)):
         if not sev.hotspot_is_reported(spot.pairs):
             continue
-        text = hotspot_text(spot)
         findings.append(
-            Finding(
-                kind=FindingKind.CONFLICT_HOTSPOT,
-                severity=sev.hotspot_severity(spot.pairs, spot.serializable_conflicts),
-                version=spot.first_version or 0,
-                related_versions=[spot.first_winner] if spot.first_winner is not None else [],
-                confirmed=True,
-                summary=text.summary,
-                explanation=text.explanation,
+            hotspot_text(spot).finding(
+                FindingKind.CONFLICT_HOTSPOT,
+                sev.hotspot_severity(spot.pairs, spot.serializable_conflicts),
+                spot.first_version or 0,
+                [spot.first_winner] if spot.first_winner is not None else [],
                 details=spot.as_dict(),
             )
         )

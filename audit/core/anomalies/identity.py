@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from audit.core import severity as sev
-from audit.core.anomalies.facts import IdentityFacts
+from audit.core.anomalies.facts import IdentityFacts, commits_span
 from audit.core.conflicts.context import TableContext
 from audit.core.model import Finding
 from audit.core.vocab import FindingKind
@@ -37,18 +37,10 @@ def identity_finding(
     facts = identity_facts(history, ctx, concurrent_commits)
     if facts is None:
         return None
-    text = identity_text(facts)
-    return Finding(
-        kind=FindingKind.IDENTITY_COLUMN_CONCURRENCY,
-        severity=sev.identity_concurrency_severity(),
-        version=facts.concurrent[0],
-        related_versions=[],
-        confirmed=True,
-        summary=text.summary,
-        explanation=text.explanation,
-        details={
-            "identity_columns": facts.columns,
-            "commits": len(facts.concurrent),
-            "last_version": facts.concurrent[-1],
-        },
+    return identity_text(facts).finding(
+        FindingKind.IDENTITY_COLUMN_CONCURRENCY,
+        sev.identity_concurrency_severity(),
+        facts.concurrent[0],
+        [],
+        details={"identity_columns": facts.columns, **commits_span(facts.concurrent)},
     )

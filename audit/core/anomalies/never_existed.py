@@ -203,15 +203,12 @@ def never_existed_facts(candidate: StaleCandidate, outcome: Outcome) -> NeverExi
 
 def never_existed_finding(candidate: StaleCandidate, outcome: Outcome) -> Finding:
     facts = never_existed_facts(candidate, outcome)
-    text = never_existed_text(facts)
-    return Finding(
-        kind=FindingKind.NEVER_EXISTED_SNAPSHOT,
-        severity=sev.never_existed_severity(outcome.confirmed),
-        version=facts.version,
-        related_versions=facts.added_by,
+    return never_existed_text(facts).finding(
+        FindingKind.NEVER_EXISTED_SNAPSHOT,
+        sev.never_existed_severity(outcome.confirmed),
+        facts.version,
+        facts.added_by,
         confirmed=outcome.confirmed,
-        summary=text.summary,
-        explanation=text.explanation,
         witness=outcome.witness,
         details={
             "source": candidate.source,

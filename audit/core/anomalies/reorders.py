@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from audit.core import severity as sev
 from audit.core.anomalies.facts import ReorderFacts
-from audit.core.conflicts.verdict import CommitAudit, Recheck
+from audit.core.conflicts.verdict import CommitAudit, Recheck, commit_facts
 from audit.core.model import CommitSummary, Finding
 from audit.core.vocab import ConflictException, FindingKind, IsolationLevel
 from audit.core.wording.anomalies import reorder_text
@@ -36,15 +36,7 @@ def reorder_facts(
     winners: list[int],
     exceptions: dict[int, ConflictException],
 ) -> ReorderFacts:
-    return ReorderFacts(
-        version=txn.version,
-        operation=txn.operation,
-        read_version=audit.read_version,
-        read_version_fact=audit.read_version_fact,
-        read_scope=audit.read_scope.describe(),
-        winners=list(winners),
-        exceptions=exceptions,
-    )
+    return ReorderFacts(**commit_facts(txn, audit), winners=list(winners), exceptions=exceptions)
 
 
 def reorder_finding(
@@ -54,15 +46,11 @@ def reorder_finding(
     exceptions: dict[int, ConflictException],
 ) -> Finding:
     facts = reorder_facts(txn, audit, winners, exceptions)
-    text = reorder_text(facts)
-    return Finding(
-        kind=FindingKind.WRITE_SERIALIZABLE_REORDER,
-        severity=sev.reorder_severity(False),
-        version=facts.version,
-        related_versions=list(facts.winners),
-        confirmed=True,
-        summary=text.summary,
-        explanation=text.explanation,
+    return reorder_text(facts).finding(
+        FindingKind.WRITE_SERIALIZABLE_REORDER,
+        sev.reorder_severity(False),
+        facts.version,
+        list(facts.winners),
         details={
             "exceptions": {str(w): exceptions[w] for w in winners},
             "read_scope": audit.read_scope.as_dict(),

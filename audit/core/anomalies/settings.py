@@ -6,7 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from audit.core import severity as sev
-from audit.core.anomalies.facts import IsolationSettingFacts, MissingReadVersionFacts
+from audit.core.anomalies.facts import (
+    IsolationSettingFacts,
+    MissingReadVersionFacts,
+    commits_span,
+)
 from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.scope import is_blind
 from audit.core.conflicts.verdict import CommitAudit
@@ -49,20 +53,15 @@ def isolation_setting_findings(
     ctx: TableContext, commits: dict[int, CommitAudit]
 ) -> Iterator[Finding]:
     for facts in isolation_setting_facts(ctx, commits):
-        text = isolation_setting_text(facts)
-        yield Finding(
-            kind=FindingKind.ISOLATION_SETTING_IGNORED,
-            severity=sev.isolation_setting_ignored_severity(),
-            version=facts.versions[0],
-            related_versions=[],
-            confirmed=True,
-            summary=text.summary,
-            explanation=text.explanation,
+        yield isolation_setting_text(facts).finding(
+            FindingKind.ISOLATION_SETTING_IGNORED,
+            sev.isolation_setting_ignored_severity(),
+            facts.versions[0],
+            [],
             details={
                 "engine": facts.engine,
                 "value": facts.value,
-                "commits": len(facts.versions),
-                "last_version": facts.versions[-1],
+                **commits_span(facts.versions),
             },
         )
 
@@ -93,14 +92,10 @@ def missing_read_version_finding(
     facts = missing_read_version_facts(ctx, commits)
     if facts is None:
         return None
-    text = missing_read_version_text(facts)
-    return Finding(
-        kind=FindingKind.MISSING_READ_VERSION,
-        severity=sev.derived_fact_severity(),
-        version=min(facts.unknown + facts.derived),
-        related_versions=[],
-        confirmed=True,
-        summary=text.summary,
-        explanation=text.explanation,
+    return missing_read_version_text(facts).finding(
+        FindingKind.MISSING_READ_VERSION,
+        sev.derived_fact_severity(),
+        min(facts.unknown + facts.derived),
+        [],
         details={"unknown": len(facts.unknown), "derived": facts.derived[:100]},
     )

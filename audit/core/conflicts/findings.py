@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from audit.core import severity as sev
 from audit.core.conflicts.facts import MetadataChangeFacts, MissedConflictFacts
-from audit.core.conflicts.verdict import CommitAudit
+from audit.core.conflicts.verdict import CommitAudit, commit_facts
 from audit.core.model import CommitSummary, Finding
 from audit.core.vocab import FindingKind, ReadVersionFact
 from audit.core.wording.conflicts import metadata_change_text, missed_conflict_text
@@ -16,14 +16,10 @@ def missed_conflict_facts(
     txn: CommitSummary, audit: CommitAudit, winners: list[int]
 ) -> MissedConflictFacts:
     return MissedConflictFacts(
-        version=txn.version,
-        operation=txn.operation,
+        **commit_facts(txn, audit),
         engine=txn.engine,
         isolation_level=txn.isolation_level,
         isolation_level_fact=txn.facts.get("isolation_level", ReadVersionFact.UNKNOWN),
-        read_version=audit.read_version,
-        read_version_fact=audit.read_version_fact,
-        read_scope=audit.read_scope.describe(),
         winners=list(winners),
         exceptions={str(w): audit.conflicts[w].at(txn.isolation_level) for w in winners},
     )
@@ -31,15 +27,12 @@ def missed_conflict_facts(
 
 def missed_conflict_finding(txn: CommitSummary, audit: CommitAudit, winners: list[int]) -> Finding:
     facts = missed_conflict_facts(txn, audit, winners)
-    text = missed_conflict_text(facts)
-    return Finding(
-        kind=FindingKind.MISSED_CONFLICT,
-        severity=sev.missed_conflict_severity(),
-        version=facts.version,
-        related_versions=list(facts.winners),
+    return missed_conflict_text(facts).finding(
+        FindingKind.MISSED_CONFLICT,
+        sev.missed_conflict_severity(),
+        facts.version,
+        list(facts.winners),
         confirmed=facts.read_version_fact == ReadVersionFact.RECORDED,
-        summary=text.summary,
-        explanation=text.explanation,
         details={"exceptions": facts.exceptions, "isolation_level": facts.isolation_level},
     )
 
@@ -60,14 +53,11 @@ def metadata_change_facts(
 
 def metadata_change_finding(winner: CommitSummary | None, txns: list[CommitSummary]) -> Finding:
     facts = metadata_change_facts(winner, txns)
-    text = metadata_change_text(facts)
-    return Finding(
-        kind=FindingKind.CONCURRENT_METADATA_CHANGE,
-        severity=sev.metadata_change_severity(facts.data_changing),
-        version=facts.version,
-        related_versions=sorted(facts.in_flight),
+    return metadata_change_text(facts).finding(
+        FindingKind.CONCURRENT_METADATA_CHANGE,
+        sev.metadata_change_severity(facts.data_changing),
+        facts.version,
+        sorted(facts.in_flight),
         confirmed=facts.confirmed,
-        summary=text.summary,
-        explanation=text.explanation,
         details={"change": facts.change, "data_changing": facts.data_changing},
     )

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core.conflicts.scope import ReadScope
+from audit.core.model import CommitSummary
 from audit.core.vocab import ConflictException, IsolationLevel, ReadVersionFact
 
 SERIALIZABLE = IsolationLevel.SERIALIZABLE
@@ -91,3 +92,14 @@ class CommitAudit:
             "window_truncated": self.window_truncated,
             "verdicts": {str(w): v for w, v in self.verdicts.items()},
         }
+
+
+def commit_facts(txn: CommitSummary, audit: CommitAudit) -> dict[str, Any]:
+    """The facts every finding about one audited commit states (fields of its facts class)."""
+    return {
+        "version": txn.version,
+        "operation": txn.operation,
+        "read_version": audit.read_version,
+        "read_version_fact": audit.read_version_fact,
+        "read_scope": audit.read_scope.describe(),
+    }

@@ -8,12 +8,39 @@ change of wording is a change of contract.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from audit.core.model import Finding
+from audit.core.vocab import FindingKind, Severity
 
 
 class FindingText(NamedTuple):
     summary: str
     explanation: str
+
+    def finding(
+        self,
+        kind: FindingKind,
+        severity: Severity,
+        version: int,
+        related_versions: list[int],
+        *,
+        confirmed: bool = True,
+        details: dict[str, Any] | None = None,
+        witness: dict[str, Any] | None = None,
+    ) -> Finding:
+        """The finding that shows these words (the one place a detector's facts meet them)."""
+        return Finding(
+            kind=kind,
+            severity=severity,
+            version=version,
+            related_versions=related_versions,
+            confirmed=confirmed,
+            summary=self.summary,
+            explanation=self.explanation,
+            witness=witness,
+            details=details if details is not None else {},
+        )
 
 
 def operation_name(operation: str | None) -> str:
