@@ -68,8 +68,8 @@ def _imports(module: str, path: Path, known: set[str]) -> set[str]:
             resolved = _resolve(target, known)
             if resolved is not None and resolved != module and resolved != PACKAGE:
                 found.add(resolved)
-    # A package's __init__ is part of its submodules' import (Python runs it first), but a
-    # submodule importing its own package's names is not a cycle worth reporting twice.
+    # Importing a submodule also runs its package's __init__; that implicit edge is left out
+    # (the core's subpackages keep their __init__ free of imports, so it adds nothing).
     return found
 
 
