@@ -22,7 +22,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from audit.core.anomalies.facts import Hotspot
-from audit.core.anomalies.hotspots import HotspotTally, hotspot_findings
+from audit.core.anomalies.hotspots import (
+    MAX_HOTSPOT_PARTITIONS_PER_PAIR,
+    HotspotTally,
+    hotspot_findings,
+)
 from audit.core.anomalies.identity import identity_finding
 from audit.core.anomalies.never_existed import (
     StaleCandidate,
@@ -44,10 +48,12 @@ from audit.core.anomalies.settings import (
 from audit.core.catalog import catalog_feature, catalog_findings
 from audit.core.conflicts.context import TableContext, databricks_runtime, partition_types_of
 from audit.core.conflicts.findings import metadata_change_finding, missed_conflict_finding
+from audit.core.conflicts.matchers import PartitionMatcher
 from audit.core.conflicts.rules import recheck
 from audit.core.conflicts.scope import (
     SCOPE_NONE,
     ReadScope,
+    ScopeKind,
     is_blind,
     is_destructive,
     is_overwrite,
@@ -113,6 +119,7 @@ __all__ = [
     "CYCLE_KINDS",
     "LEVELS",
     "MAX_CONCURRENT_WINDOW",
+    "MAX_HOTSPOT_PARTITIONS_PER_PAIR",
     "METADATA_CHANGED",
     "NO_CONFLICT",
     "PROTOCOL_CHANGED",
@@ -124,8 +131,10 @@ __all__ = [
     "AuditResult",
     "CommitAudit",
     "Hotspot",
+    "PartitionMatcher",
     "ReadScope",
     "Recheck",
+    "ScopeKind",
     "StaleCandidate",
     "TableContext",
     "audit_history",
@@ -137,6 +146,7 @@ __all__ = [
     "is_destructive",
     "is_overwrite",
     "is_unconditional",
+    "never_existed_findings",
     "overlap_candidate",
     "partition_types_of",
     "read_scope",
