@@ -555,7 +555,10 @@ def core_archive(target: str | None = None) -> str:
     """
     root = Path(__file__).resolve().parent.parent
     sources = [(root / "audit" / "__init__.py", "audit/__init__.py")]
-    sources += [(p, f"audit/core/{p.name}") for p in sorted((root / "audit" / "core").glob("*.py"))]
+    core = root / "audit" / "core"  # with its subpackages (conflicts/, anomalies/, ...)
+    sources += [
+        (p, f"audit/core/{p.relative_to(core).as_posix()}") for p in sorted(core.rglob("*.py"))
+    ]
     sources += [(root / "workers" / name, f"workers/{name}") for name in JOB_MODULES]
     digest = hashlib.sha256(_WORKERS_STUB)
     for path, name in sources:

@@ -18,9 +18,10 @@ from audit.core.errors import DeltaAuditError
 from audit.core.model import Finding, Protocol
 from audit.core.severity import catalog_managed_severity
 from audit.core.storage import LogStore
+from audit.core.vocab import FindingKind
 
 CATALOG_FEATURES = ("catalogManaged", "catalogOwned-preview")
-CATALOG_MANAGED_LOG = "catalog_managed_log"
+CATALOG_MANAGED_LOG = FindingKind.CATALOG_MANAGED_LOG
 STAGED_DIR = "_delta_log/_staged_commits"
 _STAGED = re.compile(r"^(\d{20})\.[0-9A-Za-z-]+\.json$")
 _MAX_LISTED = 50  # related versions kept on the finding

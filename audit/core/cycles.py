@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from audit.core.model import CommitSummary, PartitionKey
+from audit.core.vocab import IsolationLevel, ReadVersionFact
 
 EdgeType = Literal["ww", "wr", "rw"]
 
@@ -66,7 +67,7 @@ class Cycle:
     edges: list[Edge]
     anomaly: str  # G1c | G-single | G2-item
     adya_level: str  # the weakest Adya level it violates
-    delta_level: str  # the weakest Delta isolation level that forbids it
+    delta_level: IsolationLevel  # the weakest Delta isolation level that forbids it
 
 
 def render_partitions(keys: Iterable[PartitionKey]) -> str:
@@ -93,7 +94,7 @@ def _in_scope(scope: Scope, winner: CommitSummary) -> tuple[frozenset[PartitionK
 def anti_dependency(
     txn: CommitSummary,
     read_version: int | None,
-    read_fact: str,
+    read_fact: ReadVersionFact,
     scope: Scope,
     winner: CommitSummary,
 ) -> Edge:
@@ -138,7 +139,7 @@ def classify(edges: list[Edge]) -> tuple[str, str]:
 def stale_commit_cycle(
     txn: CommitSummary,
     read_version: int | None,
-    read_fact: str,
+    read_fact: ReadVersionFact,
     scope: Scope,
     winners: list[CommitSummary],
 ) -> Cycle | None:
@@ -161,5 +162,5 @@ def stale_commit_cycle(
     blind = all(w.blind_append is True for w in winners)
     # WriteSerializable lets a commit ignore blind appends: it then promises only the serial
     # order T-before-W, which this history satisfies; only Serializable forbids it.
-    delta = "Serializable" if blind else "WriteSerializable"
+    delta = IsolationLevel.SERIALIZABLE if blind else IsolationLevel.WRITE_SERIALIZABLE
     return Cycle(edges, anomaly, adya, delta)

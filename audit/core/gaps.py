@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from audit.core.model import Finding, LogListing
 from audit.core.severity import history_gap_severity
+from audit.core.vocab import FindingKind
 
-HISTORY_GAP = "history_gap"
+HISTORY_GAP = FindingKind.HISTORY_GAP
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,15 +12,12 @@ from collections import Counter, defaultdict
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from audit.core.audit import databricks_runtime, setting_understood
+from audit.core.anomalies.settings import setting_understood
+from audit.core.conflicts.context import ROW_LEVEL_RUNTIME, databricks_runtime
 from audit.core.matrix import OPS, classify_operation, conflict_matrix, uses_zorder
 from audit.core.model import CommitSummary
-from audit.core.summary import (
-    ISOLATION_PROPERTY,
-    SERIALIZABLE,
-    WRITE_SERIALIZABLE,
-    effective_isolation_level,
-)
+from audit.core.summary import ISOLATION_PROPERTY, effective_isolation_level
+from audit.core.vocab import Engine, IsolationLevel, ReadVersionFact
 
 if TYPE_CHECKING:
     from audit.core.audit import AuditResult
@@ -28,7 +25,10 @@ if TYPE_CHECKING:
 
 DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"
 # Row-level concurrency is generally available from this Databricks Runtime on (reference page).
-ROW_LEVEL_CONCURRENCY_RUNTIME = (14, 2)
+ROW_LEVEL_CONCURRENCY_RUNTIME = ROW_LEVEL_RUNTIME
+# Plain-text keys of the per-level counts: orjson refuses the enums as dict keys.
+SERIALIZABLE = IsolationLevel.SERIALIZABLE.value
+WRITE_SERIALIZABLE = IsolationLevel.WRITE_SERIALIZABLE.value
 
 
 def isolation_settings(history: History, result: AuditResult | None) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def _engines(summaries: list[CommitSummary], properties: dict[str, str]) -> list
                     Counter(
                         c.isolation_level
                         for c in commits
-                        if c.facts.get("isolation_level") == "recorded"
+                        if c.facts.get("isolation_level") == ReadVersionFact.RECORDED
                     )
                 ),
                 "effective_level": effective_isolation_level(engine, properties),  # type: ignore[arg-type]
@@ -97,7 +97,7 @@ def _engines(summaries: list[CommitSummary], properties: dict[str, str]) -> list
 def _engine_note(engine: str, raw: str | None, understood: bool) -> str:
     if understood:
         return ""
-    if engine == "delta-rs":
+    if engine == Engine.DELTA_RS:
         return (
             f"delta-rs parses only 'serializable', 'writeSerializable' and 'snapshotIsolation'; "
             f"it reads {raw!r} as Serializable."
@@ -107,7 +107,7 @@ def _engine_note(engine: str, raw: str | None, understood: bool) -> str:
 
 def _table_level(raw: str | None, engines: list[dict[str, Any]]) -> str:
     """The level the matrix is resolved for: the property, else what writers enforced."""
-    canonical = {"serializable": SERIALIZABLE, "writeserializable": WRITE_SERIALIZABLE}
+    canonical = {level.lower(): level for level in (SERIALIZABLE, WRITE_SERIALIZABLE)}
     if raw and raw.strip().lower() in canonical:
         return canonical[raw.strip().lower()]
     for engine in engines:
@@ -123,7 +123,7 @@ def row_level_concurrency(history: History, deletion_vectors: bool) -> dict[str,
     table_qualifies = (deletion_vectors and not state.partition_columns) or (
         clustered and deletion_vectors is not False
     )
-    engines = {s.engine_info for s in history.summaries if s.engine == "databricks"}
+    engines = {s.engine_info for s in history.summaries if s.engine == Engine.DATABRICKS}
     engine_supports = any(
         databricks_runtime(info) >= ROW_LEVEL_CONCURRENCY_RUNTIME for info in engines if info
     )

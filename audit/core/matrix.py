@@ -11,22 +11,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
-INSERT = "INSERT"
-UDM = "UPDATE/DELETE/MERGE"
-OPTIMIZE = "OPTIMIZE"
-OPS: tuple[str, str, str] = (INSERT, UDM, OPTIMIZE)
+from audit.core.vocab import TABLE_ISOLATION_LEVELS, IsolationLevel, OperationClass, Verdict
 
-Verdict = Literal["cannot_conflict", "can_conflict", "can_conflict_same_row"]
-CANNOT: Verdict = "cannot_conflict"
-CAN: Verdict = "can_conflict"
-SAME_ROW: Verdict = "can_conflict_same_row"
-VERDICTS: tuple[str, str, str] = (CANNOT, CAN, SAME_ROW)
+# The matrix's names, as modules and tests import them from here.
+INSERT = OperationClass.INSERT
+UDM = OperationClass.UDM
+OPTIMIZE = OperationClass.OPTIMIZE
+OPS: tuple[OperationClass, ...] = tuple(OperationClass)
 
-SERIALIZABLE = "Serializable"
-WRITE_SERIALIZABLE = "WriteSerializable"
-ISOLATION_LEVELS: tuple[str, str] = (SERIALIZABLE, WRITE_SERIALIZABLE)
+CANNOT = Verdict.CANNOT_CONFLICT
+CAN = Verdict.CAN_CONFLICT
+SAME_ROW = Verdict.CAN_CONFLICT_SAME_ROW
+VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
+
+SERIALIZABLE = IsolationLevel.SERIALIZABLE
+WRITE_SERIALIZABLE = IsolationLevel.WRITE_SERIALIZABLE
+ISOLATION_LEVELS: tuple[IsolationLevel, ...] = TABLE_ISOLATION_LEVELS
 
 # The page's general notes, kept verbatim-close so the UI can show them under the grid.
 FOOTNOTE_1 = (
@@ -46,8 +48,8 @@ GENERAL_NOTES: tuple[str, ...] = (FOOTNOTE_1, REORG_NOTE, IDENTITY_NOTE, METADAT
 
 @dataclass(frozen=True, slots=True)
 class MatrixCell:
-    a: str
-    b: str
+    a: OperationClass
+    b: OperationClass
     verdict: Verdict
     note: str
 
@@ -55,7 +57,7 @@ class MatrixCell:
         return asdict(self)
 
 
-def normalize_isolation_level(value: str) -> str:
+def normalize_isolation_level(value: str) -> IsolationLevel:
     """'serializable', 'WRITESERIALIZABLE', 'writeSerializable', 'Write Serializable' -> canonical."""
     if not isinstance(value, str):
         raise ValueError(f"isolation level must be a string, got {type(value).__name__}")
@@ -231,7 +233,7 @@ def _cells_with_rlc(serializable: bool, deletion_vectors: bool, zorder: bool) ->
     ]
 
 
-def verdict_for(cells: list[MatrixCell], op_a: str, op_b: str) -> str:
+def verdict_for(cells: list[MatrixCell], op_a: str, op_b: str) -> Verdict:
     """The verdict of the unordered pair (op_a, op_b); KeyError if the pair is not in `cells`."""
     wanted = {op_a, op_b}
     for cell in cells:
@@ -385,7 +387,7 @@ def _reorg_changes_protocol(params: Any) -> bool:
 
 def classify_operation(
     operation: str | None, blind_append: bool | None, operation_parameters: dict | None
-) -> str | None:
+) -> OperationClass | None:
     """Map a commitInfo operation to INSERT, UPDATE/DELETE/MERGE or OPTIMIZE; None otherwise.
 
     Follows footnote (1): only blind appends are INSERT. A WRITE whose isBlindAppend is false

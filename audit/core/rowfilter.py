@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.model import Predicate
 
 ROW_ID = "__delta_audit_row__"
@@ -248,7 +248,7 @@ def matching_rows(table: pa.Table, sql: str) -> pa.Array:
             ctx.deregister_table(_TABLE)
     except Exception as err:  # DataFusion raises plain Exception subclasses for plan errors
         raise Unevaluable(
-            f"the predicate cannot be evaluated on the data: {_one_line(err)}"
+            f"the predicate cannot be evaluated on the data: {one_line(err, limit=300)}"
         ) from None
     column = result.column(ROW_ID)
     return column.combine_chunks() if column.num_chunks else pa.array([], pa.int64())
@@ -311,8 +311,3 @@ def _casts(arrow_type: pa.DataType) -> list[Any]:
         casts.append(lambda c: c.cast(naive).cast(arrow_type))
         casts.append(lambda c: pc.strptime(c, "%Y-%m-%d", arrow_type.unit).cast(arrow_type))
     return casts
-
-
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:300] if text else err.__class__.__name__

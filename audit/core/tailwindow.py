@@ -21,7 +21,8 @@ load starts `GUESS` versions before `start` only to avoid a reload in the common
 
 from __future__ import annotations
 
-from audit.core.audit import MAX_CONCURRENT_WINDOW, is_destructive
+from audit.core.conflicts.scope import is_destructive
+from audit.core.conflicts.window import MAX_CONCURRENT_WINDOW
 from audit.core.log import DeltaLog
 from audit.core.model import CommitSummary
 from audit.core.summary import History, history_from_log

@@ -1,6 +1,6 @@
 """Confirm never-existed snapshots by finding the rows in the data files.
 
-A candidate (audit.StaleCandidate) names files a destructive commit left alive. We evaluate
+A candidate (anomalies/never_existed.StaleCandidate) names files a destructive commit left alive. We evaluate
 that commit's predicate on them: first on partition values and file statistics (cheap; used to
 discard files), then on the data itself with pyarrow, reading only the columns the predicate
 needs. A finding is `confirmed` only when rows were found. Files that are gone (vacuumed) or
@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from audit.core import rowfilter
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
-from audit.core.model import AddFile, Predicate
+from audit.core.model import AddFile, CommitSummary, Metadata, Predicate
+from audit.core.vocab import Operation
 
 if TYPE_CHECKING:
-    from audit.core.audit import StaleCandidate, TableContext
     from audit.core.summary import History
 
 # At most this many surviving files are read per candidate; at most this many rows sampled.
@@ -31,6 +31,20 @@ MAX_FILES_READ = 50
 MAX_SAMPLE_ROWS = 5
 
 Status = Literal["rows", "no_rows", "unreadable", "unevaluable", "unchecked"]
+
+
+# What the witness needs of a candidate and of the audit's table context. Protocols, so this
+# lower layer never imports the audit (anomalies/never_existed.py, conflicts/context.py).
+class Candidate(Protocol):
+    txn: CommitSummary
+    read_version: int | None
+    files: dict[int, list[str]]  # version that added them -> surviving paths
+
+
+class TableFacts(Protocol):
+    def metadata_at(self, version: int) -> Metadata | None: ...
+
+    def partition_types(self, metadata: Metadata | None) -> dict[str, str]: ...
 
 
 @dataclass(slots=True)
@@ -45,7 +59,7 @@ class Outcome:
 
 
 def confirm_candidate(
-    history: History, ctx: TableContext, candidate: StaleCandidate, *, check_data: bool = True
+    history: History, ctx: TableFacts, candidate: Candidate, *, check_data: bool = True
 ) -> Outcome:
     """Look for rows of the candidate's surviving files that its commit should have changed."""
     predicate = effective_predicate(candidate.txn)
@@ -58,7 +72,7 @@ def confirm_candidate(
     column_types = column_types_of(metadata.schema_string if metadata else None)
     if (
         predicate is None
-        and (candidate.txn.operation or "").upper() == "MERGE"
+        and (candidate.txn.operation or "").upper() == Operation.MERGE
         and candidate.txn.predicate
     ):
         return Outcome(
@@ -88,7 +102,7 @@ def effective_predicate(txn: Any) -> Predicate | None:
     predicate: Predicate | None = txn.predicate
     if predicate is None or predicate.raw.strip().lower() in ("", "true", "(true)"):
         return None
-    if (txn.operation or "").upper() == "MERGE":
+    if (txn.operation or "").upper() == Operation.MERGE:
         return merge_target_part(predicate)
     return predicate
 
@@ -265,22 +279,16 @@ def find_rows(
         except rowfilter.Unevaluable as err:
             return Outcome("unevaluable", None, str(err))
         except (OSError, pa.ArrowException, DeltaAuditError, ValueError) as err:
-            problems.append(f"{add.path}: {_one_line(err)}")
+            problems.append(f"{add.path}: {one_line(err, limit=300)}")
             continue
         if count:
             matched_files.append(add.path)
             total += count
             samples += rows
     if total:
-        partition_only = predicate is not None and not _has_data_columns(predicate, partition_types)
-        witness = {
-            "files": matched_files,
-            "row_count": total,
-            "sample_rows": samples[:MAX_SAMPLE_ROWS],
-            "predicate": predicate.raw if predicate is not None else None,
-            "method": "partition_values" if partition_only else "data",
-        }
-        return Outcome("rows", witness, "")
+        return Outcome(
+            "rows", _witness(matched_files, total, samples, predicate, partition_types), ""
+        )
     if problems:
         return Outcome(
             "unreadable",
@@ -289,6 +297,24 @@ def find_rows(
             + "; ".join(problems[:3]),
         )
     return Outcome("no_rows", None, "no row of the surviving files matches the predicate")
+
+
+def _witness(
+    files: list[str],
+    total: int,
+    samples: list[dict[str, Any]],
+    predicate: Predicate | None,
+    partition_types: dict[str, str],
+) -> dict[str, Any]:
+    """What a confirmed finding shows: where the rows are, how many, a few of them."""
+    partition_only = predicate is not None and not _has_data_columns(predicate, partition_types)
+    return {
+        "files": files,
+        "row_count": total,
+        "sample_rows": samples[:MAX_SAMPLE_ROWS],
+        "predicate": predicate.raw if predicate is not None else None,
+        "method": "partition_values" if partition_only else "data",
+    }
 
 
 def _has_data_columns(predicate: Predicate, partition_types: dict[str, str]) -> bool:
@@ -402,8 +428,3 @@ def arrow_type_of(delta_type: str) -> pa.DataType:
     if match:
         return pa.decimal128(int(match.group(1)), int(match.group(2)))
     return pa.string()
-
-
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:300] if text else err.__class__.__name__

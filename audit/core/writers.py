@@ -21,6 +21,7 @@ from typing import Any
 from audit.core import severity as sev
 from audit.core.cycles import render_partitions
 from audit.core.model import CommitSummary, Finding
+from audit.core.vocab import FindingKind
 
 # Read-version distance buckets: commits that landed between a commit's read and its commit.
 DISTANCE_BUCKETS = ((0, "0"), (1, "1"), (4, "2-4"), (9, "5-9"), (99, "10-99"))
@@ -217,7 +218,7 @@ def _storm_finding(
     seconds = (burst[-1].timestamp - burst[0].timestamp) / 1000
     retries = sum(_retries(s) for s in burst)
     return Finding(
-        kind="retry_storm",
+        kind=FindingKind.RETRY_STORM,
         severity=sev.retry_storm_severity(),
         version=burst[0].version,
         related_versions=[s.version for s in burst[1:]],
