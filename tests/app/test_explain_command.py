@@ -1,4 +1,5 @@
-"""Conflict-exception explanations: parsing every wording, locating commits, tailored fixes."""
+"""`manage.py explain_conflict`, in-process and as a subprocess: the JSON contract, the readable
+text, exit code 2 with one line (the parsing itself: tests/core/test_explain.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Issue 18 acceptance: health, change history and diff equal what deltalake itself reports."""
+"""`manage.py audit --json` carries the health and change history sections (issue 18; the
+core's numbers against deltalake's: tests/core/test_health_core.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The conflict matrix, checked cell by cell against the reference page's two tables."""
+"""`manage.py conflict_matrix`, in-process and as a subprocess: the JSON contract, the grid,
+exit code 2 with one line (the matrix itself: tests/core/test_matrix.py)."""
 
 from __future__ import annotations
 

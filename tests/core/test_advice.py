@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
@@ -12,27 +10,10 @@ from audit.core.audit import audit_history, setting_understood
 from audit.core.isolation import isolation_settings
 from audit.core.partitioning import recommend_partitioning
 from audit.core.summary import load_history
+from tests.support.advice_tables import build_concurrent_date_rewrites, day_rows
 from tests.support.paths import DELTA_TABLES
 
 TABLES = DELTA_TABLES
-
-
-def day_rows(day_index: int, n: int = 50) -> pa.Table:
-    day = dt.date(2024, 1, 1) + dt.timedelta(days=day_index)
-    start = day_index * n
-    return pa.table(
-        {"date": [day] * n, "id": pa.array(range(start, start + n), pa.int64()), "value": [1] * n}
-    )
-
-
-def build_concurrent_date_rewrites(path: str, rounds: int = 3) -> None:
-    """Unpartitioned; one file per day; DELETE date < X and UPDATE date > X from the same snapshot."""
-    for day in range(20):
-        write_deltalake(path, day_rows(day), mode="append")
-    for k in range(rounds):
-        deleter, updater = DeltaTable(path), DeltaTable(path)
-        deleter.delete(f"date < '2024-01-0{3 + k}'::date")
-        updater.update(predicate=f"date > '2024-01-1{5 - k}'::date", updates={"value": "value + 1"})
 
 
 def build_concurrent_id_rewrites(path: str) -> None:

@@ -1,8 +1,6 @@
-"""Incremental listing: a tail tick costs O(1) object-store requests whatever the log's length.
-
-Core tests run on local deltalake tables; the request counts are measured at a real S3
-protocol server (moto's, on loopback, counted at the server: tests/e2e/s3count.py).
-"""
+"""Incremental listing: extending a listing of a growing log, relisting only when needed, the
+bounded byte cache, on local deltalake tables (request counts on S3:
+tests/e2e/test_incremental_s3.py)."""
 
 from __future__ import annotations
 

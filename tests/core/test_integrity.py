@@ -20,6 +20,7 @@ from audit.core.audit import audit_history
 from audit.core.integrity import INTEGRITY_KINDS, integrity_findings
 from audit.core.summary import load_history
 from tests.support import scenarios
+from tests.support.hand_commits import base_actions, changed_add, log_file, write_commit
 from tests.support.logutil import all_table_dirs
 from tests.support.tables import rows
 
@@ -29,29 +30,6 @@ PROTOCOL_DV = {
     "readerFeatures": ["deletionVectors"],
     "writerFeatures": ["deletionVectors"],
 }
-
-
-def _base(path: Path) -> list[dict[str, Any]]:
-    """A partitioned table (v0, v1: appends of 3 and 2 rows); returns the adds so far."""
-    write_deltalake(str(path), rows(3), partition_by=["day"])
-    write_deltalake(str(path), rows(2, start=10), mode="append")
-    adds = []
-    for version in (0, 1):
-        for line in _log(path, version).read_text().splitlines():
-            action = json.loads(line)
-            if "add" in action:
-                adds.append(action["add"])
-    return adds
-
-
-def _log(path: Path, version: int) -> Path:
-    return path / "_delta_log" / f"{version:020d}.json"
-
-
-def _commit(path: Path, version: int, *actions: dict[str, Any], info: dict | None = None) -> None:
-    info = {"timestamp": 1_700_000_000_000 + version, "operation": "WRITE", **(info or {})}
-    lines = [{"commitInfo": info}, *actions]
-    _log(path, version).write_text("\n".join(json.dumps(a) for a in lines) + "\n")
 
 
 def _remove(add: dict[str, Any], *, data_change: bool = True, **extra: Any) -> dict[str, Any]:
@@ -67,10 +45,6 @@ def _remove(add: dict[str, Any], *, data_change: bool = True, **extra: Any) -> d
     }
 
 
-def _add(add: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    return {"add": {**add, **changes}}
-
-
 def _found(path: Path) -> list[Any]:
     return [f for f in audit_history(load_history(str(path))).findings if f.kind in INTEGRITY_KINDS]
 
@@ -83,8 +57,8 @@ def _stats(records: int) -> str:
 
 
 def test_duplicate_add_is_found_at_its_version(tmp_path):
-    adds = _base(tmp_path)
-    _commit(tmp_path, 2, _add(adds[0]))
+    adds = base_actions(tmp_path)
+    write_commit(tmp_path, 2, changed_add(adds[0]))
     (finding,) = _found(tmp_path)
     assert (finding.kind, finding.version, finding.severity) == (
         "duplicate_active_file",
@@ -96,37 +70,37 @@ def test_duplicate_add_is_found_at_its_version(tmp_path):
 
 
 def test_remove_of_unknown_path_is_found(tmp_path):
-    adds = _base(tmp_path)
+    adds = base_actions(tmp_path)
     ghost = {**adds[0], "path": "day=2024-01-01/never-written.parquet"}
-    _commit(tmp_path, 2, _remove(ghost), info={"operation": "DELETE"})
+    write_commit(tmp_path, 2, _remove(ghost), info={"operation": "DELETE"})
     (finding,) = _found(tmp_path)
     assert (finding.kind, finding.version) == ("remove_of_unknown_file", 2)
     assert finding.witness["paths"] == ["day=2024-01-01/never-written.parquet"]
 
 
 def test_second_remove_of_one_file_is_found(tmp_path):
-    adds = _base(tmp_path)
-    _commit(tmp_path, 2, _remove(adds[0]), info={"operation": "DELETE"})
-    _commit(tmp_path, 3, _remove(adds[0]), info={"operation": "DELETE", "readVersion": 2})
+    adds = base_actions(tmp_path)
+    write_commit(tmp_path, 2, _remove(adds[0]), info={"operation": "DELETE"})
+    write_commit(tmp_path, 3, _remove(adds[0]), info={"operation": "DELETE", "readVersion": 2})
     assert [(f.kind, f.version) for f in _found(tmp_path)] == [("remove_of_unknown_file", 3)]
 
 
 def test_stale_remove_of_a_concurrently_removed_file_is_left_to_the_isolation_audit(tmp_path):
-    adds = _base(tmp_path)
-    _commit(tmp_path, 2, _remove(adds[0]), info={"operation": "DELETE", "readVersion": 1})
-    _commit(tmp_path, 3, _remove(adds[0]), info={"operation": "DELETE", "readVersion": 1})
+    adds = base_actions(tmp_path)
+    write_commit(tmp_path, 2, _remove(adds[0]), info={"operation": "DELETE", "readVersion": 1})
+    write_commit(tmp_path, 3, _remove(adds[0]), info={"operation": "DELETE", "readVersion": 1})
     assert _found(tmp_path) == []
 
 
 def test_optimize_that_drops_rows_is_found(tmp_path):
-    adds = _base(tmp_path)  # 3 + 2 rows in two files
+    adds = base_actions(tmp_path)  # 3 + 2 rows in two files
     compacted = {**adds[0], "path": "day=2024-01-01/compacted.parquet", "stats": _stats(4)}
-    _commit(
+    write_commit(
         tmp_path,
         2,
         _remove(adds[0], data_change=False),
         _remove(adds[1], data_change=False),
-        _add(compacted, dataChange=False),
+        changed_add(compacted, dataChange=False),
         info={
             "operation": "OPTIMIZE",
             "operationMetrics": {"numAddedFiles": "1", "numRemovedFiles": "2"},
@@ -143,7 +117,7 @@ def test_optimize_that_drops_rows_is_found(tmp_path):
 
 def test_rewrite_counts_rows_deleted_by_deletion_vectors(tmp_path):
     """Live rows = numRecords minus the DV's cardinality: a purge that keeps them is legal."""
-    adds = _base(tmp_path)
+    adds = base_actions(tmp_path)
     dv = {
         "storageType": "u",
         "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
@@ -151,33 +125,33 @@ def test_rewrite_counts_rows_deleted_by_deletion_vectors(tmp_path):
         "sizeInBytes": 36,
         "cardinality": 1,
     }
-    _commit(tmp_path, 2, {"protocol": PROTOCOL_DV}, info={"operation": "UPGRADE PROTOCOL"})
-    _commit(
+    write_commit(tmp_path, 2, {"protocol": PROTOCOL_DV}, info={"operation": "UPGRADE PROTOCOL"})
+    write_commit(
         tmp_path,
         3,
         _remove(adds[0]),
-        _add(adds[0], deletionVector=dv),
+        changed_add(adds[0], deletionVector=dv),
         info={"operation": "DELETE"},
     )
     purged = {**adds[0], "path": "day=2024-01-01/purged.parquet", "stats": _stats(2)}
-    _commit(
+    write_commit(
         tmp_path,
         4,
         _remove(adds[0], data_change=False, deletionVector=dv),
-        _add(purged, dataChange=False),
+        changed_add(purged, dataChange=False),
         info={"operation": "REORG"},
     )
     assert _found(tmp_path) == []
 
 
 def test_metrics_that_lie_are_found(tmp_path):
-    adds = _base(tmp_path)
+    adds = base_actions(tmp_path)
     new = {**adds[0], "path": "day=2024-01-01/new.parquet"}
-    _commit(
+    write_commit(
         tmp_path,
         2,
         _remove(adds[0]),
-        _add(new),
+        changed_add(new),
         info={
             "operation": "DELETE",
             "operationMetrics": {"numAddedFiles": 1, "numRemovedFiles": 3},
@@ -189,7 +163,7 @@ def test_metrics_that_lie_are_found(tmp_path):
 
 
 def test_deletion_vector_without_the_feature_is_found(tmp_path):
-    adds = _base(tmp_path)  # delta-rs writes protocol 1/2
+    adds = base_actions(tmp_path)  # delta-rs writes protocol 1/2
     dv = {
         "storageType": "u",
         "pathOrInlineDv": "x",
@@ -197,11 +171,11 @@ def test_deletion_vector_without_the_feature_is_found(tmp_path):
         "sizeInBytes": 36,
         "cardinality": 1,
     }
-    _commit(
+    write_commit(
         tmp_path,
         2,
         _remove(adds[0]),
-        _add(adds[0], deletionVector=dv),
+        changed_add(adds[0], deletionVector=dv),
         info={"operation": "DELETE"},
     )
     (finding,) = _found(tmp_path)
@@ -214,8 +188,8 @@ def test_deletion_vector_without_the_feature_is_found(tmp_path):
 
 
 def test_legal_reuses_of_a_path_are_not_findings(tmp_path):
-    adds = _base(tmp_path)
-    _commit(tmp_path, 2, {"protocol": PROTOCOL_DV}, info={"operation": "UPGRADE PROTOCOL"})
+    adds = base_actions(tmp_path)
+    write_commit(tmp_path, 2, {"protocol": PROTOCOL_DV}, info={"operation": "UPGRADE PROTOCOL"})
     dv = {
         "storageType": "u",
         "pathOrInlineDv": "x",
@@ -224,33 +198,33 @@ def test_legal_reuses_of_a_path_are_not_findings(tmp_path):
         "cardinality": 1,
     }
     # A new deletion vector: the add line before the remove line, in one commit.
-    _commit(
+    write_commit(
         tmp_path,
         3,
-        _add(adds[0], deletionVector=dv),
+        changed_add(adds[0], deletionVector=dv),
         _remove(adds[0]),
         info={"operation": "DELETE"},
     )
     # Statistics recomputed: the same file re-added without a data change.
-    _commit(
+    write_commit(
         tmp_path,
         4,
-        _add(adds[1], dataChange=False, stats=_stats(2)),
+        changed_add(adds[1], dataChange=False, stats=_stats(2)),
         info={"operation": "COMPUTE STATS"},
     )
     # Removed, then added back by a later commit (golden: delete-re-add-same-file-...).
-    _commit(tmp_path, 5, _remove(adds[1]), info={"operation": "DELETE"})
-    _commit(tmp_path, 6, _add(adds[1]))
+    write_commit(tmp_path, 5, _remove(adds[1]), info={"operation": "DELETE"})
+    write_commit(tmp_path, 6, changed_add(adds[1]))
     assert _found(tmp_path) == []
 
 
 def test_checkpoint_boundary_is_legal(tmp_path):
     """Log cleanup: removes of files added before the first available version are fine."""
-    _base(tmp_path)
+    base_actions(tmp_path)
     dt = DeltaTable(str(tmp_path))
     dt.create_checkpoint()  # at v1
     for version in (0,):
-        _log(tmp_path, version).unlink()
+        log_file(tmp_path, version).unlink()
     write_deltalake(str(tmp_path), rows(4), mode="overwrite")  # v2 removes v0's and v1's files
     history = load_history(str(tmp_path))
     assert history.first_available_version == 1
@@ -258,10 +232,10 @@ def test_checkpoint_boundary_is_legal(tmp_path):
     # ...and still judged after the boundary.
     adds = [
         json.loads(line)["add"]
-        for line in _log(tmp_path, 2).read_text().splitlines()
+        for line in log_file(tmp_path, 2).read_text().splitlines()
         if '"add"' in line
     ]
-    _commit(tmp_path, 3, _add(adds[0]))
+    write_commit(tmp_path, 3, changed_add(adds[0]))
     assert [(f.kind, f.version) for f in _found(tmp_path)] == [("duplicate_active_file", 3)]
 
 
@@ -311,8 +285,8 @@ def test_a_tap_on_the_commit_stream_and_the_audit_s_re_read_agree(tmp_path):
     from audit.core.integrity import IntegrityTap
     from audit.core.log import open_log
 
-    adds = _base(tmp_path)
-    _commit(tmp_path, 2, _add(adds[0]), _remove({**adds[0], "path": "ghost.parquet"}))
+    adds = base_actions(tmp_path)
+    write_commit(tmp_path, 2, changed_add(adds[0]), _remove({**adds[0], "path": "ghost.parquet"}))
     history = load_history(str(tmp_path))
     reread = [(f.kind, f.version) for f in integrity_findings(history)]
     assert reread == [("remove_of_unknown_file", 2), ("duplicate_active_file", 2)]

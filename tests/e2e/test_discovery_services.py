@@ -1,11 +1,6 @@
-"""`manage.py discover`: every Delta table under a root, and nothing else.
-
-A local root with 200 tables at depths 1 to 5 among decoys (plain folders, an empty
-`_delta_log`, one holding only a .crc, Spark's `_temporary`, a "table" hidden inside another
-table's partition folder, which a walk must never enter), and a smaller set on the S3 protocol
-server. `--register` adds the new ones; a table whose log vanished is marked gone, keeping its
-history, and comes back when its log does; a configured root is discovered by the beat.
-"""
+"""Discovery with real services: a smaller set of tables on the S3 protocol server among decoys,
+read by a user allowed only the prefix, and a configured root discovered by the beat of a
+real worker (the walk itself: tests/core/test_discovery.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -21,20 +15,9 @@ from deltalake import write_deltalake
 
 from audit.models import Table
 from tests.e2e.objstore import upload_table, write_storage_config
+from tests.support.discovery_lake import table_templates
 from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
-
-
-def _templates(base: Path) -> dict[int, Path]:
-    """Tables with latest versions 0, 1 and 2 (partitioned: data lives in day=... folders)."""
-    out = {}
-    for latest in (0, 1, 2):
-        path = base / f"template-{latest}"
-        for v in range(latest + 1):
-            data = pa.table({"day": ["2024-01-01"], "id": pa.array([v], pa.int64())})
-            write_deltalake(str(path), data, mode="append", partition_by=["day"])
-        out[latest] = path
-    return out
 
 
 @pytest.mark.services
@@ -42,7 +25,7 @@ def _templates(base: Path) -> dict[int, Path]:
 def test_discover_on_s3_finds_the_uploaded_tables_only(s3_server, tmp_path):
     s3_server.enforce_auth()
     bucket = s3_server.create_bucket()
-    templates = _templates(tmp_path / "templates")
+    templates = table_templates(tmp_path / "templates")
     expected = {}
     for i in range(20):
         prefix = "/".join([f"dom{i % 3}", *(["sub"] * (i % 4)), f"t{i:02d}"])

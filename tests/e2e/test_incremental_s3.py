@@ -1,8 +1,6 @@
-"""Incremental listing: a tail tick costs O(1) object-store requests whatever the log's length.
-
-Core tests run on local deltalake tables; the request counts are measured at a real S3
-protocol server (moto's, on loopback, counted at the server: tests/e2e/s3count.py).
-"""
+"""Incremental listing on S3: a tail tick costs O(1) object-store requests whatever the log's
+length, measured at a real S3 protocol server (moto's, on loopback, counted at the server:
+tests/e2e/s3count.py). The listing logic on local tables: tests/core/test_incremental.py."""
 
 from __future__ import annotations
 
