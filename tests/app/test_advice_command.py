@@ -4,23 +4,15 @@ real deltalake writers: tests/core/test_advice.py)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from tests.support.advice_tables import build_concurrent_date_rewrites
-from tests.support.paths import ROOT
+from tests.support.cli import manage
 
 
 def test_the_table_advice_command_prints_json(tmp_path):
     path = str(tmp_path / "t")
     build_concurrent_date_rewrites(path, rounds=1)
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "table_advice", path, "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = manage("table_advice", path, "--json")
     assert proc.returncode == 0, proc.stderr
     advice = json.loads(proc.stdout)
     assert advice["partitioning"]["recommended_columns"] == ["date"]

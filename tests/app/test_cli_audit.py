@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from tests.support.paths import DELTA_TABLES, ROOT
+from tests.support.cli import run_audit
+from tests.support.paths import DELTA_TABLES
 
 TABLES = DELTA_TABLES
 
@@ -44,16 +43,6 @@ FINDING_KEYS = {
     "summary",
     "witness",
 }
-
-
-def run_audit(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "manage.py", "audit", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_it_prints_the_contract_fields_for_a_spark_table():

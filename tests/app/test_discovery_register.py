@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,8 @@ import pytest
 from audit import ingest
 from audit.discovery import discover
 from audit.models import Commit, Table
+from tests.support.cli import manage
 from tests.support.discovery_lake import lake_of
-from tests.support.paths import ROOT
 from tests.support.workers import database_url
 
 
@@ -30,10 +29,7 @@ def test_the_cli_lists_tables_as_json_and_registers_the_new_ones(tmp_path, setti
     env = {**os.environ, "AUDIT_ALLOWED_ROOTS": str(tmp_path), "DATABASE_URL": database_url()}
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "manage.py", "discover", *args],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        return manage("discover", *args, env=env)
 
     run = cli(str(root), "--json")
     assert run.returncode == 0, run.stderr

@@ -14,7 +14,8 @@ from django.core.management import call_command
 from audit.core.explain import (
     METADATA,
 )
-from tests.support.paths import DELTA_TABLES, EXCEPTIONS, ROOT
+from tests.support.cli import manage
+from tests.support.paths import DELTA_TABLES, EXCEPTIONS
 
 CORPUS = EXCEPTIONS
 TABLES = DELTA_TABLES
@@ -28,14 +29,7 @@ def corpus(name: str) -> str:
 
 
 def _command(stdin: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "manage.py", "explain_conflict", *args],
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return manage("explain_conflict", *args, input=stdin)
 
 
 def test_the_command_prints_the_json_contract_with_a_table():

@@ -24,7 +24,7 @@ def evolving(tmp_path_factory) -> str:
 
 
 def test_cli_json_carries_health_and_changes(evolving):
-    from tests.app.test_cli_audit import run_audit
+    from tests.support.cli import run_audit
 
     proc = run_audit(evolving, "--json")
     assert proc.returncode == 0, proc.stderr

@@ -10,7 +10,7 @@ from tests.support.hand_commits import base_actions, changed_add, write_commit
 
 def test_audit_json_reports_integrity_findings_and_fails_the_gate(tmp_path):
     """`manage.py audit --json --fail-on critical`, as a CI job runs it."""
-    from tests.app.test_cli_audit import run_audit
+    from tests.support.cli import run_audit
 
     adds = base_actions(tmp_path)
     write_commit(tmp_path, 2, changed_add(adds[0]))

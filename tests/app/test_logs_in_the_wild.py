@@ -8,8 +8,6 @@ cleanup would.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from audit import ingest, tailing
 from audit.models import Commit, Finding, Table
-from tests.support.paths import ROOT
+from tests.support.cli import manage
 from tests.support.tables import rows
 
 RETAIN_NOTHING = {"delta.logRetentionDuration": "interval 0 seconds"}
@@ -37,13 +35,7 @@ def _cleanup(path: Path) -> list[str]:
 
 
 def _audit_json(path: Path, *extra: str) -> tuple[int, dict | None, str]:
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "audit", str(path), "--json", *extra],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = manage("audit", str(path), "--json", *extra)
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 from io import StringIO
 
 import pytest
@@ -18,7 +16,7 @@ from audit.core.matrix import (
     OPTIMIZE,
     UDM,
 )
-from tests.support.paths import ROOT
+from tests.support.cli import manage
 
 # ------------------------------------------------------------------ the page, mirrored
 # Each entry: the cell's text as printed on the page (rows x columns of
@@ -201,37 +199,24 @@ def test_the_command_rejects_bad_values_in_process():
     ],
 )
 def test_the_command_exits_2_with_one_line_on_bad_arguments(args):
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "conflict_matrix", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = manage("conflict_matrix", *args, timeout=60)
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
 def test_the_command_json_from_the_command_line_is_exactly_the_contract():
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "conflict_matrix",
-            "--isolation-level",
-            "Serializable",
-            "--row-level-concurrency",
-            "off",
-            "--deletion-vectors",
-            "on",
-            "--zorder",
-            "on",
-            "--json",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    proc = manage(
+        "conflict_matrix",
+        "--isolation-level",
+        "Serializable",
+        "--row-level-concurrency",
+        "off",
+        "--deletion-vectors",
+        "on",
+        "--zorder",
+        "on",
+        "--json",
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 from django.db import IntegrityError, transaction
@@ -13,7 +12,7 @@ from django.utils import timezone
 from audit import ingest
 from audit.models import Commit, Finding, Table
 from audit.paths import UriNotAllowed, check_allowed
-from tests.support.paths import ROOT
+from tests.support.cli import manage
 
 # --------------------------------------------------------------------------- paths
 
@@ -150,14 +149,7 @@ def test_the_admin_is_closed_to_regular_users(client, member):
 
 
 def run_manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return manage(*args, env={**os.environ, **env}, timeout=60)
 
 
 @pytest.mark.slow  # four manage.py subprocesses

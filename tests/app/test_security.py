@@ -28,6 +28,7 @@ from audit import ingest
 from audit.api.urls import not_found as api_not_found
 from audit.models import Commit, Finding, Table
 from audit.paths import UriNotAllowed, check_allowed, check_registered
+from tests.support.cli import manage, run_audit
 from tests.support.paths import ROOT
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-ROOT"
@@ -186,12 +187,7 @@ def test_the_add_table_cli_refuses_every_bad_uri(escape_link, capsys):
 def test_the_audit_cli_is_a_local_users_tool_and_reads_any_path(lake):
     # Documented: `manage.py audit <uri>` is not gated (the user could `cat` the files anyway).
     _, outside = lake
-    out = subprocess.run(
-        [sys.executable, "manage.py", "audit", str(outside / "secret"), "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        timeout=120,
-    )
+    out = run_audit(str(outside / "secret"), "--json")
     assert out.returncode == 0, out.stderr
     assert orjson.loads(out.stdout)["table"]["version"] == 1
 
@@ -595,16 +591,13 @@ def test_production_refuses_to_start_with_unsafe_settings(env, message):
     out = run_settings({"AUDIT_ENV": "production", **env})
     assert out.returncode != 0
     assert message in out.stderr and "refusing to start" in out.stderr
-    manage = subprocess.run(
-        [sys.executable, "manage.py", "check"],
-        cwd=ROOT,
+    check = manage(
+        "check",
         env={**{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
              "AUDIT_ENV": "production", **env},
-        capture_output=True,
-        text=True,
         timeout=60,
     )  # fmt: skip
-    assert manage.returncode != 0 and "refusing to start" in manage.stderr
+    assert check.returncode != 0 and "refusing to start" in check.stderr
 
 
 def test_production_with_a_real_key_starts_with_secure_cookies():

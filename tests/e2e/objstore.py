@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import manage
 from tests.support.net import free_port
 from tests.support.paths import ROOT
 
@@ -397,11 +398,4 @@ def audit_cli(uri: str, env: dict[str, str], *extra: str) -> subprocess.Complete
         for k, v in os.environ.items()
         if not k.startswith(("AWS_", "AZURE_", "GOOGLE_", "AUDIT_STORAGE_CONFIG"))
     }
-    return subprocess.run(
-        [sys.executable, "manage.py", "audit", uri, "--json", "--files", *extra],
-        cwd=ROOT,
-        env={**base, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return manage("audit", uri, "--json", "--files", *extra, env={**base, **env}, timeout=300)

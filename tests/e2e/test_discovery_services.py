@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pyarrow as pa
 import pytest
@@ -15,8 +13,8 @@ from deltalake import write_deltalake
 
 from audit.models import Table
 from tests.e2e.objstore import upload_table, write_storage_config
+from tests.support.cli import manage
 from tests.support.discovery_lake import table_templates
-from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
 
 
@@ -53,10 +51,7 @@ def test_discover_on_s3_finds_the_uploaded_tables_only(s3_server, tmp_path):
         "LAKE_KEY": reader.access_key_id,
         "LAKE_SECRET": reader.secret_access_key,
     }
-    run = subprocess.run(
-        [sys.executable, "manage.py", "discover", f"s3://{bucket}/lake", "--json"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    run = manage("discover", f"s3://{bucket}/lake", "--json", env=env, timeout=300)
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     assert {t["uri"]: t["latest_version"] for t in data["tables"]} == expected
