@@ -1,12 +1,5 @@
-"""Hostile log strings stay inert on every dashboard page.
-
-The table is written with the real `deltalake` writer: user names (commitInfo.userName through
-CommitProperties custom metadata), a DELETE predicate, a partition value and data rows carry
-`<script>`, `<img src=x onerror=...>` and `javascript:` payloads; a stale DELETE turns the
-hostile rows into a never-existed-snapshot witness. One more commit file is written by hand, as
-a hostile writer could: its operation name is markup, so the timeline's JavaScript (legend,
-tooltip) gets it too. Every payload either sets `window.__xss` or opens a dialog if it runs.
-"""
+"""Hostile log strings are stored as written and escaped on every dashboard page and in the
+API (the table: tests/support/hostile_table.py; the browser run: tests/e2e/test_xss_browser.py)."""
 
 from __future__ import annotations
 
