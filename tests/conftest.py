@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from deltalake import write_deltalake
 
-from tests.support.alerting import Receiver
 from tests.support.paths import ROOT
+from tests.support.receiver import Receiver
 from tests.support.tables import rows
 
 # Names tests imported from here before the layers: kept so `from tests.conftest import ...`
@@ -75,18 +75,6 @@ def delta_table_factory(tmp_path, settings) -> Callable[..., Path]:
 
 
 # --------------------------------------------------------------------------- users
-
-
-@pytest.fixture(autouse=True)
-def _forget_api_tokens_and_cached_pages():
-    """API tokens and response bodies are remembered per process for a few seconds; not
-    across tests (ids and versions repeat from one test's tables to the next)."""
-    from django.core.cache import cache
-
-    from audit.api.authentication import forget_tokens
-
-    forget_tokens()
-    cache.clear()
 
 
 @pytest.fixture

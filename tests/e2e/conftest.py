@@ -10,6 +10,7 @@ import pytest
 
 # Object-store protocol servers (moto S3, Azurite), session-scoped: see tests/e2e/objstore.py.
 from tests.e2e.objstore import azurite_server, s3_server  # noqa: F401
+from tests.support.django_state import forget_api_tokens_and_cached_pages  # noqa: F401 - autouse
 from tests.support.workers import REDIS_URL, Workers, database_url, redis_reachable
 
 
