@@ -2,7 +2,7 @@
 
 Each server runs as a subprocess on a free loopback port and is stopped by its PID (its own
 process group), never by name. The session fixtures `s3_server` / `azurite_server` are
-registered by tests/conftest.py; the classes can be used directly too.
+registered by tests/e2e/conftest.py; the classes can be used directly too.
 
 - `MotoS3`: `moto_server -H 127.0.0.1 -p PORT`. `enforce_auth()` turns IAM on (moto's
   /moto-api/reset-auth), after which only keys made by `make_user()` work, each with the

@@ -1,7 +1,7 @@
 """Real `celery -A workers worker --beat` processes tailing real deltalake tables.
 
 The workers share the test database (a SQLite file, or test_<name> on PostgreSQL) and use Redis
-when reachable, else kombu's SQLAlchemy transport (see tests/conftest.py).
+when reachable, else kombu's SQLAlchemy transport (see tests/support/workers.py).
 """
 
 from __future__ import annotations
