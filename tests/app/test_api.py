@@ -19,11 +19,12 @@ from kombu.exceptions import OperationalError as BrokerError
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from audit import analysis, ingest
+from audit import analysis
 from audit.core.matrix import conflict_matrix
 from audit.models import Commit, Finding, Table
 from tests.support import scenarios
 from tests.support.clients import session_client
+from tests.support.ingested import ingest_table
 from tests.support.paths import EXCEPTIONS
 from tests.support.tables import rows
 
@@ -54,14 +55,6 @@ def queued(monkeypatch) -> list[int]:
     calls: list[int] = []
     monkeypatch.setattr(tail_table, "apply_async", lambda args, **kw: calls.append(args[0]))
     return calls
-
-
-def ingest_table(path: Path, name: str | None = None) -> Table:
-    table, _ = ingest.register_table(str(path), name=name)
-    while ingest.tail_once(table.id).more:
-        pass
-    table.refresh_from_db()
-    return table
 
 
 @pytest.fixture(scope="session")

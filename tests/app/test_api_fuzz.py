@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 
-from audit import analysis, ingest
+from audit import analysis
 from audit.models import Finding
 from tests.support import scenarios
+from tests.support.ingested import ingest_table
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -41,9 +42,7 @@ def real_ids(tmp_path, settings) -> dict[str, int]:
     cache.clear()
     analysis._HISTORIES.clear()
     scenarios.build_ws_reorder_matching(str(tmp_path / "reorder"))
-    table, _ = ingest.register_table(str(tmp_path / "reorder"))
-    while ingest.tail_once(table.id).more:
-        pass
+    table = ingest_table(str(tmp_path / "reorder"))
     finding = Finding.objects.filter(table=table).first()
     return {"table": table.id, "finding": finding.id, "version": 3}
 

@@ -18,19 +18,12 @@ from kombu.exceptions import OperationalError
 from audit import ingest
 from audit.models import Finding, Table
 from tests.support import scenarios
+from tests.support.ingested import ingest_table
 from tests.support.paths import EXCEPTIONS
 
 pytestmark = pytest.mark.django_db
 
 DATA = EXCEPTIONS
-
-
-def ingest_table(path: Path, name: str) -> Table:
-    table, _ = ingest.register_table(str(path), name=name)
-    while ingest.tail_once(table.id).more:
-        pass
-    table.refresh_from_db()
-    return table
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from tests.support.health_tables import (
     V_SCHEMA,
     build_evolving_table,
 )
+from tests.support.ingested import ingest_table
 
 pytestmark = pytest.mark.django_db
 
@@ -34,10 +35,7 @@ def built(tmp_path_factory):
 def ingest_copy(built, tmp_path, settings):
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
     cache.clear()
-    table, _ = ingest.register_table(str(shutil.copytree(built, tmp_path / "t")), name="t")
-    while ingest.tail_once(table.id).more:
-        pass
-    table.refresh_from_db()
+    table = ingest_table(str(shutil.copytree(built, tmp_path / "t")), name="t")
     return table
 
 

@@ -13,6 +13,7 @@ from audit import ingest, orphan_scans
 from audit.core.log import open_log
 from audit.models import Finding, OrphanScan, Table
 from tests.support.clients import authorize
+from tests.support.ingested import ingest_table
 from tests.support.killed_writer import kill_a_writer
 from tests.support.tables import rows
 from workers import orphan_tasks
@@ -32,9 +33,7 @@ def killed(tmp_path, settings) -> Table:
     two_hours_ago = time.time() - 7200
     for f in path.glob("day=*/*-killed-*.parquet"):
         os.utime(f, (two_hours_ago, two_hours_ago))
-    table, _ = ingest.register_table(str(path), name="t")
-    while ingest.tail_once(table.id).more:
-        pass
+    table = ingest_table(str(path), name="t")
     return table
 
 

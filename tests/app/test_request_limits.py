@@ -15,11 +15,12 @@ from django.core.exceptions import RequestDataTooBig
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from audit import analysis, ingest
+from audit import analysis
 from audit.api.exceptions import json_exception_handler
 from audit.limits import MAX_EXCEPTION_CHARS
 from tests.support import scenarios
 from tests.support.clients import token_client
+from tests.support.ingested import ingest_table
 
 pytestmark = pytest.mark.django_db
 
@@ -138,9 +139,7 @@ def test_the_schema_and_the_explain_page_state_the_limits(owner, client):
 @pytest.fixture
 def table_id(tmp_path) -> int:
     scenarios.build_ws_reorder_matching(str(tmp_path / "t"))
-    table, _ = ingest.register_table(str(tmp_path / "t"))
-    while ingest.tail_once(table.id).more:
-        pass
+    table = ingest_table(str(tmp_path / "t"))
     return table.id
 
 

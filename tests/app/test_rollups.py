@@ -24,6 +24,7 @@ from audit.core.audit import audit_history
 from audit.core.summary import load_history
 from audit.models import Commit, CommitRollup, Finding, Table
 from tests.support import scenarios
+from tests.support.ingested import ingest_table
 
 pytestmark = pytest.mark.django_db
 
@@ -59,10 +60,7 @@ def racy_path(tmp_path, settings) -> Path:
 
 
 def ingest_all(path: Path, chunk: int) -> Table:
-    table, _ = ingest.register_table(str(path))
-    while ingest.tail_once(table.id, chunk=chunk).more:
-        pass
-    table.refresh_from_db()
+    table = ingest_table(str(path), chunk=chunk)
     assert table.status == "ok", table.last_error
     return table
 

@@ -7,8 +7,9 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from audit import analysis, ingest
+from audit import analysis
 from tests.support.clients import authorize
+from tests.support.ingested import ingest_table
 from tests.support.writer_tables import build_two_writers, telemetry
 
 
@@ -19,9 +20,7 @@ def test_the_writers_endpoint_needs_a_token_and_agrees_with_the_core(tmp_path, s
     cache.clear()
     analysis._HISTORIES.clear()
     build_two_writers(tmp_path / "t")
-    table, _ = ingest.register_table(str(tmp_path / "t"), name="t")
-    while ingest.tail_once(table.id).more:
-        pass
+    table = ingest_table(str(tmp_path / "t"), name="t")
     client = APIClient()
     assert client.get(f"/api/tables/{table.id}/writers/").status_code in (401, 403)
     authorize(client, member)

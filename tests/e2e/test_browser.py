@@ -15,6 +15,7 @@ import pytest
 from audit import ingest
 from audit.models import Commit, Finding, Table
 from tests.support import scenarios
+from tests.support.ingested import ingest_table
 from tests.support.paths import ARTIFACTS, EXCEPTIONS
 
 CHROMIUM = "/usr/bin/chromium"
@@ -101,10 +102,7 @@ def anomalous_table(tmp_path, settings) -> Table:
     settings.AUDIT_TABLE_FINDINGS_SECONDS = 0
     path = tmp_path / "orders"
     scenarios.build_ws_reorder_matching(str(path))
-    table, _ = ingest.register_table(str(path), name="orders")
-    while ingest.tail_once(table.id).more:
-        pass
-    table.refresh_from_db()
+    table = ingest_table(str(path), name="orders")
     return table
 
 

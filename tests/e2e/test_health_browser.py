@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from audit import ingest
 from tests.e2e.test_browser import (  # noqa: F401  (fixtures)
     CHROMIUM,
     browser,
@@ -20,6 +19,7 @@ from tests.support.health_tables import (
     add_hostile_property_commit,
     build_evolving_table,
 )
+from tests.support.ingested import ingest_table
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -32,10 +32,7 @@ def hostile_health_table(tmp_path, settings):
     settings.AUDIT_TABLE_FINDINGS_SECONDS = 0
     path = build_evolving_table(tmp_path / "evolving")
     last = add_hostile_property_commit(path)
-    table, _ = ingest.register_table(str(path), name="evolving")
-    while ingest.tail_once(table.id).more:
-        pass
-    table.refresh_from_db()
+    table = ingest_table(str(path), name="evolving")
     assert table.last_seen_version == last
     return table
 

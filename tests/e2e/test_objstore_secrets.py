@@ -21,6 +21,7 @@ from audit.core.errors import DeltaAuditError
 from audit.models import Commit, Finding, Table
 from tests.e2e.objstore import upload_table, write_storage_config
 from tests.support import scenarios
+from tests.support.ingested import ingest_table
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -103,10 +104,7 @@ def _fill(path: str, values: dict[str, int]) -> str | None:
 def test_no_page_endpoint_log_or_row_holds_a_secret(lake_env, client, owner, caplog):
     caplog.set_level(logging.DEBUG)
     bucket = lake_env["bucket"]
-    good, _ = ingest.register_table(f"s3://{bucket}/finance/orders")
-    while ingest.tail_once(good.id).more:
-        pass
-    good.refresh_from_db()
+    good = ingest_table(f"s3://{bucket}/finance/orders")
     assert good.status == Table.Status.OK and good.last_seen_version == 3
     with pytest.raises(DeltaAuditError, match="access denied"):
         ingest.register_table(f"s3://{bucket}/sales/orders")

@@ -24,6 +24,7 @@ from audit.core.summary import load_history
 from audit.models import Commit, Table
 from audit.models import Finding as FindingRow
 from tests.support import scenarios
+from tests.support.ingested import ingest_table
 from tests.support.paths import DELTA_TABLES, ROOT
 
 DATA = DELTA_TABLES
@@ -207,9 +208,7 @@ def test_stored_rows_are_the_same_from_both_paths(spark, scenario_tables, settin
     settings.AUDIT_ALLOWED_ROOTS = [str(ROOT), str(Path(uri).parent)]
     settings.AUDIT_SPARK_CHUNK_COMMITS = CHUNK
 
-    table, _ = ingest.register_table(uri)
-    while ingest.tail_once(table.id, chunk=3).more:  # the Celery path, in small chunks
-        pass
+    table = ingest_table(uri, chunk=3)  # the Celery path, in small chunks
     by_python = stored(table)
     table.delete()
 

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
-from audit import ingest
 from audit.models import Table
+from tests.support.ingested import ingest_table
 
 SCRIPT_USER = "<script>window.__xss='user';alert('user')</script>"
 IMG_NAME = "<img src=x onerror=\"window.__xss='row';alert('row')\">"
@@ -81,9 +81,6 @@ def hostile_table(tmp_path, settings) -> Table:
     settings.AUDIT_TABLE_FINDINGS_SECONDS = 0
     path = tmp_path / "hostile"
     build_hostile_table(path)
-    table, _ = ingest.register_table(str(path), name=TABLE_NAME)
-    while ingest.tail_once(table.id).more:
-        pass
-    table.refresh_from_db()
+    table = ingest_table(str(path), name=TABLE_NAME)
     assert table.status == "ok", table.last_error
     return table
