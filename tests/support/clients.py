@@ -24,3 +24,25 @@ def authorize(client: APIClient, user) -> APIClient:
 def token_client(user) -> APIClient:
     """An API client that sends a new token of `user`, as scripts do."""
     return authorize(APIClient(), user)
+
+
+def error_of(response) -> str:
+    body = response.json()
+    assert set(body) == {"error", "detail"}, body
+    assert isinstance(body["error"], str) and body["error"]
+    return body["error"]
+
+
+def walk(client: APIClient, url: str, **params) -> list[dict]:
+    """Every page, following `next` links."""
+    items, pages = [], 0
+    response = client.get(url, params)
+    while True:
+        assert response.status_code == 200, response.content
+        body = response.json()
+        items += body["results"]
+        pages += 1
+        assert pages < 100
+        if not body["next"]:
+            return items
+        response = client.get(body["next"])
