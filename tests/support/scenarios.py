@@ -317,7 +317,7 @@ def summary(
     given as paths take their partitions from Hive-style segments (`day=a/f0`), when all
     have them; as a dict, from its values.
     """
-    from audit.core.model import CommitSummary, partition_key
+    from audit.core.model import CommitSummary
     from audit.core.predicates import parse_predicate
 
     adds = adds or {}
@@ -349,29 +349,43 @@ def summary(
         user_name=None,
         job=None,
         cluster_id=None,
-        files_added=len(adds),
-        files_removed=len(removes),
-        bytes_added=0,
-        bytes_removed=0,
-        data_change=bool(adds or removes),
-        added_partitions=frozenset(partition_key(v) for v in adds.values()) if adds else _EMPTY,
-        removed_partitions=frozenset(partition_key(v) for v in removes.values())
-        if removes
-        else _EMPTY,
-        removed_paths=frozenset(removes) if removes else _EMPTY,
-        removed_paths_all=frozenset(removes) | frozenset(compaction_removes)
-        if (removes or compaction_removes)
-        else _EMPTY,
-        added_paths=frozenset(adds) if adds else _EMPTY,
         predicate=parse_predicate(predicate) if predicate else None,
         metadata_changed=metadata_changed,
         protocol_changed=protocol_changed,
         app_ids=app_ids or {},
         domains=_EMPTY,
         has_deletion_vectors=False,
-        compacted_paths=frozenset(compaction_adds) if compaction_adds else _EMPTY,
-        compacted_removed_partitions=_compacted_partitions(compaction_removes),
+        **_file_fields(adds, removes, compaction_removes, compaction_adds),
     )
+
+
+def _file_fields(
+    adds: dict[str, dict[str, str | None]],
+    removes: dict[str, dict[str, str | None]],
+    compaction_removes: tuple[str, ...] | dict[str, dict[str, str | None]],
+    compaction_adds: tuple[str, ...],
+) -> dict[str, Any]:
+    """The CommitSummary fields that describe the files a commit adds and removes."""
+    from audit.core.model import partition_key
+
+    return {
+        "files_added": len(adds),
+        "files_removed": len(removes),
+        "bytes_added": 0,
+        "bytes_removed": 0,
+        "data_change": bool(adds or removes),
+        "added_partitions": frozenset(partition_key(v) for v in adds.values()) if adds else _EMPTY,
+        "removed_partitions": frozenset(partition_key(v) for v in removes.values())
+        if removes
+        else _EMPTY,
+        "removed_paths": frozenset(removes) if removes else _EMPTY,
+        "removed_paths_all": frozenset(removes) | frozenset(compaction_removes)
+        if (removes or compaction_removes)
+        else _EMPTY,
+        "added_paths": frozenset(adds) if adds else _EMPTY,
+        "compacted_paths": frozenset(compaction_adds) if compaction_adds else _EMPTY,
+        "compacted_removed_partitions": _compacted_partitions(compaction_removes),
+    }
 
 
 def _compacted_partitions(removes: tuple[str, ...] | dict[str, dict[str, str | None]]) -> Any:
