@@ -29,6 +29,7 @@ from deltalake import DeltaTable, write_deltalake
 from audit import demo, ingest
 from audit.core import tailwindow
 from audit.models import Commit, Table
+from tests.support.demo_writer import demo_rounds_committing
 from tests.support.net import free_port
 from tests.support.tables import rows
 from tests.support.waiting import wait_for
@@ -365,25 +366,13 @@ def test_a_redis_restart_during_tailing_loses_nothing(
     table, _ = ingest.register_table(str(path))
     broker = f"redis://127.0.0.1:{private_redis.port}/0"
     celery_workers.start("w1", CELERY_BROKER_URL=broker)
-    stop, errors = threading.Event(), Counter()
-
-    def writer():
-        while not stop.is_set():
-            demo.round_partitioned(path, errors)
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
+    with demo_rounds_committing(path):
         wait_for(lambda: Commit.objects.filter(table=table).exists(), 30, message="first rows")
         private_redis.stop()  # queued tasks are lost: --save "" and no AOF
         time.sleep(3)  # the worker and beat lose their connections; commits keep coming
         before = Commit.objects.filter(table=table).count()
         private_redis.start()
         time.sleep(3)
-    finally:
-        stop.set()
-        thread.join()
     # A worker may exit when kombu trips over its lost connection (celery/kombu#582); in
     # production its supervisor (docker compose `restart: unless-stopped`) starts it again.
     # Nothing may be lost either way: the tail resumes from the stored versions.

@@ -7,7 +7,6 @@ when reachable, else kombu's SQLAlchemy transport (see tests/support/workers.py)
 from __future__ import annotations
 
 import shutil
-import threading
 import time
 from collections import Counter
 
@@ -19,6 +18,7 @@ from audit import demo, ingest
 from audit.core.audit import audit_history
 from audit.core.summary import load_history
 from audit.models import Commit, Finding, FindingFlip, Table
+from tests.support.demo_writer import demo_rounds_committing
 from tests.support.tables import rows
 from tests.support.waiting import wait_for
 
@@ -82,25 +82,12 @@ def test_a_table_ingested_while_a_writer_keeps_committing_ends_equal_to_its_log(
     table, _ = ingest.register_table(str(path))
     celery_workers.start("w1", AUDIT_TABLE_FINDINGS_SECONDS="1")
 
-    stop = threading.Event()
-    errors: Counter[str] = Counter()
-
-    def writer():
-        while not stop.is_set():
-            demo.round_partitioned(path, errors)
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
+    with demo_rounds_committing(path):
         # While the writers commit, the worker keeps up: rows appear as the log grows.
         wait_for(lambda: Commit.objects.filter(table=table).count() > 5, 30, message="first rows")
         time.sleep(4)
         mid = Commit.objects.filter(table=table).count()
         assert mid > 5
-    finally:
-        stop.set()
-        thread.join()
 
     wait_for(lambda: caught_up(table, path), 30, message=f"catch up; {celery_workers.logs()}")
     time.sleep(2.5)  # the debounced table-level refresh
