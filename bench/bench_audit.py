@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from audit.core.audit import audit_history  # noqa: E402
-from tests.scenarios import history, summary  # noqa: E402
+from tests.support.scenarios import history, summary  # noqa: E402
 
 PARTITIONS = 5_000
 MAX_CONCURRENCY = 10

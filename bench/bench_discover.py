@@ -80,7 +80,7 @@ def bench_local(n: int, partitions: int, work: Path) -> None:
 
 def bench_s3(m: int, partitions: int, work: Path) -> None:
     from audit.core.discovery import discover_tables
-    from tests.objstore import MotoS3, upload_table
+    from tests.e2e.objstore import MotoS3, upload_table
 
     template = build_template(work / "s3", partitions)
     server = MotoS3().start()

@@ -263,7 +263,7 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{work / 'db.sqlite3'}")
     os.environ["LOG_LEVEL"] = "WARNING"
-    from tests.s3count import CountingS3
+    from tests.e2e.s3count import CountingS3
 
     server = CountingS3()
     os.environ.update(server.env)

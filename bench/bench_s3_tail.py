@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_s3_tail.py [--tables 200] [--samples 60] [--interval 1]
 
 N deltalake tables are written to moto's S3 server (in this process, requests counted at the
-server: tests/s3count.py), registered and ingested; then one `celery -A workers worker --beat`
+server: tests/e2e/s3count.py), registered and ingested; then one `celery -A workers worker --beat`
 process (concurrency 2) tails them at AUDIT_TAIL_INTERVAL_SECONDS. The bench appends to random
 tables and measures, per commit, the time from the end of the write (the commit file is
 visible by then) to its Commit row being in the database. Reports p50 / p95 / max and the
@@ -113,7 +113,7 @@ def main() -> int:
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="bench-s3-tail-", dir=OUT))
-    from tests.s3count import CountingS3
+    from tests.e2e.s3count import CountingS3
 
     server = CountingS3()
     bucket = f"bench-{uuid.uuid4().hex[:10]}"

@@ -11,7 +11,7 @@ Generates (once; reused by later runs) a fleet of Spark-style tables with bench/
   back to the driver (the session start is timed separately and not in the job's time);
 - standalone, connect: the same job on a real standalone master + one 2-core worker and
   through a Spark Connect server on it, both started from pyspark's sbin/ scripts
-  (tests/spark_cluster.py); executors get the core as the shipped zip;
+  (tests/e2e/spark_cluster.py); executors get the core as the shipped zip;
 - big: one `--big`-commit table, its log split by version ranges over tasks vs one task;
 - checkpoints: reading every table's latest checkpoint with the core (pyarrow, in-process)
   vs spark.read.parquet over the same files (the choice stage 2 makes).
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     show(rows[-1])
     cluster = None
     if "standalone" in args.masters or "connect" in args.masters:
-        from tests.spark_cluster import Cluster
+        from tests.e2e.spark_cluster import Cluster
 
         cluster = Cluster(Path(tempfile.mkdtemp(prefix="bench-spark-cluster-"))).start()
     try:

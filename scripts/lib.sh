@@ -47,7 +47,7 @@ PY
 
 # Azurite (Azure Blob protocol server) for the object-store tests, from the npm registry into
 # .cache/azurite; idempotent. Without node/npm the Azure tests skip with a reason.
-AZURITE_VERSION="3.37.0"  # keep in step with tests/objstore.py
+AZURITE_VERSION="3.37.0"  # keep in step with tests/e2e/objstore.py
 ensure_azurite() {
   local dir=.cache/azurite
   if [ -x "$dir/node_modules/.bin/azurite-blob" ] \

@@ -1,0 +1,228 @@
+"""Issue 18 through the API: stored health equals the core (and so deltalake), changes, diff."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from django.core.cache import cache
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from audit import ingest
+from audit.core.health import health_at
+from audit.core.log import open_log
+from audit.health_models import HealthPoint, TableChange, TableHealth
+from audit.models import Finding
+from tests.support.health_tables import (
+    HOSTILE_COLUMN,
+    V_LAST,
+    V_OPTIMIZE,
+    V_PROPS,
+    V_PROTOCOL,
+    V_SCHEMA,
+    add_actions,
+    build_evolving_table,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    return build_evolving_table(tmp_path_factory.mktemp("health-api") / "evolving")
+
+
+@pytest.fixture
+def table(built, tmp_path, settings):
+    settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    settings.AUDIT_TABLE_FINDINGS_SECONDS = 0
+    cache.clear()
+    path = shutil.copytree(built, tmp_path / "evolving")
+    t, _ = ingest.register_table(str(path), name="evolving")
+    # Small chunks: points and changes are stored chunk by chunk, as a backfill does.
+    while ingest.tail_once(t.id, chunk=5).more:
+        pass
+    t.refresh_from_db()
+    return t
+
+
+@pytest.fixture
+def client(member) -> APIClient:
+    c = APIClient()
+    c.force_authenticate(member)
+    return c
+
+
+def test_points_are_stored_per_version_and_equal_deltalake(table):
+    points = {p.version: p for p in HealthPoint.objects.filter(table=table)}
+    assert sorted(points) == list(range(V_LAST + 1))
+    for version in (0, 5, 11, V_OPTIMIZE, V_LAST):
+        sizes = add_actions(table.uri, version)["size_bytes"].to_pylist()
+        p = points[version]
+        assert (p.num_files, p.total_bytes, p.small_files) == (len(sizes), sum(sizes), len(sizes))
+
+
+def test_latest_health_is_stored_and_served_without_the_log(table, client):
+    stored = TableHealth.objects.get(table=table)
+    assert stored.version == V_LAST
+    expected = health_at(open_log(table.uri))
+    for key in ("num_files", "total_bytes", "tombstones", "small_files", "partitions", "log"):
+        assert stored.data[key] == expected[key]
+    shutil.rmtree(Path(table.uri) / "_delta_log")  # latest health needs no log read
+    response = client.get(f"/api/tables/{table.id}/health/")
+    assert response.status_code == 200
+    assert response.json()["num_files"] == expected["num_files"]
+    assert stored.vacuumable_bytes == expected["tombstones"]["vacuumable_bytes"] > 0
+
+
+def test_past_version_health_and_errors(table, client):
+    response = client.get(f"/api/tables/{table.id}/health/", {"version": V_OPTIMIZE})
+    assert response.status_code == 200
+    body = response.json()
+    sizes = add_actions(table.uri, V_OPTIMIZE)["size_bytes"].to_pylist()
+    assert (body["version"], body["num_files"], body["total_bytes"]) == (
+        V_OPTIMIZE,
+        len(sizes),
+        sum(sizes),
+    )
+    assert body["tombstones"]["count"] == 12
+    for bad in ("x", "-1", str(V_LAST + 1), "9" * 30):
+        r = client.get(f"/api/tables/{table.id}/health/", {"version": bad})
+        assert r.status_code == 400, bad
+        assert "error" in r.json()
+    assert APIClient().get(f"/api/tables/{table.id}/health/").status_code in (401, 403)
+
+
+def test_changes_endpoint_lists_schema_property_and_protocol_changes(table, client):
+    body = client.get(f"/api/tables/{table.id}/changes/").json()
+    assert [(c["version"], c["kind"]) for c in body["changes"]] == [
+        (V_SCHEMA, "schema"),
+        (V_PROPS, "properties"),
+        (V_PROTOCOL, "protocol"),
+    ]
+    assert body["changes"][0]["diff"]["added"][0]["name"] == HOSTILE_COLUMN
+    assert TableChange.objects.filter(table=table).count() == 3
+
+
+def test_changes_link_concurrent_metadata_change_findings(table, client):
+    finding = Finding.objects.create(
+        table=table,
+        kind="concurrent_metadata_change",
+        severity="warning",
+        version=V_SCHEMA,
+        related_versions=[V_SCHEMA + 1],
+        summary="s",
+        key="k",
+        last_seen="2026-01-01T00:00:00Z",
+    )
+    body = client.get(f"/api/tables/{table.id}/changes/").json()
+    assert body["changes"][0]["findings"] == [finding.id]
+    assert body["changes"][1]["findings"] == []
+
+
+def test_diff_endpoint(table, client):
+    body = client.get(f"/api/tables/{table.id}/diff/", {"from": 5, "to": V_LAST}).json()
+    before = set(add_actions(table.uri, 5)["path"].to_pylist())
+    after = set(add_actions(table.uri, V_LAST)["path"].to_pylist())
+    assert body["files_added"]["count"] == len(after - before)
+    assert body["files_removed"]["count"] == len(before - after)
+    assert body["commit_count"] == V_LAST - 5
+    for params in (
+        {"from": 3, "to": 3},
+        {"from": 4},
+        {"from": 1, "to": V_LAST + 5},
+        {"from": "a", "to": 2},
+    ):
+        r = client.get(f"/api/tables/{table.id}/diff/", params)
+        assert r.status_code == 400, params
+
+
+@override_settings()
+def test_health_history_is_thinned(table, client):
+    body = client.get(f"/api/tables/{table.id}/health/history/", {"max_points": 4}).json()
+    versions = [p["version"] for p in body["points"]]
+    assert versions[-1] == V_LAST and len(versions) <= 6
+    full = client.get(f"/api/tables/{table.id}/health/history/").json()["points"]
+    assert [p["version"] for p in full] == list(range(V_LAST + 1))
+
+
+def test_fleet_is_sortable_by_health_and_open_findings(table, client):
+    from audit.health_models import TableHealth
+    from audit.models import Table
+
+    other = Table.objects.create(uri="/nowhere/other", name="other")
+    TableHealth.objects.create(
+        table=other, version=1, computed_at="2026-01-01T00:00:00Z", small_files=10**6,
+        vacuumable_bytes=0, checkpoint_lag=0,
+    )  # fmt: skip
+    bare = Table.objects.create(uri="/nowhere/bare", name="bare")  # no health yet: last
+    ours = TableHealth.objects.get(table=table)
+    for key, first in (
+        ("small_files", other.id),
+        ("vacuumable_bytes", table.id),
+        ("checkpoint_lag", table.id if ours.checkpoint_lag else other.id),
+    ):
+        body = client.get("/api/tables/", {"ordering": key}).json()
+        ids = [t["id"] for t in body["results"]]
+        assert ids[0] == first, key
+        assert ids[-1] == bare.id, key
+    rows = {t["id"]: t for t in client.get("/api/tables/").json()["results"]}
+    assert rows[table.id]["health"]["vacuumable_bytes"] == ours.vacuumable_bytes > 0
+    assert rows[bare.id]["health"] is None
+    assert client.get("/api/tables/", {"ordering": "bogus"}).status_code == 400
+    for i in range(Finding.objects.filter(table=table, status="open").count() + 1):
+        Finding.objects.create(
+            table=bare, kind="x", severity="info", version=i, summary="s", key=f"k{i}",
+            last_seen="2026-01-01T00:00:00Z",
+        )  # fmt: skip
+    ids = [
+        t["id"] for t in client.get("/api/tables/", {"ordering": "open_findings"}).json()["results"]
+    ]
+    assert ids[0] == bare.id
+
+
+def test_fleet_page_sorts_by_vacuumable_bytes(table, member):
+    from django.test import Client
+
+    c = Client()
+    c.force_login(member)
+    html = c.get("/", {"sort": "vacuumable"}).content.decode()
+    assert 'data-col="vacuumable"' in html and "Checkpoint lag" in html
+
+
+def test_a_steady_tail_keeps_the_stored_health_exact(table):
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from tests.support.health_tables import HOSTILE_COLUMN, _batch
+
+    for i in (60, 61):
+        batch = _batch(i).append_column(HOSTILE_COLUMN, pa.array([None] * 10, pa.float64()))
+        write_deltalake(table.uri, batch, mode="append")
+    result = ingest.tail_once(table.id)
+    assert result.stored == 2
+    stored = TableHealth.objects.get(table=table)
+    expected = health_at(open_log(table.uri))
+    assert stored.version == V_LAST + 2
+    # log bytes were added up from the new commits, not listed again: still exact
+    assert stored.data["log"] == expected["log"]
+    assert stored.data["num_files"] == expected["num_files"] == len(add_actions(table.uri))
+    points = HealthPoint.objects.filter(table=table, version__gt=V_LAST).order_by("version")
+    assert [p.num_files for p in points] == [
+        len(add_actions(table.uri, v)) for v in (V_LAST + 1, V_LAST + 2)
+    ]
+
+
+def test_the_finding_page_links_a_metadata_change_finding_to_its_change(table, member):
+    from django.test import Client
+
+    finding = Finding.objects.get(table=table, kind="schema_change")
+    c = Client()
+    c.force_login(member)
+    html = c.get(f"/findings/{finding.id}/").content.decode()
+    assert f'href="/tables/{table.id}/#changes"' in html
+    assert f"/tables/{table.id}/diff/?from={V_SCHEMA - 1}&amp;to={V_SCHEMA}" in html
+    assert HOSTILE_COLUMN not in html  # escaped in the summary, never raw markup
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html

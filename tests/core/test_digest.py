@@ -1,0 +1,199 @@
+"""The fast summary paths (digest.py, parallel.py) against the exact one (parse_commit).
+
+`summarize_log` reduces action dicts without building file objects, and `parallel=True`
+summarises the later part of a history in a forked child. Both must give the summaries,
+config timelines, errors and `audit --json` output of parsing every commit exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from audit.core import parallel
+from audit.core.audit import audit_history
+from audit.core.errors import DeltaAuditError
+from audit.core.log import open_log
+from audit.core.report import build_report
+from audit.core.summary import History, load_history, summarize_commits
+from tests.support.paths import DELTA_TABLES, ROOT
+
+TABLES = DELTA_TABLES
+BENCH = ROOT / "bench"
+
+
+def _every_table() -> list[Path]:
+    found = []
+    for dirpath, dirnames, _ in os.walk(TABLES):
+        if "_delta_log" in dirnames:
+            found.append(Path(dirpath))
+            dirnames.remove("_delta_log")
+    return sorted(found)
+
+
+def _reference(path: Path) -> tuple[list, list, list]:
+    """Summaries and timelines by parsing every commit into objects (the exact path)."""
+    log = open_log(str(path))
+    metadata, protocol = [], []
+    summaries = list(summarize_commits(log.iter_commits(), metadata, protocol))
+    return summaries, metadata, protocol
+
+
+def _outcome(path: Path, **kwargs) -> object:
+    try:
+        history = load_history(str(path), **kwargs)
+    except DeltaAuditError as err:
+        return f"error: {err}"
+    return history.summaries, history.metadata_timeline, history.protocol_timeline
+
+
+def _report(history: History) -> bytes:
+    report = build_report(history, audit_history(history, check_data=False), include_files=True)
+    return orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS)
+
+
+@pytest.fixture
+def split_small_logs(monkeypatch):
+    """Make every log of a few commits long enough to be split across two processes."""
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_COMMITS", 3)
+
+
+def test_every_test_table_is_summarised_alike_by_every_path(split_small_logs):
+    tables = _every_table()
+    assert len(tables) > 50  # the walk found the copied tables
+    split = 0
+    for path in tables:
+        try:
+            expected: object = _reference(path)
+        except DeltaAuditError as err:
+            expected = f"error: {err}"
+        assert _outcome(path) == expected, path
+        assert _outcome(path, parallel=True) == expected, path
+        split += isinstance(expected, tuple) and len(expected[0]) >= 3
+    assert split > 20  # enough tables were long enough to take the forked path
+
+
+@pytest.fixture(scope="module")
+def bench_log(tmp_path_factory) -> Path:
+    """A Spark-style log of the bench generator: partitions, rewrites, OPTIMIZE, checkpoints."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from gen_log import generate
+    finally:
+        sys.path.remove(str(BENCH))
+    path = tmp_path_factory.mktemp("bench") / "log"
+    generate(str(path), 1500)
+    return path
+
+
+def test_the_bench_log_gives_the_same_report_on_every_path(bench_log, split_small_logs):
+    exact = History(
+        table_uri=open_log(str(bench_log)).uri,
+        listing=open_log(str(bench_log)).listing,
+        state=open_log(str(bench_log)).snapshot(),
+        summaries=(reference := _reference(bench_log))[0],
+        metadata_timeline=reference[1],
+        protocol_timeline=reference[2],
+    )
+    expected = _report(exact)
+    assert b'"write_serializable_reorder"' in expected  # the log does exercise the audit
+    assert _report(load_history(str(bench_log))) == expected
+    assert _report(load_history(str(bench_log), parallel=True)) == expected
+
+
+def test_an_unreadable_commit_in_the_forked_part_gives_the_sequential_error(
+    bench_log, tmp_path, split_small_logs
+):
+    path = tmp_path / "log"
+    shutil.copytree(bench_log, path)
+    (path / "_delta_log" / f"{1400:020d}.json").write_bytes(b'{"commitInfo": {}}\n{"add": 3}\n')
+    with pytest.raises(DeltaAuditError) as sequential:
+        load_history(str(path))
+    with pytest.raises(DeltaAuditError) as forked:
+        load_history(str(path), parallel=True)
+    assert "line 2" in str(sequential.value)
+    assert str(forked.value) == str(sequential.value)
+
+
+def _delta_rs_log(path: Path, commits: int, isolation_set_at: int) -> None:
+    """delta-rs appends (no isolationLevel recorded) with the table property set at one version."""
+    log_dir = path / "_delta_log"
+    log_dir.mkdir(parents=True)
+    schema = (
+        '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
+    )
+
+    def metadata(configuration: dict) -> dict:
+        return {
+            "metaData": {
+                "id": "t",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": schema,
+                "partitionColumns": [],
+                "configuration": configuration,
+                "createdTime": 1,
+            }
+        }
+
+    for version in range(commits):
+        info = {
+            "timestamp": 1000 + version,
+            "operation": "WRITE",
+            "operationParameters": {"mode": "Append"},
+            "clientVersion": "delta-rs.0.25.0",
+        }
+        actions: list[dict] = [{"commitInfo": info}]
+        if version == 0:
+            actions += [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, metadata({})]
+        if version == isolation_set_at:
+            actions.append(metadata({"delta.isolationLevel": "writeSerializable"}))
+        actions.append(
+            {
+                "add": {
+                    "path": f"f{version}.parquet",
+                    "partitionValues": {},
+                    "size": 10,
+                    "dataChange": True,
+                }
+            }
+        )
+        data = b"\n".join(orjson.dumps(a) for a in actions)
+        (log_dir / f"{version:020d}.json").write_bytes(data + b"\n")
+
+
+@pytest.mark.parametrize("isolation_set_at", range(1, 10))
+def test_the_forked_part_derives_isolation_from_the_properties_in_force(
+    tmp_path, split_small_logs, isolation_set_at
+):
+    _delta_rs_log(tmp_path, 10, isolation_set_at)
+    history = load_history(str(tmp_path), parallel=True)
+    levels = [s.isolation_level for s in history.summaries]
+    assert levels == ["Serializable"] * isolation_set_at + ["WriteSerializable"] * (
+        10 - isolation_set_at
+    )
+    assert _outcome(tmp_path, parallel=True) == _reference(tmp_path)
+
+
+def test_the_streamed_report_is_byte_identical_to_one_dump(bench_log, monkeypatch):
+    import io
+
+    from audit.core.report import CommitEntries, write_json
+
+    monkeypatch.setattr(CommitEntries, "CHUNK", 7)  # many chunks, the last one short
+    for path in [bench_log, *_every_table()[:40]]:
+        try:
+            history = load_history(str(path))
+        except DeltaAuditError:
+            continue
+        result = audit_history(history, check_data=False)
+        for files in (False, True):
+            whole = build_report(history, result, include_files=files)
+            streamed = build_report(history, result, include_files=files, stream_commits=True)
+            out = io.BytesIO()
+            write_json(streamed, out)
+            assert out.getvalue() == orjson.dumps(whole, option=orjson.OPT_NON_STR_KEYS) + b"\n"
