@@ -8,7 +8,7 @@ from audit.core.conflicts import rules
 from audit.core.conflicts.scope import ReadScope
 from audit.core.vocab import ConflictException, FindingKind, Severity
 from audit.core.wording import FindingText
-from tests.scenarios import summary
+from tests.support.scenarios import summary
 
 A = {"day": "a"}
 TABLE = ReadScope("table", reason="unpartitioned table")
