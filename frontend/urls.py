@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from frontend import health_views, views
+from frontend import views
 
 app_name = "frontend"
 
@@ -21,7 +21,7 @@ urlpatterns = [
     path("tables/<int:table_id>/status/", views.table_status, name="table_status"),
     path("tables/<int:table_id>/analysis/", views.table_analysis_page, name="analysis"),
     path("tables/<int:table_id>/commits/<int:version>/", views.commit_detail, name="commit"),
-    path("tables/<int:table_id>/diff/", health_views.table_diff_page, name="diff"),
+    path("tables/<int:table_id>/diff/", views.table_diff_page, name="diff"),
     path("findings/", views.findings_list, name="findings"),
     path("findings/<int:finding_id>/", views.finding_detail, name="finding"),
     path(

@@ -11,11 +11,8 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Value
-from django.db.models.functions import Coalesce
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -25,6 +22,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit import queries
 from audit.analysis import table_analysis, table_history
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, TableLogUnreadable
@@ -43,7 +41,7 @@ from audit.limits import limit_text
 from audit.models import Commit, Finding, Table
 from audit.orphan_scans import orphan_report
 from audit.paths import check_allowed
-from audit.timeline import cached_json, table_key, timeline_json
+from audit.timeline import cached_json, table_key
 
 log = logging.getLogger(__name__)
 
@@ -72,40 +70,8 @@ VERSION_PARAMETER = OpenApiParameter(
 ID_PATTERN = r"[0-9]{1,18}"  # ids and versions fit int64; longer ones are 404s, not overflows
 
 
-def enqueue_tail(table_id: int) -> bool:
-    """Queue the first tail of a new table. A broker that is down is not an error: the table
-    is registered, and the beat's next `tail_all` pass finds it (status "ingesting")."""
-    try:
-        from workers.tasks import tail_table
-
-        tail_table.apply_async((table_id,), retry=False)
-        return True
-    except Exception as err:  # kombu/redis connection errors vary by transport
-        log.warning("could not queue the tail of table %s: %s", table_id, err)
-        return False
-
-
-def _open_count(severity: str):
-    # A correlated count per table on the (table, status, severity) index: no JOIN and GROUP BY
-    # over every finding, and the paginator's COUNT(*) needs none of it.
-    per_table = (
-        Finding.objects.filter(
-            table_id=OuterRef("pk"), status=Finding.Status.OPEN, severity=severity
-        )
-        .order_by()
-        .values("table_id")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
-    return Coalesce(Subquery(per_table, output_field=IntegerField()), Value(0))
-
-
 def _tables_with_counts():
-    return Table.objects.annotate(
-        open_info=_open_count("info"),
-        open_warning=_open_count("warning"),
-        open_critical=_open_count("critical"),
-    ).order_by("name", "id")
+    return queries.tables_with_counts().order_by("name", "id")
 
 
 @extend_schema(responses=DETAIL_ERRORS)
@@ -164,7 +130,7 @@ class TableViewSet(
         if existing is not None:
             raise Conflict(f"table already registered as id {existing}", {"id": existing})
         table, _ = register_table(normalised, name=name)  # opens the log: DeltaAuditError -> 400
-        queued = enqueue_tail(table.id)
+        queued = queries.enqueue_tail(table.id)
         data = s.TableCreatedSerializer(_tables_with_counts().get(pk=table.pk)).data
         data["tail_queued"] = queued
         return Response(data, status=status.HTTP_201_CREATED)
@@ -222,13 +188,9 @@ class TableViewSet(
     def commit_detail(self, request, pk=None, version=None):
         table = self.table()
         commit = get_object_or_404(Commit, table_id=table.id, version=int(version))
-        findings = [
-            f
-            for f in Finding.objects.filter(table_id=table.id)
-            .filter(Q(version=commit.version) | Q(related_versions__icontains=str(commit.version)))
-            .only(*s.FindingRefSerializer.Meta.fields)
-            if f.version == commit.version or commit.version in (f.related_versions or [])
-        ]
+        findings = queries.findings_involving(
+            table.id, commit.version, fields=tuple(s.FindingRefSerializer.Meta.fields)
+        )
         return Response(s.CommitDetailSerializer(commit, context={"findings": findings}).data)
 
     # ------------------------------------------------------------------- timeline
@@ -255,7 +217,7 @@ class TableViewSet(
             Table.objects.only("id", "uri", "last_seen_version", "table_findings_at"),
             pk=self.kwargs["pk"],
         )
-        body = timeline_json(
+        body = queries.timeline_window(
             table, params.get("from_version"), params.get("to_version"), params["max_points"]
         )
         # Already JSON (cached as bytes): no second rendering.
@@ -365,16 +327,14 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         request=None,
         responses={200: s.FindingDetailSerializer},
-        description="Acknowledge the finding (any authenticated user: it is an on-call action). "
-        "Idempotent: the first acknowledgement is kept.",
+        description="Acknowledge the finding (administrators only; other users get 403). "
+        "Idempotent: the first acknowledgement is kept. The finding stays open (the audit "
+        "resolves it) but no longer needs attention.",
     )
     @action(detail=True, methods=["post"], permission_classes=[IsAdminOrReadOnly])
     def acknowledge(self, request, pk=None):
         finding = self.get_object()
-        if finding.acknowledged_at is None:
-            finding.acknowledged_by = request.user
-            finding.acknowledged_at = timezone.now()
-            finding.save(update_fields=["acknowledged_by", "acknowledged_at"])
+        queries.acknowledge(finding, request.user)
         return Response(s.FindingDetailSerializer(finding).data)
 
     @extend_schema(
@@ -386,10 +346,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"], permission_classes=[IsAdminOrReadOnly])
     def reopen(self, request, pk=None):
         finding = self.get_object()
-        if finding.acknowledged_at is not None:
-            finding.acknowledged_by = None
-            finding.acknowledged_at = None
-            finding.save(update_fields=["acknowledged_by", "acknowledged_at"])
+        queries.unacknowledge(finding)
         return Response(s.FindingDetailSerializer(finding).data)
 
 
