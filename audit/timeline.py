@@ -28,6 +28,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from audit import rollups
+from audit.core.vocab import SEVERITY_ORDER
 from audit.health_queries import change_marks
 from audit.models import Commit, CommitRollup, Finding, Table
 
@@ -41,7 +42,7 @@ TIMELINE_COLUMNS = [
 ]
 TIMELINE_MAX_FINDINGS = 10_000
 FINDING_FIELDS = ("id", "version", "kind", "severity", "confirmed", "related_versions")
-SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
+SEVERITY_RANK = {str(s): s.rank + 1 for s in SEVERITY_ORDER}  # 0: an unknown severity
 
 
 def table_key(table: Table) -> str:

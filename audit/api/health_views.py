@@ -16,9 +16,8 @@ from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from audit.api.exceptions import BadRequest, TableLogUnreadable
+from audit.api.exceptions import BadRequest, readable_log
 from audit.api.renderers import ORJSONRenderer
-from audit.core.errors import DeltaAuditError
 from audit.health_queries import health_history, table_changes, table_diff, table_health
 from audit.models import Table
 from audit.timeline import cached_json, table_key
@@ -112,17 +111,15 @@ class TableHealthActions:
         version = _parse(HealthQuery(data=request.query_params)).get("version")
         if version is not None:
             _in_range(table, version, "version")
-        try:
-            # The stored health changes only when new commits are stored: its JSON is cached
-            # as bytes under the table's stored version.
+        # The stored health changes only when new commits are stored: its JSON is cached as
+        # bytes under the table's stored version.
+        with readable_log():
             body = cached_json(
                 f"health:{table_key(table)}:{table.last_seen_version}",
                 str(version),
                 lambda: ORJSONRenderer().render(table_health(table, version)),
                 settings.AUDIT_API_LIST_CACHE_SECONDS,
             )
-        except DeltaAuditError as err:
-            raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
         return HttpResponse(body, content_type="application/json")
 
     @extend_schema(
@@ -162,7 +159,5 @@ class TableHealthActions:
         table = self.table()
         params = _parse(DiffQuery(data=request.query_params))
         _in_range(table, params["to"], "to")
-        try:
+        with readable_log():
             return Response(table_diff(table, params["from_"], params["to"]))
-        except DeltaAuditError as err:
-            raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None

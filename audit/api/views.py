@@ -25,14 +25,13 @@ from rest_framework.views import APIView
 from audit import queries
 from audit.analysis import table_analysis, table_history
 from audit.api import serializers as s
-from audit.api.exceptions import BadRequest, Conflict, TableLogUnreadable
+from audit.api.exceptions import BadRequest, Conflict, readable_log
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
 from audit.api.health_views import TableHealthActions, fleet_ordering
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
 from audit.api.permissions import IsAdminOrReadOnly
 from audit.api.renderers import ORJSONRenderer
 from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
-from audit.core.errors import DeltaAuditError
 from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
@@ -68,6 +67,21 @@ VERSION_PARAMETER = OpenApiParameter(
     "version", OpenApiTypes.INT64, OpenApiParameter.PATH, description="commit version"
 )
 ID_PATTERN = r"[0-9]{1,18}"  # ids and versions fit int64; longer ones are 404s, not overflows
+
+
+def _expensive_analysis(serializer: type, description: str, **action_kwargs: Any):
+    """A throttled analysis sub-resource of a table (409 when its log cannot be read)."""
+    schema = extend_schema(
+        responses={200: serializer, 409: ERROR_RESPONSE, **THROTTLED}, description=description
+    )
+    route = action(
+        detail=True,
+        filterset_class=None,
+        serializer_class=serializer,
+        throttle_classes=[ExpensiveRateThrottle],
+        **action_kwargs,
+    )
+    return lambda method: schema(route(method))
 
 
 def _tables_with_counts():
@@ -227,20 +241,11 @@ class TableViewSet(
 
     def _analysis(self) -> dict[str, Any]:
         table = self.table()
-        try:
+        with readable_log():
             return table_analysis(table)
-        except DeltaAuditError as err:
-            raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
 
-    @extend_schema(
-        responses={200: s.HotspotsSerializer, 409: ERROR_RESPONSE, **THROTTLED},
-        description="Partitions and operation pairs where concurrent commits overlap.",
-    )
-    @action(
-        detail=True,
-        filterset_class=None,
-        serializer_class=s.HotspotsSerializer,
-        throttle_classes=[ExpensiveRateThrottle],
+    @_expensive_analysis(
+        s.HotspotsSerializer, "Partitions and operation pairs where concurrent commits overlap."
     )
     def hotspots(self, request, pk=None):
         analysis = self._analysis()
@@ -266,30 +271,18 @@ class TableViewSet(
     def writers(self, request, pk=None):
         return Response(_pick(self._analysis(), "writers"))
 
-    @extend_schema(
-        responses={200: s.IsolationSettingsSerializer, 409: ERROR_RESPONSE, **THROTTLED},
-        description="Isolation settings with the conflict matrix resolved for this table and "
+    @_expensive_analysis(
+        s.IsolationSettingsSerializer,
+        "Isolation settings with the conflict matrix resolved for this table and "
         "the observed concurrent pairs per cell.",
-    )
-    @action(
-        detail=True,
         url_path="settings",
-        filterset_class=None,
-        serializer_class=s.IsolationSettingsSerializer,
-        throttle_classes=[ExpensiveRateThrottle],
     )
     def isolation(self, request, pk=None):
         return Response(_pick(self._analysis(), "isolation_settings"))
 
-    @extend_schema(
-        responses={200: s.RecommendationsSerializer, 409: ERROR_RESPONSE, **THROTTLED},
-        description="Partitioning recommendations from the predicates of concurrent commits.",
-    )
-    @action(
-        detail=True,
-        filterset_class=None,
-        serializer_class=s.RecommendationsSerializer,
-        throttle_classes=[ExpensiveRateThrottle],
+    @_expensive_analysis(
+        s.RecommendationsSerializer,
+        "Partitioning recommendations from the predicates of concurrent commits.",
     )
     def recommendations(self, request, pk=None):
         return Response(_pick(self._analysis(), "recommendations"))
@@ -400,8 +393,6 @@ class ExplainView(APIView):
             table = Table.objects.filter(pk=table_id).first()
             if table is None:
                 raise BadRequest(f"no table with id {table_id}", {"table": ["unknown table"]})
-            try:
+            with readable_log():
                 history = table_history(table)
-            except DeltaAuditError as err:
-                raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
         return Response(json_safe(explain_conflict(body.validated_data["text"], history)))
