@@ -19,6 +19,7 @@ from audit.core.vocab import (
     SEVERITY_ORDER,
     TABLE_ISOLATION_LEVELS,
     IsolationLevel,
+    ReadVersionFact,
     Verdict,
     choices,
 )
@@ -223,9 +224,20 @@ class FindingRefSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
+def _fact_field() -> serializers.CharField:
+    # Plain text in the schema, as before the model had choices: three fields sharing one
+    # enum would need ENUM_NAME_OVERRIDES, and "" (not recorded) is a value too.
+    return serializers.CharField(
+        read_only=True, help_text=f"how it was obtained: {', '.join(ReadVersionFact)}, or empty"
+    )
+
+
 class CommitDetailSerializer(serializers.ModelSerializer):
     predicate = serializers.SerializerMethodField()
     findings = serializers.SerializerMethodField()
+    read_version_fact = _fact_field()
+    isolation_level_fact = _fact_field()
+    blind_append_fact = _fact_field()
 
     class Meta:
         model = Commit
