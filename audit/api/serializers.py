@@ -25,6 +25,7 @@ from audit.core.vocab import (
 )
 from audit.limits import MAX_EXCEPTION_CHARS
 from audit.models import Commit, Finding, Table
+from audit.timeline import FINDING_FIELDS
 
 INT64_MAX = 2**63 - 1
 
@@ -216,6 +217,8 @@ class PredicateSerializer(serializers.Serializer):
 
 
 class FindingRefSerializer(serializers.ModelSerializer):
+    related_versions = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+
     class Meta:
         model = Finding
         fields = [
@@ -386,13 +389,11 @@ class ConflictMatrixSerializer(serializers.Serializer):
     cells = MatrixCellSerializer(many=True)
 
 
-class TimelineFindingSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    version = serializers.IntegerField()
-    kind = serializers.CharField()
-    severity = serializers.CharField()
-    confirmed = serializers.BooleanField()
-    related_versions = serializers.ListField(child=serializers.IntegerField())
+class TimelineFindingSerializer(FindingRefSerializer):
+    """The open findings of a timeline window (audit.timeline.FINDING_FIELDS)."""
+
+    class Meta(FindingRefSerializer.Meta):
+        fields = list(FINDING_FIELDS)
 
 
 class TimelineSerializer(serializers.Serializer):

@@ -22,6 +22,8 @@ MAX_CONCURRENT_SHOWN = 200
 LATER_WINDOW = 1000
 # The file action fields both adds and removes show.
 FILE_FIELDS = ("path", "size", "data_change")
+# The metaData action fields shown as they are (the schema is shown field by field).
+METADATA_FIELDS = ("id", "name", "partition_columns", "configuration")
 
 
 def _read_logged_commit(table: Table, version: int) -> tuple[Any, str]:
@@ -75,13 +77,8 @@ def _file_action(action: Any) -> dict[str, Any]:
 def _metadata(metadata: Any) -> dict[str, Any] | None:
     if metadata is None:
         return None
-    return {
-        "id": metadata.id,
-        "name": metadata.name,
-        "partition_columns": metadata.partition_columns,
-        "configuration": metadata.configuration,
-        "fields": _schema_fields(metadata.schema_string),
-    }
+    shown = {name: getattr(metadata, name) for name in METADATA_FIELDS}
+    return {**shown, "fields": _schema_fields(metadata.schema_string)}
 
 
 def _actions(raw: Any) -> dict[str, Any]:
