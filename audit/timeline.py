@@ -30,7 +30,7 @@ from django.db import connection
 from audit import rollups
 from audit.core.vocab import SEVERITY_ORDER
 from audit.health_queries import change_marks
-from audit.models import Commit, CommitRollup, Finding, Table
+from audit.models import OPEN, Commit, CommitRollup, Finding, Table
 
 TIMELINE_COLUMNS = [
     "version",
@@ -134,9 +134,7 @@ def _timeline(
     if lo > hi:
         return out
     window = versions.filter(version__gte=lo, version__lte=hi)
-    findings = Finding.objects.filter(
-        table_id=table_id, status=Finding.Status.OPEN, version__gte=lo, version__lte=hi
-    )
+    findings = Finding.objects.filter(OPEN, table_id=table_id, version__gte=lo, version__lte=hi)
     # Versions are (nearly) contiguous: a short span needs no count; else probe one row past
     # max_points instead of counting the whole window.
     few = hi - lo + 1 <= max_points or not window.order_by("version")[max_points : max_points + 1]
