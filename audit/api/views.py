@@ -7,7 +7,6 @@ and remove (DELETE /api/tables/{id}/) tables and acknowledge / re-open findings.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.conf import settings
@@ -41,8 +40,6 @@ from audit.models import Commit, Finding, Table
 from audit.orphan_scans import orphan_report
 from audit.paths import check_allowed
 from audit.timeline import cached_json, table_key
-
-log = logging.getLogger(__name__)
 
 ERROR_RESPONSE = OpenApiResponse(
     response=OpenApiTypes.OBJECT, description='`{"error": "<message>", "detail": ...}`'

@@ -4,40 +4,79 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit', '0005_merge_session_two'),
+        ("audit", "0005_merge_session_two"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='commit',
-            name='blind_append_fact',
-            field=models.CharField(blank=True, choices=[('recorded', 'recorded'), ('derived', 'derived'), ('unknown', 'unknown')], max_length=10),
+            model_name="commit",
+            name="blind_append_fact",
+            field=models.CharField(
+                blank=True,
+                choices=[("recorded", "recorded"), ("derived", "derived"), ("unknown", "unknown")],
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='commit',
-            name='engine',
-            field=models.CharField(blank=True, choices=[('spark', 'spark'), ('databricks', 'databricks'), ('delta-rs', 'delta-rs'), ('other', 'other'), ('unknown', 'unknown')], max_length=20),
+            model_name="commit",
+            name="engine",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("spark", "spark"),
+                    ("databricks", "databricks"),
+                    ("delta-rs", "delta-rs"),
+                    ("other", "other"),
+                    ("unknown", "unknown"),
+                ],
+                max_length=20,
+            ),
         ),
         migrations.AlterField(
-            model_name='commit',
-            name='isolation_level',
-            field=models.CharField(blank=True, choices=[('Serializable', 'Serializable'), ('WriteSerializable', 'WriteSerializable'), ('SnapshotIsolation', 'SnapshotIsolation')], max_length=40, null=True),
+            model_name="commit",
+            name="isolation_level",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("Serializable", "Serializable"),
+                    ("WriteSerializable", "WriteSerializable"),
+                    ("SnapshotIsolation", "SnapshotIsolation"),
+                ],
+                max_length=40,
+                null=True,
+            ),
         ),
         migrations.AlterField(
-            model_name='commit',
-            name='isolation_level_fact',
-            field=models.CharField(blank=True, choices=[('recorded', 'recorded'), ('derived', 'derived'), ('unknown', 'unknown')], max_length=10),
+            model_name="commit",
+            name="isolation_level_fact",
+            field=models.CharField(
+                blank=True,
+                choices=[("recorded", "recorded"), ("derived", "derived"), ("unknown", "unknown")],
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='commit',
-            name='read_version_fact',
-            field=models.CharField(blank=True, choices=[('recorded', 'recorded'), ('derived', 'derived'), ('unknown', 'unknown')], max_length=10),
+            model_name="commit",
+            name="read_version_fact",
+            field=models.CharField(
+                blank=True,
+                choices=[("recorded", "recorded"), ("derived", "derived"), ("unknown", "unknown")],
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='table',
-            name='error_cause',
-            field=models.CharField(blank=True, choices=[('access_denied', 'access_denied'), ('not_found', 'not_found'), ('unreachable', 'unreachable'), ('other', 'other')], max_length=20),
+            model_name="table",
+            name="error_cause",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("access_denied", "access_denied"),
+                    ("not_found", "not_found"),
+                    ("unreachable", "unreachable"),
+                    ("other", "other"),
+                ],
+                max_length=20,
+            ),
         ),
     ]
