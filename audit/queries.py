@@ -20,9 +20,9 @@ from django.db import connection
 from django.db.models import BooleanField, Case, Count, IntegerField, Q, QuerySet, Value, When
 from django.db.models.expressions import RawSQL
 
-from audit.core.vocab import SEVERITY_ORDER, Severity
+from audit.core.vocab import SEVERITY_ORDER
 from audit.models import NEEDS_ATTENTION, OPEN, Finding, Table
-from audit.timeline import cached_json, table_key, timeline_json
+from audit.timeline import timeline_json
 
 log = logging.getLogger(__name__)
 
@@ -31,13 +31,11 @@ __all__ = [
     "OPEN",
     "acknowledge",
     "attention_totals",
-    "cached_json",
     "enqueue_tail",
     "finding_counts",
     "findings_by_status",
     "findings_involving",
     "open_findings",
-    "table_key",
     "tables_with_counts",
     "timeline_window",
     "unacknowledge",
@@ -176,11 +174,3 @@ def enqueue_tail(table_id: int) -> bool:
         log.warning("could not queue the tail of table %s: %s", table_id, err)
         return False
     return True
-
-
-def severity_key(severity: str) -> int:
-    """Sort key, worst first, for findings already in memory."""
-    try:
-        return -Severity(severity).rank
-    except ValueError:
-        return 0
