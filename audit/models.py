@@ -1,7 +1,9 @@
 """Registered tables, their ingested commits and the audit's findings.
 
 Rows are written only by `audit.ingest` (the single writer of Commit/Finding rows); the web,
-API and admin read them. JSON field names follow SPEC §4 where they overlap.
+API and admin read them, and only record who acknowledged a finding (`Finding.acknowledge`).
+What they ask of these rows is asked through `audit/queries.py`. JSON field names follow
+SPEC §4 where they overlap.
 """
 
 from __future__ import annotations
