@@ -17,6 +17,7 @@ from audit.core.errors import DeltaAuditError
 from audit.core.health import health_at
 from audit.core.jsonsafe import json_safe
 from audit.core.log import open_log
+from audit.core.vocab import FindingKind
 from audit.health_models import HealthPoint, TableChange, TableHealth
 from audit.health_store import stored_activity
 from audit.models import Finding, Table
@@ -70,7 +71,9 @@ def table_changes(table: Table) -> list[dict[str, Any]]:
     )
     findings: dict[int, list[int]] = {}
     for fid, version in Finding.objects.filter(
-        table=table, kind="concurrent_metadata_change", version__in={c["version"] for c in changes}
+        table=table,
+        kind=FindingKind.CONCURRENT_METADATA_CHANGE,
+        version__in={c["version"] for c in changes},
     ).values_list("id", "version"):
         findings.setdefault(version, []).append(fid)
     for c in changes:

@@ -1,13 +1,59 @@
 """Registered tables, their ingested commits and the audit's findings.
 
 Rows are written only by `audit.ingest` (the single writer of Commit/Finding rows); the web,
-API and admin read them. JSON field names follow SPEC §4 where they overlap.
+API and admin read them, and only record who acknowledged a finding (`Finding.acknowledge`).
+What they ask of these rows is asked through `audit/queries.py`. JSON field names follow
+SPEC §4 where they overlap.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from audit.core.vocab import (
+    SEVERITY_ORDER,
+    Engine,
+    IsolationLevel,
+    ReadVersionFact,
+    Severity,
+    StorageCause,
+    choices,
+)
+
+# A finding is *open* until the audit resolves it; acknowledging it only takes it off the
+# "needs attention" lists (docs/api.md, "Open, acknowledged, needs attention").
+OPEN = Q(status="open")
+NEEDS_ATTENTION = Q(status="open", acknowledged_at__isnull=True)
+
+
+def _count_per_table(severity: Severity, condition: Q) -> Coalesce:
+    # A correlated count per table on the (table, status, severity) index: no JOIN and GROUP BY
+    # over every finding, and a paginator's COUNT(*) needs none of it.
+    per_table = (
+        Finding.objects.filter(condition, table_id=OuterRef("pk"), severity=severity)
+        .order_by()
+        .values("table_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(per_table, output_field=IntegerField()), Value(0))
+
+
+class TableQuerySet(models.QuerySet):
+    def with_open_counts(self) -> TableQuerySet:
+        """Annotate `open_<severity>` (open findings, acknowledged or not) and
+        `attention_<severity>` (open and not acknowledged) for every severity, and `lag`."""
+        counts: dict[str, Any] = {}
+        for severity in SEVERITY_ORDER:
+            counts[f"open_{severity}"] = _count_per_table(severity, OPEN)
+            counts[f"attention_{severity}"] = _count_per_table(severity, NEEDS_ATTENTION)
+        return self.annotate(**counts, lag=F("latest_version_in_log") - F("last_seen_version"))
 
 
 class Table(models.Model):
@@ -25,7 +71,7 @@ class Table(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.INGESTING)
     last_error = models.TextField(blank=True)
     # Why the last read failed: access_denied / not_found / unreachable / other ("" when OK).
-    error_cause = models.CharField(max_length=20, blank=True)
+    error_cause = models.CharField(max_length=20, blank=True, choices=choices(StorageCause))
     # Highest version stored in Commit rows; advances only in the transaction that stores them.
     last_seen_version = models.BigIntegerField(null=True, blank=True)
     first_available_version = models.BigIntegerField(null=True, blank=True)
@@ -53,6 +99,8 @@ class Table(models.Model):
     # Per-table ingest lock (see workers/locks.py): a worker claims the row until locked_until.
     locked_by = models.CharField(max_length=200, blank=True)
     locked_until = models.DateTimeField(null=True, blank=True)
+
+    objects = TableQuerySet.as_manager()
 
     class Meta:
         ordering = ["name", "id"]
@@ -87,6 +135,9 @@ class Table(models.Model):
         return remaining / self.backfill_rate
 
 
+_FACTS = choices(ReadVersionFact)
+
+
 class Commit(models.Model):
     # No separate FK index: the (table, version) unique index covers lookups by table.
     table = models.ForeignKey(
@@ -97,12 +148,16 @@ class Commit(models.Model):
     committed_at = models.DateTimeField(null=True, blank=True)  # the same instant, for queries
     operation = models.CharField(max_length=100, blank=True)
     read_version = models.BigIntegerField(null=True, blank=True)
-    read_version_fact = models.CharField(max_length=10, blank=True)
-    isolation_level = models.CharField(max_length=40, null=True, blank=True)
-    isolation_level_fact = models.CharField(max_length=10, blank=True)
+    # How each fact was obtained: recorded / derived / unknown.
+    read_version_fact = models.CharField(max_length=10, blank=True, choices=_FACTS)
+    # As the log records it: other spellings are stored as they are (choices do not filter).
+    isolation_level = models.CharField(
+        max_length=40, null=True, blank=True, choices=choices(IsolationLevel)
+    )
+    isolation_level_fact = models.CharField(max_length=10, blank=True, choices=_FACTS)
     blind_append = models.BooleanField(null=True, blank=True)
-    blind_append_fact = models.CharField(max_length=10, blank=True)
-    engine = models.CharField(max_length=20, blank=True)
+    blind_append_fact = models.CharField(max_length=10, blank=True, choices=_FACTS)
+    engine = models.CharField(max_length=20, blank=True, choices=choices(Engine))
     engine_info = models.TextField(blank=True)
     txn_id = models.CharField(max_length=200, blank=True)
     user_id = models.CharField(max_length=200, blank=True)
@@ -185,10 +240,8 @@ class CommitRollup(models.Model):
 
 
 class Finding(models.Model):
-    class Severity(models.TextChoices):
-        INFO = "info"
-        WARNING = "warning"
-        CRITICAL = "critical"
+    # The vocabulary's severities as Django choices (labels "Info", "Warning", "Critical").
+    Severity = models.TextChoices("Severity", [(m.name, m.value) for m in SEVERITY_ORDER])
 
     class Status(models.TextChoices):
         OPEN = "open"
@@ -233,6 +286,29 @@ class Finding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} @{self.version} ({self.severity}, {self.status})"
+
+    def acknowledge(self, user: Any) -> bool:
+        """Record that `user` has seen the finding. The first acknowledgement is kept:
+        concurrent or repeated calls do not overwrite it (an atomic claim of the row).
+        Returns True when this call acknowledged it. The finding stays open."""
+        now = timezone.now()
+        claimed = Finding.objects.filter(pk=self.pk, acknowledged_at__isnull=True).update(
+            acknowledged_by=user, acknowledged_at=now
+        )
+        if claimed:
+            self.acknowledged_by, self.acknowledged_at = user, now
+        else:
+            self.refresh_from_db(fields=["acknowledged_by", "acknowledged_at"])
+        return bool(claimed)
+
+    def unacknowledge(self) -> bool:
+        """Undo an acknowledgement (re-open for attention). Returns True when one was undone.
+        Whether the finding is open or resolved is the audit's call, not this one's."""
+        undone = Finding.objects.filter(pk=self.pk, acknowledged_at__isnull=False).update(
+            acknowledged_by=None, acknowledged_at=None
+        )
+        self.acknowledged_by, self.acknowledged_at = None, None
+        return bool(undone)
 
 
 class FindingFlip(models.Model):

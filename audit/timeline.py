@@ -28,8 +28,9 @@ from django.core.cache import cache
 from django.db import connection
 
 from audit import rollups
+from audit.core.vocab import SEVERITY_ORDER
 from audit.health_queries import change_marks
-from audit.models import Commit, CommitRollup, Finding, Table
+from audit.models import OPEN, Commit, CommitRollup, Finding, Table
 
 TIMELINE_COLUMNS = [
     "version",
@@ -41,7 +42,7 @@ TIMELINE_COLUMNS = [
 ]
 TIMELINE_MAX_FINDINGS = 10_000
 FINDING_FIELDS = ("id", "version", "kind", "severity", "confirmed", "related_versions")
-SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
+SEVERITY_RANK = {str(s): s.rank + 1 for s in SEVERITY_ORDER}  # 0: an unknown severity
 
 
 def table_key(table: Table) -> str:
@@ -133,9 +134,7 @@ def _timeline(
     if lo > hi:
         return out
     window = versions.filter(version__gte=lo, version__lte=hi)
-    findings = Finding.objects.filter(
-        table_id=table_id, status=Finding.Status.OPEN, version__gte=lo, version__lte=hi
-    )
+    findings = Finding.objects.filter(OPEN, table_id=table_id, version__gte=lo, version__lte=hi)
     # Versions are (nearly) contiguous: a short span needs no count; else probe one row past
     # max_points instead of counting the whole window.
     few = hi - lo + 1 <= max_points or not window.order_by("version")[max_points : max_points + 1]

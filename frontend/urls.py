@@ -1,11 +1,27 @@
-"""Dashboard pages (issue 8)."""
+"""Dashboard pages (issue 8), grouped as frontend/views/ is: tables, a table's tabs, findings."""
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
-from frontend import health_views, views
+from frontend import views
 
 app_name = "frontend"
+
+# Under /tables/<id>/: the table's tabs, its status poll and its commits.
+table_pages = [
+    path("", views.table_detail, name="table"),
+    path("status/", views.table_status, name="table_status"),
+    path("analysis/", views.table_analysis_page, name="analysis"),
+    path("commits/<int:version>/", views.commit_detail, name="commit"),
+    path("diff/", views.table_diff_page, name="diff"),
+]
+
+# Under /findings/<id>/: one finding, and what administrators do with it.
+finding_pages = [
+    path("", views.finding_detail, name="finding"),
+    path("acknowledge/", views.finding_acknowledge, name="finding_acknowledge"),
+    path("reopen/", views.finding_reopen, name="finding_reopen"),
+]
 
 urlpatterns = [
     path(
@@ -17,18 +33,8 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.index, name="index"),
-    path("tables/<int:table_id>/", views.table_detail, name="table"),
-    path("tables/<int:table_id>/status/", views.table_status, name="table_status"),
-    path("tables/<int:table_id>/analysis/", views.table_analysis_page, name="analysis"),
-    path("tables/<int:table_id>/commits/<int:version>/", views.commit_detail, name="commit"),
-    path("tables/<int:table_id>/diff/", health_views.table_diff_page, name="diff"),
+    path("tables/<int:table_id>/", include(table_pages)),
     path("findings/", views.findings_list, name="findings"),
-    path("findings/<int:finding_id>/", views.finding_detail, name="finding"),
-    path(
-        "findings/<int:finding_id>/acknowledge/",
-        views.finding_acknowledge,
-        name="finding_acknowledge",
-    ),
-    path("findings/<int:finding_id>/reopen/", views.finding_reopen, name="finding_reopen"),
+    path("findings/<int:finding_id>/", include(finding_pages)),
     path("explain/", views.explain, name="explain"),
 ]

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.alerting import delivery
-from audit.alerting.forms import clean_channel_config, clean_kinds
+from audit.alerting.forms import RULE_FIELDS, clean_channel_config, clean_kinds
 from audit.alerting.models import AlertRule, Channel, Delivery
 
 
@@ -36,19 +36,7 @@ class RuleSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AlertRule
-        fields = [
-            "id",
-            "name",
-            "kinds",
-            "min_severity",
-            "confirmed_only",
-            "table_pattern",
-            "channels",
-            "enabled",
-            "health_metric",
-            "threshold",
-            "created_at",
-        ]
+        fields = ["id", RULE_FIELDS[0], "kinds", *RULE_FIELDS[1:], "created_at"]
         read_only_fields = ["created_at"]
 
     def validate(self, attrs):

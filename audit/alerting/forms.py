@@ -12,6 +12,17 @@ from audit.alerting.models import AlertRule, Channel
 from audit.alerting.transports import TransportError, check_url
 
 KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+# The rule fields the form and the API serializer both edit (the API adds id, kinds, created_at).
+RULE_FIELDS = (
+    "name",
+    "min_severity",
+    "confirmed_only",
+    "table_pattern",
+    "channels",
+    "enabled",
+    "health_metric",
+    "threshold",
+)
 
 
 def clean_kinds(values: list[str]) -> list[str]:
@@ -59,16 +70,7 @@ class RuleForm(forms.ModelForm):
 
     class Meta:
         model = AlertRule
-        fields = [
-            "name",
-            "min_severity",
-            "confirmed_only",
-            "table_pattern",
-            "channels",
-            "enabled",
-            "health_metric",
-            "threshold",
-        ]
+        fields = list(RULE_FIELDS)
         help_texts = {
             "table_pattern": "fnmatch pattern on the table name or URI (e.g. sales_* or "
             "s3://lake/prod/*); empty = every table."

@@ -15,7 +15,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from audit.alerting.models import Channel, Delivery
-from audit.models import Finding, Table
+from audit.models import Table
+from audit.queries import open_findings
 
 
 class AuditCollector(Collector):
@@ -43,7 +44,7 @@ class AuditCollector(Collector):
             labels=["table_id", "table", "kind", "severity"],
         )
         rows = (
-            Finding.objects.filter(status=Finding.Status.OPEN)
+            open_findings()
             .values("table_id", "kind", "severity")
             .annotate(n=Count("id"))
             .order_by("table_id", "kind", "severity")

@@ -12,10 +12,13 @@ import fnmatch
 
 from django.db import models
 
+from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_ORDER
 from audit.models import Finding, Table
 
-HEALTH_FINDING_PREFIX = "health_"  # audit.health_alerts: one finding kind per health metric
-SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+__all__ = ["HEALTH_FINDING_PREFIX", "SEVERITY_RANK", "AlertRule", "Channel", "Delivery"]
+
+# info 0, warning 1, critical 2 (Severity.rank); unknown severities rank as info.
+SEVERITY_RANK = {str(s): s.rank for s in SEVERITY_ORDER}
 
 
 def alert_level(severity: str, confirmed: bool) -> int:

@@ -21,9 +21,11 @@ from collections.abc import Iterable
 
 from django.db.models import Count
 
-from audit.models import Finding, Table
+from audit.core.vocab import Severity
+from audit.models import Table
+from audit.queries import open_findings
 
-SEVERITY_WEIGHT = {"info": 1.0, "warning": 5.0, "critical": 20.0}
+SEVERITY_WEIGHT = {Severity.INFO: 1.0, Severity.WARNING: 5.0, Severity.CRITICAL: 20.0}
 CONFIRMED_FACTOR = 2.0
 SCALE = 50.0
 
@@ -38,7 +40,7 @@ def score(total_weight: float) -> float:
 
 
 def _weights_by_table(table_ids: Iterable[int] | None = None) -> dict[int, float]:
-    rows = Finding.objects.filter(status=Finding.Status.OPEN)
+    rows = open_findings()  # acknowledged findings still weigh: the audit has not resolved them
     if table_ids is not None:
         rows = rows.filter(table_id__in=list(table_ids))
     totals: dict[int, float] = defaultdict(float)

@@ -12,15 +12,26 @@ router.register("deliveries", api.DeliveryViewSet, basename="alert-delivery")
 
 app_name = "alerting"
 
+
+def _editable(what: str, form, delete, *more) -> list:
+    """/alerts/<what>s/new/, /alerts/<what>s/<id>/ (edit), .../delete/ and `more` under <id>/;
+    named <what>-new, <what>-edit, <what>-delete. Rules and channels are edited alike."""
+    under_id = [path("", form, name=f"{what}-edit"), path("delete/", delete, name=f"{what}-delete")]
+    return [
+        path(f"alerts/{what}s/new/", form, name=f"{what}-new"),
+        path(f"alerts/{what}s/<int:{what}_id>/", include([*under_id, *more])),
+    ]
+
+
 urlpatterns = [
     path("metrics", views.metrics, name="metrics"),
     path("alerts/", views.index, name="index"),
-    path("alerts/rules/new/", views.rule_form, name="rule-new"),
-    path("alerts/rules/<int:rule_id>/", views.rule_form, name="rule-edit"),
-    path("alerts/rules/<int:rule_id>/delete/", views.rule_delete, name="rule-delete"),
-    path("alerts/channels/new/", views.channel_form, name="channel-new"),
-    path("alerts/channels/<int:channel_id>/", views.channel_form, name="channel-edit"),
-    path("alerts/channels/<int:channel_id>/delete/", views.channel_delete, name="channel-delete"),
-    path("alerts/channels/<int:channel_id>/test/", views.channel_test, name="channel-test"),
+    *_editable("rule", views.rule_form, views.rule_delete),
+    *_editable(
+        "channel",
+        views.channel_form,
+        views.channel_delete,
+        path("test/", views.channel_test, name="channel-test"),
+    ),
     path("api/alerts/", include(router.urls)),
 ]

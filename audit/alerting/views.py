@@ -55,46 +55,46 @@ def index(request: HttpRequest) -> HttpResponse:
     return render(request, "alerting/index.html", ctx)
 
 
-@login_required
-def rule_form(request: HttpRequest, rule_id: int | None = None) -> HttpResponse:
+def _edit(request: HttpRequest, form_class: type, pk: int | None, what: str) -> HttpResponse:
+    """The new/edit page of a rule or channel (`what`): the form, saved on a valid POST."""
     _admin_only(request)
-    rule = get_object_or_404(AlertRule, id=rule_id) if rule_id else None
-    form = RuleForm(request.POST or None, instance=rule)
+    model = form_class._meta.model
+    obj = get_object_or_404(model, id=pk) if pk else None
+    form = form_class(request.POST or None, instance=obj)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, "Rule saved.")
+        messages.success(request, f"{what.capitalize()} saved.")
         return redirect("alerting:index")
-    return render(request, "alerting/form.html", {"form": form, "what": "rule", "obj": rule})
+    return render(request, "alerting/form.html", {"form": form, "what": what, "obj": obj})
+
+
+def _delete(request: HttpRequest, model: type, pk: int, what: str) -> HttpResponse:
+    _admin_only(request)
+    get_object_or_404(model, id=pk).delete()
+    messages.success(request, f"{what.capitalize()} deleted.")
+    return redirect("alerting:index")
+
+
+@login_required
+def rule_form(request: HttpRequest, rule_id: int | None = None) -> HttpResponse:
+    return _edit(request, RuleForm, rule_id, "rule")
 
 
 @login_required
 def channel_form(request: HttpRequest, channel_id: int | None = None) -> HttpResponse:
-    _admin_only(request)
-    channel = get_object_or_404(Channel, id=channel_id) if channel_id else None
-    form = ChannelForm(request.POST or None, instance=channel)
-    if request.method == "POST" and form.is_valid():
-        form.save()
-        messages.success(request, "Channel saved.")
-        return redirect("alerting:index")
-    return render(request, "alerting/form.html", {"form": form, "what": "channel", "obj": channel})
+    return _edit(request, ChannelForm, channel_id, "channel")
 
 
 @login_required
 @require_POST
 def rule_delete(request: HttpRequest, rule_id: int) -> HttpResponse:
-    _admin_only(request)
-    get_object_or_404(AlertRule, id=rule_id).delete()
-    messages.success(request, "Rule deleted.")
-    return redirect("alerting:index")
+    return _delete(request, AlertRule, rule_id, "rule")
 
 
 @login_required
 @require_POST
 def channel_delete(request: HttpRequest, channel_id: int) -> HttpResponse:
-    _admin_only(request)
-    get_object_or_404(Channel, id=channel_id).delete()
-    messages.success(request, "Channel deleted.")
-    return redirect("alerting:index")
+    return _delete(request, Channel, channel_id, "channel")
 
 
 @login_required

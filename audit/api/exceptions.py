@@ -8,6 +8,8 @@ logged and answered with a JSON 500 rather than Django's HTML page.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
@@ -16,21 +18,25 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 
 log = logging.getLogger(__name__)
 
 
-class BadRequest(exceptions.APIException):
+class _WithDetail(exceptions.APIException):
+    """An error with a one-line message and optional structured detail (the body's `detail`)."""
+
+    def __init__(self, message: str, detail: Any = None):
+        super().__init__(message)
+        self.extra = detail
+
+
+class BadRequest(_WithDetail):
     """A 400 with a one-line message and optional structured detail."""
 
     status_code = status.HTTP_400_BAD_REQUEST
     default_detail = "bad request"
     default_code = "bad_request"
-
-    def __init__(self, message: str, detail: Any = None):
-        super().__init__(message)
-        self.extra = detail
 
 
 class TableLogUnreadable(exceptions.APIException):
@@ -47,21 +53,26 @@ class PayloadTooLarge(exceptions.APIException):
     default_code = "payload_too_large"
 
 
-class Conflict(exceptions.APIException):
+class Conflict(_WithDetail):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "conflict"
     default_code = "conflict"
 
-    def __init__(self, message: str, detail: Any = None):
-        super().__init__(message)
-        self.extra = detail
+
+@contextmanager
+def readable_log() -> Iterator[None]:
+    """Turn a DeltaAuditError raised while reading a registered table's log into a 409."""
+    try:
+        yield
+    except DeltaAuditError as err:
+        raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
 
 
 def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DeltaAuditError):
-        exc = BadRequest(_one_line(str(exc)))
+        exc = BadRequest(one_line(exc))
     elif isinstance(exc, Http404):
-        exc = exceptions.NotFound(_one_line(str(exc)) or "not found")
+        exc = exceptions.NotFound(one_line(exc, empty="not found"))
     elif isinstance(exc, RequestDataTooBig):
         from audit.limits import limit_text
 
@@ -85,8 +96,8 @@ def _message(exc: Exception) -> str:
         return "invalid request: " + _first_problem(exc.detail)
     detail = getattr(exc, "detail", None)
     if isinstance(detail, str):
-        return _one_line(detail)
-    return _one_line(str(detail)) if detail else exc.__class__.__name__
+        return one_line(detail, empty="")
+    return one_line(str(detail), empty="") if detail else exc.__class__.__name__
 
 
 def _detail(exc: Exception) -> Any:
@@ -106,9 +117,5 @@ def _first_problem(detail: Any, field: str | None = None) -> str:
         return "invalid input"
     if isinstance(detail, list):
         return _first_problem(detail[0], field) if detail else "invalid input"
-    text = _one_line(str(detail))
+    text = one_line(str(detail), empty="")
     return f"{field}: {text}" if field else text
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:500]

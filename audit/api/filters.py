@@ -15,14 +15,15 @@ from django import forms
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 
-from audit.core.model import SEVERITY_RANK
+from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_ORDER, FindingKind, Severity
 from audit.models import Commit, Finding, Table
 
 INT64_MAX = 2**63 - 1
 MAX_LIST_ITEMS = 50
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
-SEVERITIES = tuple(SEVERITY_RANK)
+SEVERITIES = tuple(str(s) for s in SEVERITY_ORDER)
+KINDS = tuple(str(k) for k in FindingKind)
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -52,8 +53,12 @@ class StrictBooleanField(forms.CharField):
 class CommaListField(forms.CharField):
     """`a,b,c` -> ["a", "b", "c"]; with `allowed`, every item must be one of them."""
 
-    def __init__(self, *args, allowed: Iterable[str] | None = None, **kwargs):
+    def __init__(
+        self, *args, allowed: Iterable[str] | None = None, allowed_prefix: str = "", **kwargs
+    ):
         self.allowed = tuple(allowed) if allowed is not None else None
+        # Items starting with it are allowed too (health_<metric> finding kinds).
+        self.allowed_prefix = allowed_prefix
         kwargs.setdefault("max_length", 2000)
         super().__init__(*args, **kwargs)
 
@@ -67,12 +72,17 @@ class CommaListField(forms.CharField):
         if len(items) > MAX_LIST_ITEMS:
             raise forms.ValidationError(f"at most {MAX_LIST_ITEMS} values")
         if self.allowed is not None:
-            unknown = [item for item in items if item not in self.allowed]
+            unknown = [item for item in items if not self._allowed(item)]
             if unknown:
                 raise forms.ValidationError(
                     f"unknown value {unknown[0][:40]!r}; expected one of {', '.join(self.allowed)}"
                 )
         return items
+
+    def _allowed(self, item: str) -> bool:
+        if item in self.allowed:
+            return True
+        return bool(self.allowed_prefix) and item.startswith(self.allowed_prefix)
 
 
 class TimeField(forms.CharField):
@@ -127,15 +137,25 @@ def _bool_filter(method_or_field: str, help_text: str, *, method: bool = False):
     return extend_schema_field(_BOOL)(flt)
 
 
-def _list_filter(field_name: str, help_text: str, choices=None, *, method: str | None = None):
+def _list_filter(
+    field_name: str,
+    help_text: str,
+    choices=None,
+    *,
+    method: str | None = None,
+    allowed_prefix: str = "",
+):
     kwargs = {"method": method} if method else {"field_name": field_name, "lookup_expr": "in"}
     if choices:
         kwargs["allowed"] = choices
+    if allowed_prefix:
+        kwargs["allowed_prefix"] = allowed_prefix
     flt = django_filters.Filter(label=help_text, **kwargs)
     flt.field_class = CommaListField
     schema = dict(_STR)
     if choices:
-        schema["description"] = f"{help_text} One or more of: {', '.join(choices)}."
+        more = f", or {allowed_prefix}<metric>" if allowed_prefix else ""
+        schema["description"] = f"{help_text} One or more of: {', '.join(choices)}{more}."
     return extend_schema_field(schema)(flt)
 
 
@@ -176,7 +196,9 @@ class CommitFilter(django_filters.FilterSet):
 
 class FindingFilter(django_filters.FilterSet):
     table = _int_filter("table_id", "exact", "Findings of this table id.")
-    kind = _list_filter("kind", "Finding kind(s), comma-separated.")
+    kind = _list_filter(
+        "kind", "Finding kind(s), comma-separated.", KINDS, allowed_prefix=HEALTH_FINDING_PREFIX
+    )
     severity = _list_filter("severity", "Exact severity(ies).", SEVERITIES)
     min_severity = django_filters.ChoiceFilter(
         method="filter_min_severity",
@@ -200,8 +222,8 @@ class FindingFilter(django_filters.FilterSet):
     def filter_min_severity(self, queryset, name, value):
         if not value:
             return queryset
-        rank = SEVERITY_RANK[value]
-        return queryset.filter(severity__in=[s for s, r in SEVERITY_RANK.items() if r >= rank])
+        rank = Severity(value).rank
+        return queryset.filter(severity__in=[s for s in SEVERITY_ORDER if s.rank >= rank])
 
     def filter_acknowledged(self, queryset, name, value):
         if value is None:

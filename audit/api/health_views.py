@@ -16,9 +16,8 @@ from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from audit.api.exceptions import BadRequest, TableLogUnreadable
+from audit.api.exceptions import BadRequest, readable_log
 from audit.api.renderers import ORJSONRenderer
-from audit.core.errors import DeltaAuditError
 from audit.health_queries import health_history, table_changes, table_diff, table_health
 from audit.models import Table
 from audit.timeline import cached_json, table_key
@@ -97,72 +96,78 @@ def _in_range(table: Table, version: int, name: str) -> None:
         raise BadRequest(f"{name} {version} is not stored (the latest stored version is {last})")
 
 
+def _sub_resource(
+    description: str,
+    errors: dict[int, OpenApiResponse] | None = None,
+    parameters: list[OpenApiParameter] | None = None,
+    **action_kwargs: Any,
+):
+    """A JSON sub-resource of a table (`GET /api/tables/{id}/<name>/`), unpaginated."""
+    schema = extend_schema(
+        parameters=parameters, responses={200: JSON, **(errors or {})}, description=description
+    )
+    route = action(detail=True, filterset_class=None, pagination_class=None, **action_kwargs)
+    return lambda method: schema(route(method))
+
+
 class TableHealthActions:
     """Mixed into TableViewSet (which provides `table()`)."""
 
-    @extend_schema(
-        parameters=[OpenApiParameter("version", OpenApiTypes.INT64, description="default latest")],
-        responses={200: JSON, 400: ERROR, 409: ERROR},
-        description="Health of a version, from the log alone: files, sizes, small files, "
+    @_sub_resource(
+        "Health of a version, from the log alone: files, sizes, small files, "
         "partitions, tombstones, checkpoint, log, deletion vectors, recommendations.",
+        {400: ERROR, 409: ERROR},
+        [OpenApiParameter("version", OpenApiTypes.INT64, description="default latest")],
     )
-    @action(detail=True, filterset_class=None, pagination_class=None)
     def health(self, request, pk=None):
         table = self.table()
         version = _parse(HealthQuery(data=request.query_params)).get("version")
         if version is not None:
             _in_range(table, version, "version")
-        try:
-            # The stored health changes only when new commits are stored: its JSON is cached
-            # as bytes under the table's stored version.
+        # The stored health changes only when new commits are stored: its JSON is cached as
+        # bytes under the table's stored version.
+        with readable_log():
             body = cached_json(
                 f"health:{table_key(table)}:{table.last_seen_version}",
                 str(version),
                 lambda: ORJSONRenderer().render(table_health(table, version)),
                 settings.AUDIT_API_LIST_CACHE_SECONDS,
             )
-        except DeltaAuditError as err:
-            raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
         return HttpResponse(body, content_type="application/json")
 
-    @extend_schema(
-        parameters=[OpenApiParameter("max_points", OpenApiTypes.INT, description="2..5000")],
-        responses={200: JSON, 400: ERROR},
-        description="num_files, total_bytes and small_files per version (stored as the tail "
+    @_sub_resource(
+        "num_files, total_bytes and small_files per version (stored as the tail "
         "ingests; thinned to max_points).",
+        {400: ERROR},
+        [OpenApiParameter("max_points", OpenApiTypes.INT, description="2..5000")],
+        url_path="health/history",
     )
-    @action(detail=True, url_path="health/history", filterset_class=None, pagination_class=None)
     def health_history(self, request, pk=None):
         table = self.table()
         params = _parse(HistoryQuery(data=request.query_params))
         return Response({"table": table.id, "points": health_history(table, params["max_points"])})
 
-    @extend_schema(
-        responses={200: JSON},
-        description="Every version that changed the schema, protocol, properties or "
+    @_sub_resource(
+        "Every version that changed the schema, protocol, properties or "
         "partitioning: version, timestamp, kind, before, after, summary (and findings: ids of "
-        "concurrent_metadata_change findings at that version).",
+        "concurrent_metadata_change findings at that version)."
     )
-    @action(detail=True, filterset_class=None, pagination_class=None)
     def changes(self, request, pk=None):
         table = self.table()
         return Response({"table": table.id, "changes": table_changes(table)})
 
-    @extend_schema(
-        parameters=[
+    @_sub_resource(
+        "Files added/removed, rows, schema and property changes and the commits "
+        "between two versions.",
+        {400: ERROR, 409: ERROR},
+        [
             OpenApiParameter("from", OpenApiTypes.INT64, required=True),
             OpenApiParameter("to", OpenApiTypes.INT64, required=True),
         ],
-        responses={200: JSON, 400: ERROR, 409: ERROR},
-        description="Files added/removed, rows, schema and property changes and the commits "
-        "between two versions.",
     )
-    @action(detail=True, filterset_class=None, pagination_class=None)
     def diff(self, request, pk=None):
         table = self.table()
         params = _parse(DiffQuery(data=request.query_params))
         _in_range(table, params["to"], "to")
-        try:
+        with readable_log():
             return Response(table_diff(table, params["from_"], params["to"]))
-        except DeltaAuditError as err:
-            raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None

@@ -15,8 +15,17 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from audit.core.storage_config import describe_storage
+from audit.core.vocab import (
+    SEVERITY_ORDER,
+    TABLE_ISOLATION_LEVELS,
+    IsolationLevel,
+    ReadVersionFact,
+    Verdict,
+    choices,
+)
 from audit.limits import MAX_EXCEPTION_CHARS
 from audit.models import Commit, Finding, Table
+from audit.timeline import FINDING_FIELDS
 
 INT64_MAX = 2**63 - 1
 
@@ -69,7 +78,12 @@ class TableSerializer(serializers.ModelSerializer):
         help_text="the last version stored (audited)",
     )  # fmt: skip
     lag = serializers.SerializerMethodField()
-    open_findings = serializers.SerializerMethodField()
+    open_findings = serializers.SerializerMethodField(
+        help_text="findings the audit has not resolved, acknowledged or not"
+    )
+    attention_findings = serializers.SerializerMethodField(
+        help_text="open findings nobody has acknowledged (the dashboard's counts)"
+    )
     backfill = serializers.SerializerMethodField()
     storage = serializers.SerializerMethodField(
         help_text="storage root and credential name the table is read with (never a secret)"
@@ -81,7 +95,7 @@ class TableSerializer(serializers.ModelSerializer):
         fields = [
             "id", "uri", "name", "status", "last_error", "error_cause", "storage", "risk", "version",
             "last_seen_version", "latest_version_in_log", "first_available_version", "lag",
-            "open_findings", "backfill", "last_commit_at", "last_tail_at", "created_at",
+            "open_findings", "attention_findings", "backfill", "last_commit_at", "last_tail_at", "created_at",
             "health",
         ]  # fmt: skip
         read_only_fields = fields
@@ -101,8 +115,11 @@ class TableSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(SeverityCountsSerializer)
     def get_open_findings(self, table: Table) -> dict:
-        counts = {s: getattr(table, f"open_{s}", 0) or 0 for s in ("info", "warning", "critical")}
-        return {**counts, "total": sum(counts.values())}
+        return _severity_counts(table, "open")
+
+    @extend_schema_field(SeverityCountsSerializer)
+    def get_attention_findings(self, table: Table) -> dict:
+        return _severity_counts(table, "attention")
 
     @extend_schema_field(FleetHealthSerializer(allow_null=True))
     def get_health(self, table: Table) -> dict | None:
@@ -139,6 +156,13 @@ class TableSerializer(serializers.ModelSerializer):
             "commits_per_second": _rounded(table.backfill_rate, 1),
             "eta_seconds": _rounded(table.backfill_eta_seconds, 1),
         }
+
+
+def _severity_counts(table: Table, prefix: str) -> dict:
+    """{info, warning, critical, total} from the `<prefix>_<severity>` annotations of
+    `Table.objects.with_open_counts()`."""
+    counts = {str(s): getattr(table, f"{prefix}_{s}", 0) or 0 for s in SEVERITY_ORDER}
+    return {**counts, "total": sum(counts.values())}
 
 
 class TableDetailSerializer(TableSerializer):
@@ -193,6 +217,8 @@ class PredicateSerializer(serializers.Serializer):
 
 
 class FindingRefSerializer(serializers.ModelSerializer):
+    related_versions = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+
     class Meta:
         model = Finding
         fields = [
@@ -201,9 +227,20 @@ class FindingRefSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
+def _fact_field() -> serializers.CharField:
+    # Plain text in the schema, as before the model had choices: three fields sharing one
+    # enum would need ENUM_NAME_OVERRIDES, and "" (not recorded) is a value too.
+    return serializers.CharField(
+        read_only=True, help_text=f"how it was obtained: {', '.join(ReadVersionFact)}, or empty"
+    )
+
+
 class CommitDetailSerializer(serializers.ModelSerializer):
     predicate = serializers.SerializerMethodField()
     findings = serializers.SerializerMethodField()
+    read_version_fact = _fact_field()
+    isolation_level_fact = _fact_field()
+    blind_append_fact = _fact_field()
 
     class Meta:
         model = Commit
@@ -317,8 +354,8 @@ class TimelineQuerySerializer(serializers.Serializer):
 
 class ConflictMatrixQuerySerializer(serializers.Serializer):
     isolation_level = serializers.CharField(
-        required=False, default="WriteSerializable", max_length=60,
-        help_text="Serializable or WriteSerializable",
+        required=False, default=IsolationLevel.WRITE_SERIALIZABLE, max_length=60,
+        help_text=" or ".join(TABLE_ISOLATION_LEVELS),
     )  # fmt: skip
     row_level_concurrency = serializers.BooleanField(required=False, default=False)
     deletion_vectors = serializers.BooleanField(required=False, default=False)
@@ -344,9 +381,7 @@ class ExplainRequestSerializer(serializers.Serializer):
 class MatrixCellSerializer(serializers.Serializer):
     a = serializers.CharField()
     b = serializers.CharField()
-    verdict = serializers.ChoiceField(
-        choices=["cannot_conflict", "can_conflict", "can_conflict_same_row"]
-    )
+    verdict = serializers.ChoiceField(choices=choices(Verdict))
     note = serializers.CharField()
 
 
@@ -354,13 +389,11 @@ class ConflictMatrixSerializer(serializers.Serializer):
     cells = MatrixCellSerializer(many=True)
 
 
-class TimelineFindingSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    version = serializers.IntegerField()
-    kind = serializers.CharField()
-    severity = serializers.CharField()
-    confirmed = serializers.BooleanField()
-    related_versions = serializers.ListField(child=serializers.IntegerField())
+class TimelineFindingSerializer(FindingRefSerializer):
+    """The open findings of a timeline window (audit.timeline.FINDING_FIELDS)."""
+
+    class Meta(FindingRefSerializer.Meta):
+        fields = list(FINDING_FIELDS)
 
 
 class TimelineSerializer(serializers.Serializer):

@@ -7,15 +7,11 @@ and remove (DELETE /api/tables/{id}/) tables and acknowledge / re-open findings.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Value
-from django.db.models.functions import Coalesce
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -25,16 +21,16 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit import queries
 from audit.analysis import table_analysis, table_history
 from audit.api import serializers as s
-from audit.api.exceptions import BadRequest, Conflict, TableLogUnreadable
+from audit.api.exceptions import BadRequest, Conflict, readable_log
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
 from audit.api.health_views import TableHealthActions, fleet_ordering
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
 from audit.api.permissions import IsAdminOrReadOnly
 from audit.api.renderers import ORJSONRenderer
 from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
-from audit.core.errors import DeltaAuditError
 from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
@@ -43,9 +39,7 @@ from audit.limits import limit_text
 from audit.models import Commit, Finding, Table
 from audit.orphan_scans import orphan_report
 from audit.paths import check_allowed
-from audit.timeline import cached_json, table_key, timeline_json
-
-log = logging.getLogger(__name__)
+from audit.timeline import cached_json, table_key
 
 ERROR_RESPONSE = OpenApiResponse(
     response=OpenApiTypes.OBJECT, description='`{"error": "<message>", "detail": ...}`'
@@ -72,40 +66,23 @@ VERSION_PARAMETER = OpenApiParameter(
 ID_PATTERN = r"[0-9]{1,18}"  # ids and versions fit int64; longer ones are 404s, not overflows
 
 
-def enqueue_tail(table_id: int) -> bool:
-    """Queue the first tail of a new table. A broker that is down is not an error: the table
-    is registered, and the beat's next `tail_all` pass finds it (status "ingesting")."""
-    try:
-        from workers.tasks import tail_table
-
-        tail_table.apply_async((table_id,), retry=False)
-        return True
-    except Exception as err:  # kombu/redis connection errors vary by transport
-        log.warning("could not queue the tail of table %s: %s", table_id, err)
-        return False
-
-
-def _open_count(severity: str):
-    # A correlated count per table on the (table, status, severity) index: no JOIN and GROUP BY
-    # over every finding, and the paginator's COUNT(*) needs none of it.
-    per_table = (
-        Finding.objects.filter(
-            table_id=OuterRef("pk"), status=Finding.Status.OPEN, severity=severity
-        )
-        .order_by()
-        .values("table_id")
-        .annotate(n=Count("id"))
-        .values("n")
+def _expensive_analysis(serializer: type, description: str, **action_kwargs: Any):
+    """A throttled analysis sub-resource of a table (409 when its log cannot be read)."""
+    schema = extend_schema(
+        responses={200: serializer, 409: ERROR_RESPONSE, **THROTTLED}, description=description
     )
-    return Coalesce(Subquery(per_table, output_field=IntegerField()), Value(0))
+    route = action(
+        detail=True,
+        filterset_class=None,
+        serializer_class=serializer,
+        throttle_classes=[ExpensiveRateThrottle],
+        **action_kwargs,
+    )
+    return lambda method: schema(route(method))
 
 
 def _tables_with_counts():
-    return Table.objects.annotate(
-        open_info=_open_count("info"),
-        open_warning=_open_count("warning"),
-        open_critical=_open_count("critical"),
-    ).order_by("name", "id")
+    return queries.tables_with_counts().order_by("name", "id")
 
 
 @extend_schema(responses=DETAIL_ERRORS)
@@ -164,7 +141,7 @@ class TableViewSet(
         if existing is not None:
             raise Conflict(f"table already registered as id {existing}", {"id": existing})
         table, _ = register_table(normalised, name=name)  # opens the log: DeltaAuditError -> 400
-        queued = enqueue_tail(table.id)
+        queued = queries.enqueue_tail(table.id)
         data = s.TableCreatedSerializer(_tables_with_counts().get(pk=table.pk)).data
         data["tail_queued"] = queued
         return Response(data, status=status.HTTP_201_CREATED)
@@ -222,13 +199,9 @@ class TableViewSet(
     def commit_detail(self, request, pk=None, version=None):
         table = self.table()
         commit = get_object_or_404(Commit, table_id=table.id, version=int(version))
-        findings = [
-            f
-            for f in Finding.objects.filter(table_id=table.id)
-            .filter(Q(version=commit.version) | Q(related_versions__icontains=str(commit.version)))
-            .only(*s.FindingRefSerializer.Meta.fields)
-            if f.version == commit.version or commit.version in (f.related_versions or [])
-        ]
+        findings = queries.findings_involving(
+            table.id, commit.version, fields=tuple(s.FindingRefSerializer.Meta.fields)
+        )
         return Response(s.CommitDetailSerializer(commit, context={"findings": findings}).data)
 
     # ------------------------------------------------------------------- timeline
@@ -255,7 +228,7 @@ class TableViewSet(
             Table.objects.only("id", "uri", "last_seen_version", "table_findings_at"),
             pk=self.kwargs["pk"],
         )
-        body = timeline_json(
+        body = queries.timeline_window(
             table, params.get("from_version"), params.get("to_version"), params["max_points"]
         )
         # Already JSON (cached as bytes): no second rendering.
@@ -265,20 +238,11 @@ class TableViewSet(
 
     def _analysis(self) -> dict[str, Any]:
         table = self.table()
-        try:
+        with readable_log():
             return table_analysis(table)
-        except DeltaAuditError as err:
-            raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
 
-    @extend_schema(
-        responses={200: s.HotspotsSerializer, 409: ERROR_RESPONSE, **THROTTLED},
-        description="Partitions and operation pairs where concurrent commits overlap.",
-    )
-    @action(
-        detail=True,
-        filterset_class=None,
-        serializer_class=s.HotspotsSerializer,
-        throttle_classes=[ExpensiveRateThrottle],
+    @_expensive_analysis(
+        s.HotspotsSerializer, "Partitions and operation pairs where concurrent commits overlap."
     )
     def hotspots(self, request, pk=None):
         analysis = self._analysis()
@@ -304,30 +268,18 @@ class TableViewSet(
     def writers(self, request, pk=None):
         return Response(_pick(self._analysis(), "writers"))
 
-    @extend_schema(
-        responses={200: s.IsolationSettingsSerializer, 409: ERROR_RESPONSE, **THROTTLED},
-        description="Isolation settings with the conflict matrix resolved for this table and "
+    @_expensive_analysis(
+        s.IsolationSettingsSerializer,
+        "Isolation settings with the conflict matrix resolved for this table and "
         "the observed concurrent pairs per cell.",
-    )
-    @action(
-        detail=True,
         url_path="settings",
-        filterset_class=None,
-        serializer_class=s.IsolationSettingsSerializer,
-        throttle_classes=[ExpensiveRateThrottle],
     )
     def isolation(self, request, pk=None):
         return Response(_pick(self._analysis(), "isolation_settings"))
 
-    @extend_schema(
-        responses={200: s.RecommendationsSerializer, 409: ERROR_RESPONSE, **THROTTLED},
-        description="Partitioning recommendations from the predicates of concurrent commits.",
-    )
-    @action(
-        detail=True,
-        filterset_class=None,
-        serializer_class=s.RecommendationsSerializer,
-        throttle_classes=[ExpensiveRateThrottle],
+    @_expensive_analysis(
+        s.RecommendationsSerializer,
+        "Partitioning recommendations from the predicates of concurrent commits.",
     )
     def recommendations(self, request, pk=None):
         return Response(_pick(self._analysis(), "recommendations"))
@@ -365,16 +317,14 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         request=None,
         responses={200: s.FindingDetailSerializer},
-        description="Acknowledge the finding (any authenticated user: it is an on-call action). "
-        "Idempotent: the first acknowledgement is kept.",
+        description="Acknowledge the finding (administrators only; other users get 403). "
+        "Idempotent: the first acknowledgement is kept. The finding stays open (the audit "
+        "resolves it) but no longer needs attention.",
     )
     @action(detail=True, methods=["post"], permission_classes=[IsAdminOrReadOnly])
     def acknowledge(self, request, pk=None):
         finding = self.get_object()
-        if finding.acknowledged_at is None:
-            finding.acknowledged_by = request.user
-            finding.acknowledged_at = timezone.now()
-            finding.save(update_fields=["acknowledged_by", "acknowledged_at"])
+        queries.acknowledge(finding, request.user)
         return Response(s.FindingDetailSerializer(finding).data)
 
     @extend_schema(
@@ -386,10 +336,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"], permission_classes=[IsAdminOrReadOnly])
     def reopen(self, request, pk=None):
         finding = self.get_object()
-        if finding.acknowledged_at is not None:
-            finding.acknowledged_by = None
-            finding.acknowledged_at = None
-            finding.save(update_fields=["acknowledged_by", "acknowledged_at"])
+        queries.unacknowledge(finding)
         return Response(s.FindingDetailSerializer(finding).data)
 
 
@@ -443,8 +390,6 @@ class ExplainView(APIView):
             table = Table.objects.filter(pk=table_id).first()
             if table is None:
                 raise BadRequest(f"no table with id {table_id}", {"table": ["unknown table"]})
-            try:
+            with readable_log():
                 history = table_history(table)
-            except DeltaAuditError as err:
-                raise TableLogUnreadable(f"the table's log cannot be read: {err}") from None
         return Response(json_safe(explain_conflict(body.validated_data["text"], history)))

@@ -490,9 +490,9 @@
         if (!s) return;
         setText("stat-version", s.last_seen_version === null ? "—" : fmtInt(s.last_seen_version));
         setText("stat-lag", s.lag === null ? "—" : s.lag ? fmtInt(s.lag) + " behind" : "0 in sync");
-        setText("stat-critical", String(s.open.critical));
-        setText("stat-warning", String(s.open.warning));
-        setText("stat-info", String(s.open.info));
+        setText("stat-critical", String(s.attention.critical));
+        setText("stat-warning", String(s.attention.warning));
+        setText("stat-info", String(s.attention.info));
         setText("table-status", s.status);
         if (s.backfill) setText("stat-backfill", s.backfill.text);
         liveText.textContent = "live · " + new Date().toLocaleTimeString();

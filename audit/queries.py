@@ -1,0 +1,176 @@
+"""The one query layer: what the API, the dashboard and the alerting ask of the database.
+
+Each question has one answer here, so the JSON API and the HTML pages cannot drift apart
+(docs/api.md, "One answer"):
+
+- *open* means the audit has not resolved the finding; *needs attention* means open and not
+  acknowledged. Tables carry both counts (`open_<severity>`, `attention_<severity>`).
+- acknowledging keeps the first acknowledger; only administrators acknowledge and re-open.
+- "findings involving version V": found on V, or naming V among their related versions,
+  answered by the database on both SQLite and PostgreSQL (no text search, no scan).
+- one way to queue a table's tail.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import connection
+from django.db.models import BooleanField, Case, Count, IntegerField, Q, QuerySet, Value, When
+from django.db.models.expressions import RawSQL
+
+from audit.core.vocab import SEVERITY_ORDER
+from audit.models import NEEDS_ATTENTION, OPEN, Finding, Table
+from audit.timeline import timeline_json
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "NEEDS_ATTENTION",
+    "OPEN",
+    "acknowledge",
+    "attention_totals",
+    "enqueue_tail",
+    "finding_counts",
+    "findings_by_status",
+    "findings_involving",
+    "open_findings",
+    "tables_with_counts",
+    "timeline_window",
+    "unacknowledge",
+]
+
+# Worst first: the order of every finding list that is not sorted by time.
+SEVERITY_FIRST = Case(
+    *(When(severity=s, then=Value(-s.rank)) for s in SEVERITY_ORDER),
+    default=Value(0),
+    output_field=IntegerField(),
+)
+# Findings of one version are few; the bound keeps a pathological table's page cheap.
+MAX_INVOLVING = 1000
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def tables_with_counts() -> QuerySet[Table]:
+    """Every table with `open_<severity>` and `attention_<severity>` counts and `lag`."""
+    return Table.objects.with_open_counts()
+
+
+def _per_severity(rows: dict[str, int]) -> dict[str, int]:
+    return {str(s): rows.get(s, 0) for s in SEVERITY_ORDER}
+
+
+def finding_counts(table_id: int) -> dict[str, dict[str, int]]:
+    """One table's `{"open": {severity: n}, "attention": {severity: n}}`, in one query."""
+    rows = (
+        Finding.objects.filter(OPEN, table_id=table_id)
+        .order_by()
+        .values("severity")
+        .annotate(
+            open=Count("id"),
+            attention=Count("id", filter=Q(acknowledged_at__isnull=True)),
+        )
+    )
+    open_, attention = {}, {}
+    for row in rows:
+        open_[row["severity"]] = row["open"]
+        attention[row["severity"]] = row["attention"]
+    return {"open": _per_severity(open_), "attention": _per_severity(attention)}
+
+
+def attention_totals() -> dict[str, int]:
+    """Findings needing attention over every table, per severity (the overview's totals)."""
+    return Finding.objects.filter(NEEDS_ATTENTION).aggregate(
+        **{str(s): Count("id", filter=Q(severity=s)) for s in SEVERITY_ORDER}
+    )
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def open_findings() -> QuerySet[Finding]:
+    """Findings the audit has not resolved (acknowledged or not): risk, metrics, alerts."""
+    return Finding.objects.filter(OPEN)
+
+
+def findings_by_status(queryset: QuerySet[Finding], status: str) -> QuerySet[Finding]:
+    """The dashboard's finding tabs. "open" is the needs-attention list (the API's
+    `?status=open&acknowledged=false`); "acknowledged" is every acknowledged finding (the
+    API's `?acknowledged=true`); "resolved" the API's `?status=resolved`; else all."""
+    if status == "open":
+        return queryset.filter(NEEDS_ATTENTION)
+    if status == "acknowledged":
+        return queryset.filter(acknowledged_at__isnull=False)
+    if status == "resolved":
+        return queryset.filter(status=Finding.Status.RESOLVED)
+    return queryset
+
+
+def _names_version(version: int) -> Q:
+    """`related_versions` (a JSON list of integers) contains `version`, asked of the database.
+
+    PostgreSQL answers JSON containment from the jsonb value; SQLite has no containment
+    lookup, so its JSON1 `json_each` is asked instead. Both are exact, unlike a text search.
+    """
+    if connection.vendor == "postgresql":
+        return Q(related_versions__contains=[version])
+    table = Finding._meta.db_table
+    names = RawSQL(
+        f'EXISTS (SELECT 1 FROM json_each("{table}"."related_versions") '
+        "WHERE json_each.type = 'integer' AND json_each.value = %s)",
+        (version,),
+        output_field=BooleanField(),
+    )
+    return Q(names)
+
+
+def findings_involving(
+    table_id: int, version: int, fields: tuple[str, ...] | None = None
+) -> list[Finding]:
+    """Findings of a table found on `version` or naming it among their related versions,
+    worst first, then newest, then by id; at most MAX_INVOLVING.
+
+    The commit page and `GET /api/tables/{id}/commits/{version}/` both show this list."""
+    rows = Finding.objects.filter(table_id=table_id).filter(
+        Q(version=version) | _names_version(version)
+    )
+    if fields:
+        rows = rows.only(*fields)
+    return list(rows.order_by(SEVERITY_FIRST, "-version", "id")[:MAX_INVOLVING])
+
+
+def acknowledge(finding: Finding, user: Any) -> bool:
+    """Acknowledge for `user`; the first acknowledgement is kept (see Finding.acknowledge).
+    Callers check that `user` is an administrator (API permission, dashboard view)."""
+    return finding.acknowledge(user)
+
+
+def unacknowledge(finding: Finding) -> bool:
+    """Undo an acknowledgement (administrators); the finding needs attention again."""
+    return finding.unacknowledge()
+
+
+# --------------------------------------------------------------------------- timeline, tails
+
+
+def timeline_window(table: Table, lo: int | None, hi: int | None, max_points: int) -> bytes:
+    """A version window of the timeline as JSON bytes (rows or buckets, open findings)."""
+    return timeline_json(table, lo, hi, max_points)
+
+
+def enqueue_tail(table_id: int) -> bool:
+    """Ask a worker to tail the table now; False when the broker is unreachable.
+
+    A down broker must not lose a registration: the table is stored (status "ingesting")
+    and the beat's next `tail_all` pass picks it up."""
+    try:
+        from workers.tasks import tail_table
+
+        tail_table.apply_async((table_id,), retry=False)
+    except Exception as err:  # kombu/redis connection errors vary by transport
+        log.warning("could not queue the tail of table %s: %s", table_id, err)
+        return False
+    return True

@@ -1,0 +1,155 @@
+"""The findings pages: the filtered list, one finding, acknowledging and re-opening it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from audit import queries
+from audit.core.vocab import HEALTH_FINDING_PREFIX, FindingKind
+from audit.models import Commit, Finding
+from frontend.forms import FindingFilterForm
+from frontend.views.common import is_admin, pretty, require_admin
+
+_EDGE_TYPES = frozenset({"ww", "wr", "rw"})
+MAX_CYCLE_EDGES = 40
+MAX_RELATED_SHOWN = 200
+
+
+def _filtered(form: FindingFilterForm) -> tuple[Any, str]:
+    """The findings the list's filters select, and the status tab ("open" by default)."""
+    rows = Finding.objects.select_related("table")
+    status = "open"
+    if form.is_valid():
+        data = form.cleaned_data
+        status = data.get("status") or "open"
+        for field in ("table", "kind", "severity"):
+            if data.get(field):
+                rows = rows.filter(**{field: data[field]})
+    return queries.findings_by_status(rows, status), status
+
+
+def kind_choices() -> list[str]:
+    """The kind dropdown: the vocabulary's kinds, and the health rules' kinds seen so far."""
+    health = (
+        Finding.objects.filter(kind__startswith=HEALTH_FINDING_PREFIX)
+        .order_by("kind")
+        .values_list("kind", flat=True)
+        .distinct()
+    )
+    return sorted({str(k) for k in FindingKind} | set(health))
+
+
+@login_required
+def findings_list(request: HttpRequest) -> HttpResponse:
+    form = FindingFilterForm(request.GET or None)
+    rows, status = _filtered(form)
+    rows = rows.order_by("-last_seen", "-id").defer("witness", "details", "explanation")
+    page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    filters = query.copy()
+    filters.pop("status", None)
+    ctx = {
+        "form": form,
+        "page": page,
+        "kinds": kind_choices(),
+        "status": status,
+        "querystring": query.urlencode(),
+        "filter_qs": filters.urlencode(),
+    }
+    return render(request, "frontend/findings.html", ctx)
+
+
+def cycle_edges(witness: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The dependency cycle of an anomaly finding, checked field by field (it is stored JSON)."""
+    edges = (witness or {}).get("cycle")
+    if not isinstance(edges, list):
+        return []
+    out = []
+    for e in edges[:MAX_CYCLE_EDGES]:
+        if not isinstance(e, dict) or e.get("type") not in _EDGE_TYPES:
+            continue
+        if not all(isinstance(e.get(k), int) for k in ("from", "to")):
+            continue
+        out.append(
+            {"from": e["from"], "to": e["to"], "type": e["type"], "why": str(e.get("why", ""))}
+        )
+    return out
+
+
+def witness_table(witness: dict[str, Any] | None) -> dict[str, Any]:
+    """Sample rows as a header and row lists (columns in first-seen order)."""
+    samples = (witness or {}).get("sample_rows") or []
+    columns: list[str] = []
+    for row in samples:
+        if isinstance(row, dict):
+            columns += [str(k) for k in row if str(k) not in columns]
+    body = [
+        [row.get(c) if isinstance(row, dict) else None for c in columns]
+        for row in samples
+        if isinstance(row, dict)
+    ]
+    return {"columns": columns, "rows": body}
+
+
+@login_required
+def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
+    finding = get_object_or_404(
+        Finding.objects.select_related("table", "acknowledged_by"), id=finding_id
+    )
+    related = finding.related_versions[:MAX_RELATED_SHOWN]
+    commits = {
+        c["version"]: c
+        for c in Commit.objects.filter(
+            table=finding.table, version__in=[finding.version, *related]
+        ).values("version", "operation", "user_name", "timestamp", "read_version")
+    }
+    witness = finding.witness if isinstance(finding.witness, dict) else None
+    ctx = {
+        "finding": finding,
+        "table": finding.table,
+        "commit": commits.get(finding.version),
+        "related": [{"version": v, "commit": commits.get(v)} for v in related],
+        "related_total": len(finding.related_versions),
+        "witness": witness,
+        "has_witness_rows": witness is not None and ("row_count" in witness or "files" in witness),
+        "cycle": cycle_edges(witness),
+        "witness_table": witness_table(witness),
+        "details": pretty(finding.details) if finding.details else "",
+        "flips": list(finding.flips.all()[:20]),
+        "is_admin": is_admin(request.user),
+    }
+    return render(request, "frontend/finding.html", ctx)
+
+
+def _set_acknowledged(request: HttpRequest, finding_id: int, *, acknowledged: bool):
+    """Acknowledge or re-open for the user (administrators), then back to the finding."""
+    require_admin(request.user, "acknowledge findings" if acknowledged else "re-open findings")
+    finding = get_object_or_404(Finding, id=finding_id)
+    if not acknowledged:
+        queries.unacknowledge(finding)
+        messages.success(request, "Finding re-opened.")
+    elif queries.acknowledge(finding, request.user):
+        messages.success(request, "Finding acknowledged.")
+    else:  # the first acknowledgement is kept, as in the API
+        messages.info(request, "This finding was already acknowledged.")
+    return redirect("frontend:finding", finding_id=finding.id)
+
+
+@login_required
+@require_POST
+def finding_acknowledge(request: HttpRequest, finding_id: int) -> HttpResponse:
+    return _set_acknowledged(request, finding_id, acknowledged=True)
+
+
+@login_required
+@require_POST
+def finding_reopen(request: HttpRequest, finding_id: int) -> HttpResponse:
+    return _set_acknowledged(request, finding_id, acknowledged=False)

@@ -1,0 +1,59 @@
+"""Dashboard pieces of issue 18: the version diff page (the health panel's config is
+`table.health_config`, next to the page that embeds it)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from audit.core.errors import DeltaAuditError
+from audit.health_queries import table_diff
+from audit.models import Table
+from frontend.views.common import pretty
+from frontend.views.table import health_config, table_header
+
+__all__ = ["health_config", "table_diff_page"]
+
+INT64_MAX = 2**63 - 1
+
+
+def _version(raw: str | None) -> int | None:
+    if raw is None or not raw.strip().isdigit():
+        return None
+    value = int(raw.strip())
+    return value if value <= INT64_MAX else None
+
+
+@login_required
+def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
+    """/tables/<id>/diff/?from=A&to=B: what changed between two stored versions."""
+    table = get_object_or_404(Table, id=table_id)
+    a, b = _version(request.GET.get("from")), _version(request.GET.get("to"))
+    error, diff = None, None
+    last = table.last_seen_version
+    if a is None or b is None:
+        error = "Give two versions: from and to (non-negative integers)."
+    elif a >= b:
+        error = f"'from' ({a}) must be lower than 'to' ({b})."
+    elif last is None or b > last:
+        error = f"Version {b} is not stored yet (the latest stored version is {last})."
+    else:
+        try:
+            diff = dict(table_diff(table, a, b))
+            diff["changes"] = [
+                {**c, "before_text": pretty(c["before"]), "after_text": pretty(c["after"])}
+                for c in diff["changes"]
+            ]
+        except DeltaAuditError as err:
+            error = f"The table's log cannot be read: {err}"
+    ctx = {
+        **table_header(table),
+        "tab": "diff",
+        "diff": diff,
+        "error": error,
+        "from_version": a,
+        "to_version": b,
+    }
+    # A form error is shown on the page (200), like the other dashboard forms.
+    return render(request, "frontend/diff.html", ctx)

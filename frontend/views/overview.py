@@ -1,0 +1,137 @@
+"""The overview page: every table with its risk and the findings that need attention."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ObjectDoesNotExist
+from django.core.paginator import Paginator
+from django.db.models import F, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from audit import queries
+from audit.core.errors import DeltaAuditError, one_line
+from audit.core.vocab import SEVERITY_ORDER
+from audit.models import Table
+from frontend.forms import RegisterTableForm
+from frontend.views.common import is_admin, require_admin
+
+TABLE_SORTS: dict[str, list[Any]] = {
+    "findings": ["-attention_critical", "-attention_warning", "-attention_info", "name", "id"],
+    "name": ["name", "id"],
+    "risk": [F("risk").desc(nulls_last=True), "-attention_critical", "-attention_warning", "name"],
+    "recent": [F("last_commit_at").desc(nulls_last=True), "name"],
+    "version": [F("last_seen_version").desc(nulls_last=True), "name"],
+    "lag": [F("lag").desc(nulls_last=True), "name"],
+    "status": ["status", "name"],
+    # Fleet health (issue 18): the worst first; tables without stored health last.
+    "small_files": [F("health__small_files").desc(nulls_last=True), "name"],
+    "vacuumable": [F("health__vacuumable_bytes").desc(nulls_last=True), "name"],
+    "checkpoint_lag": [F("health__checkpoint_lag").desc(nulls_last=True), "name"],
+}
+
+# Risk scores are 0..100 (audit.alerting.risk): one confirmed critical finding scores ~55.
+RISK_HIGH, RISK_MEDIUM = 50.0, 15.0
+
+
+def show_attention(table: Table, attention: dict[str, int] | None = None) -> None:
+    """Set the badges' `n_<severity>`: findings that need attention (open, unacknowledged),
+    from `attention` or from the `attention_<severity>` annotations of with_open_counts()."""
+    for severity in SEVERITY_ORDER:
+        n = attention[severity] if attention else getattr(table, f"attention_{severity}", 0)
+        setattr(table, f"n_{severity}", n)
+
+
+def risk_level(table: Any) -> str:
+    """The risk badge: high, medium, low, or unknown (nothing stored yet).
+
+    From the risk score when the scorer has set one, else from the worst finding needing
+    attention.
+    """
+    if table.risk is not None:
+        return (
+            "high" if table.risk >= RISK_HIGH else "medium" if table.risk >= RISK_MEDIUM else "low"
+        )
+    if table.last_seen_version is None:
+        return "unknown"
+    if getattr(table, "n_critical", 0):
+        return "high"
+    return "medium" if getattr(table, "n_warning", 0) else "low"
+
+
+def _has_health(table: Table) -> bool:
+    try:
+        return table.health is not None
+    except ObjectDoesNotExist:  # no stored health yet (nothing ingested)
+        return False
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def index(request: HttpRequest) -> HttpResponse:
+    form = RegisterTableForm()
+    if request.method == "POST":
+        require_admin(request.user, "register tables")
+        form = RegisterTableForm(request.POST)
+        if form.is_valid():
+            table = _register(request, form)
+            if table is not None:
+                return redirect("frontend:table", table_id=table.id)
+
+    query = request.GET.get("q", "").strip()[:200]
+    sort = request.GET.get("sort", "findings")
+    if sort not in TABLE_SORTS:
+        sort = "findings"
+    tables = queries.tables_with_counts().select_related("health").defer("health__data")
+    if query:
+        tables = tables.filter(Q(name__icontains=query) | Q(uri__icontains=query))
+    page = Paginator(tables.order_by(*TABLE_SORTS[sort]), 100).get_page(request.GET.get("page"))
+    for table in page:
+        show_attention(table)
+        table.risk_level = risk_level(table)
+        table.health_or_none = getattr(table, "health", None) if _has_health(table) else None
+    ctx = {
+        "page": page,
+        "query": query,
+        "sort": sort,
+        "sorts": list(TABLE_SORTS),
+        "form": form,
+        "show_form": request.method == "POST",
+        "totals": queries.attention_totals(),
+        "n_tables": Table.objects.count(),
+        "n_errors": Table.objects.filter(status=Table.Status.ERROR).count(),
+        "is_admin": is_admin(request.user),
+    }
+    return render(request, "frontend/index.html", ctx)
+
+
+def _register(request: HttpRequest, form: RegisterTableForm) -> Table | None:
+    """Validate the URI (allowed root, readable log), store the table, start its tail."""
+    from audit.core.log import open_log
+    from audit.ingest import register_table
+    from audit.paths import check_allowed
+
+    uri, name = form.cleaned_data["uri"], form.cleaned_data["name"] or None
+    try:
+        normalised = check_allowed(uri)
+        open_log(normalised)  # a DeltaAuditError names what is wrong with the log
+        table, created = register_table(normalised, name)
+    except DeltaAuditError as err:
+        form.add_error("uri", one_line(err, empty="unreadable table"))
+        return None
+    if not created:
+        messages.info(request, "This table was already registered.")
+        return table
+    if queries.enqueue_tail(table.id):
+        messages.success(request, "Table registered; its history is being ingested.")
+    else:
+        messages.warning(
+            request,
+            "Table registered, but the task queue is unreachable: ingestion starts when the "
+            "workers' next tail pass runs.",
+        )
+    return table
