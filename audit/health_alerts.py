@@ -28,7 +28,7 @@ HEALTH_KINDS = frozenset(CHANGE_KINDS.values()) | {HEALTH_FINDING_PREFIX + m for
 
 def raise_change_findings(table: Table, changes: list[dict[str, Any]]) -> int:
     """An info finding per schema or protocol change not seen before. Returns how many."""
-    from audit.ingest import finding_fields
+    from audit.ingest.findings import finding_fields  # noqa: PLC0415  (ingest imports this module)
 
     wanted = {
         f"{CHANGE_KINDS[c['kind']]}:{c['version']}": c for c in changes if c["kind"] in CHANGE_KINDS
