@@ -42,7 +42,7 @@ import orjson
 import pyarrow as pa
 
 from audit.core import serialize
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.log import iter_commits, open_log
 from audit.core.model import (
     Commit,
@@ -146,7 +146,7 @@ def plan_tables(
         try:
             return plan_table(uri, chunk_commits)
         except DeltaAuditError as err:
-            return _one_line(str(err))
+            return one_line(str(err))
 
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(uris) or 1))) as pool:
         results = list(pool.map(attempt, uris))
@@ -166,7 +166,7 @@ def summarize_chunk(uri: str, latest: int, start: int, end: int) -> list[dict[st
     try:
         return [{**base, **row} for row in _chunk_rows(uri, start, end)]
     except DeltaAuditError as err:
-        return [_error_row(base, _one_line(str(err)))]
+        return [_error_row(base, one_line(str(err)))]
     except Exception as err:  # a core bug on a hostile log must fail this table, not the job
         return [_error_row(base, _internal(err))]
 
@@ -378,7 +378,7 @@ def _stage2(
         try:
             out = audit_rows(uri, latest, rows, check_data=check_data, paths=paths)
         except DeltaAuditError as err:
-            out = [_result(uri, "error", None, _one_line(str(err)))]
+            out = [_result(uri, "error", None, one_line(str(err)))]
         except Exception as err:  # one table's bug must not fail the fleet
             out = [_result(uri, "error", None, _internal(err))]
         return pa.Table.from_pylist(out, schema=RESULT_SCHEMA)
@@ -574,10 +574,5 @@ def _running_from_archive() -> bool:
     return not Path(__file__).is_file()
 
 
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else "unknown error"
-
-
 def _internal(err: Exception) -> str:
-    return f"internal error while auditing: {type(err).__name__}: {_one_line(str(err))[:300]}"
+    return f"internal error while auditing: {type(err).__name__}: {one_line(str(err), limit=300)}"

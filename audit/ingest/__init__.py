@@ -158,7 +158,7 @@ def tail_once(
         return result
     except DeltaAuditError as err:
         tailing.forget(table.uri)  # the next tick starts from a full listing
-        message = one_line(err, empty="unknown error")
+        message = one_line(str(err))
         mark_error(table, message, lock_token=lock_token, cause=err.cause or StorageCause.OTHER)
         return TailResult(table_id, "error", message=message)
 
