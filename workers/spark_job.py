@@ -54,6 +54,7 @@ from audit.core.model import (
     Protocol,
     TableState,
 )
+from audit.core.serialize import arrow_schema
 from audit.core.storage import open_store
 from audit.core.summary import History, effective_isolation_level, summarize_commits
 
@@ -61,27 +62,16 @@ DEFAULT_CHUNK_COMMITS = 2000
 RESULT_COMMITS_PER_PARTITION = 20_000
 _MARKER = -1  # version of the row an empty chunk emits, so every table reaches stage 2
 
-CHUNK_SCHEMA = pa.schema(
-    [("table_uri", pa.string()), ("latest", pa.int64()), ("start", pa.int64()), ("end", pa.int64())]
-)
+CHUNK_SCHEMA = arrow_schema("table_uri:str latest:int start:int end:int")
 STAGE1_SCHEMA = pa.schema(
     [
-        ("table_uri", pa.string()),
-        ("latest", pa.int64()),
+        *arrow_schema("table_uri:str latest:int"),
         *serialize.SUMMARY_SCHEMA,
-        ("metadata", pa.string()),
-        ("protocol", pa.string()),
-        ("error", pa.string()),
+        *arrow_schema("metadata:str protocol:str error:str"),
     ]
 )
-RESULT_SCHEMA = pa.schema(
-    [
-        ("table_uri", pa.string()),
-        ("kind", pa.string()),  # table | commit | finding | error
-        ("version", pa.int64()),
-        ("payload", pa.string()),
-    ]
-)
+# kind: table | commit | finding | error
+RESULT_SCHEMA = arrow_schema("table_uri:str kind:str version:int payload:str")
 
 
 @dataclass

@@ -227,8 +227,9 @@ def _connect(session_class: Any, url: str, extra_conf: dict[str, str] | None) ->
     try:
         return builder.getOrCreate()
     except ImportError as err:
+        missing = one_line(err, limit=300)
         raise DeltaAuditError(
-            f"Spark Connect needs extra packages ({one_line(err, limit=300)}); pip install 'pyspark[connect]'"
+            f"Spark Connect needs extra packages ({missing}); pip install 'pyspark[connect]'"
         ) from None
     except Exception as err:
         raise DeltaAuditError(

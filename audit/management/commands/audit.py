@@ -48,9 +48,8 @@ class Command(BaseCommand):
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
         except Exception as err:  # a bug of ours must still not drown the user in a traceback
-            sys.stderr.write(
-                f"error: cannot audit this table ({type(err).__name__}: {one_line(str(err), limit=300)})\n"
-            )
+            reason = f"{type(err).__name__}: {one_line(str(err), limit=300)}"
+            sys.stderr.write(f"error: cannot audit this table ({reason})\n")
             sys.exit(2)
         report = build_report(
             history, result, include_files=options["files"], stream_commits=options["json"]
