@@ -57,6 +57,7 @@ from audit.core.model import (
 from audit.core.serialize import arrow_schema
 from audit.core.storage import open_store
 from audit.core.summary import History, effective_isolation_level, summarize_commits
+from audit.core.vocab import ReadVersionFact
 
 DEFAULT_CHUNK_COMMITS = 2000
 RESULT_COMMITS_PER_PARTITION = 20_000
@@ -285,12 +286,13 @@ def _rederive_isolation_level(
     summary: CommitSummary, metadata_timeline: list[tuple[int, Metadata]]
 ) -> None:
     """Derive a level the commit did not record from the config in force (see module doc)."""
-    if summary.facts.get("isolation_level") == "recorded":
+    # Facts about any field use the read version's vocabulary: recorded / derived / unknown.
+    if summary.facts.get("isolation_level") == ReadVersionFact.RECORDED:
         return
     properties = metadata_timeline[-1][1].configuration if metadata_timeline else {}
     level = effective_isolation_level(summary.engine, properties)
     summary.isolation_level = level
-    summary.facts["isolation_level"] = "derived" if level else "unknown"
+    summary.facts["isolation_level"] = ReadVersionFact.DERIVED if level else ReadVersionFact.UNKNOWN
 
 
 def _clamp_listing(listing: LogListing, latest: int) -> LogListing:
@@ -538,14 +540,18 @@ _WORKERS_STUB = b'"""The Spark job modules of Delta Audit (shipped zip: no Celer
 
 
 def core_archive(target: str | None = None) -> str:
-    """A zip of the core (audit/__init__.py + audit/core/*.py) and the Spark job's modules.
+    """A zip of the core (audit/__init__.py + audit/core/**.py) and the Spark job's modules.
 
     The name carries a hash of the contents: Spark refuses to add a different file under a
     name it has already shipped, and a fresh name per build never serves a stale core.
     """
     root = Path(__file__).resolve().parent.parent
     sources = [(root / "audit" / "__init__.py", "audit/__init__.py")]
-    sources += [(p, f"audit/core/{p.name}") for p in sorted((root / "audit" / "core").glob("*.py"))]
+    # Every module of the core, subpackages too (vocab.py, jsonsafe.py, any core/x/ package).
+    core = root / "audit" / "core"
+    sources += [
+        (p, f"audit/core/{p.relative_to(core).as_posix()}") for p in sorted(core.rglob("*.py"))
+    ]
     sources += [(root / "workers" / name, f"workers/{name}") for name in JOB_MODULES]
     digest = hashlib.sha256(_WORKERS_STUB)
     for path, name in sources:

@@ -224,16 +224,14 @@ def finding_to_row(f: Finding) -> dict[str, Any]:
 def finding_from_row(d: dict[str, Any]) -> Finding:
     n = orjson.loads(d["nested"])
     return Finding(
-        kind=d["kind"],
-        severity=d["severity"],
-        version=d["version"],
-        related_versions=n["related_versions"],
-        confirmed=d["confirmed"],
-        summary=n["summary"],
-        explanation=n["explanation"],
-        witness=n["witness"],
-        details=n["details"],
+        **{name: d[name] for name in _FINDING_COLUMNS},
+        **{name: n[name] for name in _FINDING_NESTED},
     )
+
+
+# The Finding fields with a column of their own (FINDING_SCHEMA), and those in `nested`.
+_FINDING_COLUMNS = ("kind", "severity", "version", "confirmed")
+_FINDING_NESTED = ("related_versions", "summary", "explanation", "witness", "details")
 
 
 # --------------------------------------------------------------------------- per-commit audits

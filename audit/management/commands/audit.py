@@ -17,6 +17,7 @@ from audit.core.errors import DeltaAuditError, one_line
 from audit.core.parallel import spare_core
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.summary import load_history
+from audit.core.vocab import Severity
 from audit.health_report import add_health_and_changes
 
 
@@ -32,7 +33,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the JSON report of SPEC §4")
         parser.add_argument("--files", action="store_true", help="include the live files")
         parser.add_argument(
-            "--fail-on", choices=["warning", "critical"], help="exit 1 on findings at or above"
+            "--fail-on",
+            choices=[Severity.WARNING, Severity.CRITICAL],
+            help="exit 1 on findings at or above",
         )
         parser.add_argument(
             "--no-data",
