@@ -17,7 +17,7 @@ from django.db import DatabaseError
 
 from audit import ingest
 from audit.core.discovery import Discovery, discover_tables
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.storage import open_store
 from audit.core.vocab import StorageCause
 from audit.models import Table
@@ -81,7 +81,7 @@ def discover(root: str, *, register: bool = False, max_depth: int | None = None)
         if register:
             raise
         # Listing needs no database: say which facts are missing instead of failing.
-        report.registry_error = f"registry unavailable: {str(err).strip().splitlines()[0]}"
+        report.registry_error = f"registry unavailable: {one_line(err)}"
         return report
     for uri, key in keys.items():
         if key in by_uri:

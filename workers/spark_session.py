@@ -78,8 +78,7 @@ def java_problem() -> str | None:
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"cannot run {command} -version ({type(err).__name__}); PySpark needs Java 17 or 21"
     if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        reason = lines[0] if lines else f"exit status {done.returncode}"
+        reason = one_line(done.stderr or done.stdout, empty=f"exit status {done.returncode}")
         return f"{command} -version failed ({reason}); PySpark needs Java 17 or 21"
     return None
 

@@ -48,15 +48,7 @@ def test_a_finding_row_round_trips(finding):
 def test_the_report_finding_fields_keep_their_order():
     f = Finding("missed_conflict", "critical", 7, (5, 6), True, "sum", "why", {"w": 1})
     entry = report.finding_entry(f)
-    assert list(entry) == [
-        "kind",
-        "severity",
-        "version",
-        "related_versions",
-        "confirmed",
-        "summary",
-        "witness",
-        "explanation",
-    ]
+    names = "kind severity version related_versions confirmed summary witness explanation"
+    assert list(entry) == names.split()
     assert entry["related_versions"] == [5, 6]
     assert report.finding_head(f) == {k: entry[k] for k in list(entry)[:6]}

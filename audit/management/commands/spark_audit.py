@@ -62,8 +62,8 @@ class Command(BaseCommand):
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
         except Exception as err:  # the job itself failed (executor lost, cluster gone, ...)
-            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-            sys.stderr.write(f"error: the Spark job failed: {type(err).__name__}: {first[:300]}\n")
+            first = one_line(str(err), limit=300, empty="")
+            sys.stderr.write(f"error: the Spark job failed: {type(err).__name__}: {first}\n")
             sys.exit(2)
         for result in results:
             self.stdout.write(result.line() + "\n")
