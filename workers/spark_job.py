@@ -31,7 +31,6 @@ import os
 import sys
 import tempfile
 import weakref
-import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -58,6 +57,7 @@ from audit.core.serialize import arrow_schema
 from audit.core.storage import open_store
 from audit.core.summary import History, effective_isolation_level, summarize_commits
 from audit.core.vocab import ReadVersionFact
+from workers.spark_archive import core_archive, running_from_archive
 
 DEFAULT_CHUNK_COMMITS = 2000
 RESULT_COMMITS_PER_PARTITION = 20_000
@@ -516,7 +516,7 @@ def prepare_executors(spark: Any) -> None:
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     if spark in _prepared or _master_of(spark).startswith("local"):
         return
-    if not _running_from_archive():
+    if not running_from_archive():
         archive = core_archive()
         if hasattr(spark, "addArtifacts"):  # Spark Connect
             spark.addArtifacts(archive, pyfile=True)
@@ -531,43 +531,6 @@ def _master_of(spark: Any) -> str:
         return str(spark.sparkContext.master)
     except Exception:
         return "sc://"
-
-
-JOB_MODULES = ("spark_job.py", "spark_probe.py", "spark_output.py", "spark_entry.py")
-# The zip's `workers` package holds only the Django-free job modules: the real
-# workers/__init__.py starts the Celery app, which a cluster has no use for (nor Celery).
-_WORKERS_STUB = b'"""The Spark job modules of Delta Audit (shipped zip: no Celery, no Django)."""\n'
-
-
-def core_archive(target: str | None = None) -> str:
-    """A zip of the core (audit/__init__.py + audit/core/**.py) and the Spark job's modules.
-
-    The name carries a hash of the contents: Spark refuses to add a different file under a
-    name it has already shipped, and a fresh name per build never serves a stale core.
-    """
-    root = Path(__file__).resolve().parent.parent
-    sources = [(root / "audit" / "__init__.py", "audit/__init__.py")]
-    # Every module of the core, subpackages too (vocab.py, jsonsafe.py, any core/x/ package).
-    core = root / "audit" / "core"
-    sources += [
-        (p, f"audit/core/{p.relative_to(core).as_posix()}") for p in sorted(core.rglob("*.py"))
-    ]
-    sources += [(root / "workers" / name, f"workers/{name}") for name in JOB_MODULES]
-    digest = hashlib.sha256(_WORKERS_STUB)
-    for path, name in sources:
-        digest.update(name.encode() + b"\0" + path.read_bytes())
-    directory = Path(target) if target else Path(tempfile.mkdtemp(prefix="delta-audit-code-"))
-    target_path = directory / f"delta_audit_core_{digest.hexdigest()[:12]}.zip"
-    with zipfile.ZipFile(target_path, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("workers/__init__.py", _WORKERS_STUB)
-        for path, name in sources:
-            archive.write(path, name)
-    return str(target_path)
-
-
-def _running_from_archive() -> bool:
-    """True inside a shipped zip (spark-submit --py-files): executors have it already."""
-    return not Path(__file__).is_file()
 
 
 def _internal(err: Exception) -> str:
