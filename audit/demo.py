@@ -28,6 +28,8 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
+from audit.core.vocab import FindingKind, IsolationLevel
+
 DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
 
 
@@ -135,7 +137,9 @@ def _create_sequential(path: Path) -> None:
 
 def _create_ws_ignored(path: Path) -> None:
     write_deltalake(
-        str(path), _metric_rows(), configuration={"delta.isolationLevel": "WriteSerializable"}
+        str(path),
+        _metric_rows(),
+        configuration={"delta.isolationLevel": IsolationLevel.WRITE_SERIALIZABLE},
     )
 
 
@@ -148,9 +152,12 @@ TABLES: dict[str, tuple[Callable[[Path], None], Callable[[Path, Counter[str]], N
 
 # Finding kinds each demo table is expected to show once ingested (`scripts/run.sh --check`).
 EXPECTED_KINDS: dict[str, set[str]] = {
-    "orders_partitioned": {"write_serializable_reorder", "never_existed_snapshot"},
+    "orders_partitioned": {
+        FindingKind.WRITE_SERIALIZABLE_REORDER,
+        FindingKind.NEVER_EXISTED_SNAPSHOT,
+    },
     "events_sequential": set(),  # a clean, sequential history
-    "metrics_ws_ignored": {"isolation_setting_ignored"},
+    "metrics_ws_ignored": {FindingKind.ISOLATION_SETTING_IGNORED},
 }
 
 

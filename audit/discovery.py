@@ -17,8 +17,9 @@ from django.db import DatabaseError
 
 from audit import ingest
 from audit.core.discovery import Discovery, discover_tables
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.storage import open_store
+from audit.core.vocab import StorageCause
 from audit.models import Table
 from audit.paths import check_allowed
 
@@ -80,7 +81,7 @@ def discover(root: str, *, register: bool = False, max_depth: int | None = None)
         if register:
             raise
         # Listing needs no database: say which facts are missing instead of failing.
-        report.registry_error = f"registry unavailable: {str(err).strip().splitlines()[0]}"
+        report.registry_error = f"registry unavailable: {one_line(err)}"
         return report
     for uri, key in keys.items():
         if key in by_uri:
@@ -121,7 +122,7 @@ def _mark_gone_and_revived(report: DiscoveryReport, present: set[str]) -> None:
             Table.objects.filter(id=row.id).update(
                 status=Table.Status.GONE,
                 last_error="its _delta_log is no longer under the root (found gone by discovery)",
-                error_cause="not_found",
+                error_cause=StorageCause.NOT_FOUND,
             )
             report.gone.append(row.uri)
 
@@ -131,7 +132,7 @@ def _log_absent(uri: str) -> bool:
         store = open_store(uri)
         return not store.exists("_delta_log") or not store.list("_delta_log", stats=False)
     except DeltaAuditError as err:
-        return err.cause == "not_found"
+        return err.cause == StorageCause.NOT_FOUND
 
 
 def discover_configured_roots() -> list[DiscoveryReport]:

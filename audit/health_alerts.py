@@ -17,18 +17,19 @@ from typing import Any
 
 from django.utils import timezone
 
-from audit.alerting.models import HEALTH_FINDING_PREFIX, AlertRule
+from audit.alerting.models import AlertRule
 from audit.core import model
+from audit.core.vocab import HEALTH_FINDING_PREFIX, FindingKind, Severity
 from audit.models import Finding, FindingFlip, Table
 
-CHANGE_KINDS = {"schema": "schema_change", "protocol": "protocol_change"}
+CHANGE_KINDS = {"schema": FindingKind.SCHEMA_CHANGE, "protocol": FindingKind.PROTOCOL_CHANGE}
 METRICS = ("small_files", "small_file_ratio", "vacuumable_bytes", "checkpoint_lag")
 HEALTH_KINDS = frozenset(CHANGE_KINDS.values()) | {HEALTH_FINDING_PREFIX + m for m in METRICS}
 
 
 def raise_change_findings(table: Table, changes: list[dict[str, Any]]) -> int:
     """An info finding per schema or protocol change not seen before. Returns how many."""
-    from audit.ingest import finding_fields
+    from audit.ingest.findings import finding_fields  # noqa: PLC0415  (ingest imports this module)
 
     wanted = {
         f"{CHANGE_KINDS[c['kind']]}:{c['version']}": c for c in changes if c["kind"] in CHANGE_KINDS
@@ -45,7 +46,7 @@ def raise_change_findings(table: Table, changes: list[dict[str, Any]]) -> int:
             continue
         f = model.Finding(
             kind=CHANGE_KINDS[c["kind"]],
-            severity="info",
+            severity=Severity.INFO,
             version=c["version"],
             related_versions=[],
             confirmed=True,  # read from the log, not inferred

@@ -32,6 +32,7 @@ from audit.core.log import LOG_DIR, commit_file_name, parse_commit
 from audit.core.matrix import classify_operation, uses_zorder
 from audit.core.summary import History
 from audit.core.tombstones import snapshot_from_history
+from audit.core.vocab import OperationClass
 from audit.health_alerts import evaluate_health_rules, raise_change_findings
 from audit.health_models import HealthPoint, TableChange, TableHealth
 from audit.models import Commit, Table
@@ -173,9 +174,9 @@ def stored_activity(table_id: int) -> Activity:
     for hour, operation, blind, params in rows:
         family = classify_operation(operation, blind, params)
         activity.all_hours[hour] += 1
-        if family == "UPDATE/DELETE/MERGE":
+        if family == OperationClass.UDM:
             activity.udm_hours[hour] += 1
-        if family == "OPTIMIZE" and uses_zorder(params):
+        if family == OperationClass.OPTIMIZE and uses_zorder(params):
             activity.zorder_used = True
     return activity
 

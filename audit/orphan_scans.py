@@ -30,6 +30,7 @@ from audit.core.orphans import (
 )
 from audit.core.storage import local_path_of, open_store
 from audit.core.summary import load_history
+from audit.core.vocab import FindingKind
 from audit.models import Commit, Finding, OrphanScan, Table
 from audit.paths import check_registered
 
@@ -87,7 +88,9 @@ _STORED = (
 def _finding_version(table: Table, latest: int) -> int:
     """Keep the open finding's version while orphans persist (one finding, not one per scan)."""
     open_row = (
-        Finding.objects.filter(table=table, kind="orphan_files", status=Finding.Status.OPEN)
+        Finding.objects.filter(
+            table=table, kind=FindingKind.ORPHAN_FILES, status=Finding.Status.OPEN
+        )
         .order_by("-version")
         .first()
     )

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+N = TypeVar("N", int, float)
 
 
 class ConfigError(RuntimeError):
@@ -29,23 +32,22 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 
 def env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not an integer") from None
+    return _env_number(name, default, int, "an integer")
 
 
 def env_float(name: str, default: float) -> float:
+    return _env_number(name, default, float, "a number")
+
+
+def _env_number(name: str, default: N, parse: Callable[[str], N], what: str) -> N:
+    """`parse` of the variable; unset or blank gives `default`, anything else unparsable fails."""
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        return float(raw)
+        return parse(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a number") from None
+        raise ConfigError(f"{name}={raw!r} is not {what}") from None
 
 
 def env_list(name: str, default: list[str] | None = None, sep: str = ",") -> list[str]:

@@ -9,6 +9,16 @@ import dj_database_url
 
 from config.env import ConfigError, env_bool, env_float, env_int, env_list, env_str
 
+
+def _beat(task: str, every: float, expires: float | None = None) -> dict:
+    """A beat schedule entry; a pass still queued after `expires` seconds is dropped (the next
+    one supersedes it)."""
+    entry: dict = {"task": task, "schedule": every}
+    if expires is not None:
+        entry["options"] = {"expires": expires}
+    return entry
+
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("AUDIT_VAR_DIR", str(BASE_DIR / "var")))
 
@@ -201,6 +211,8 @@ CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Task modules beyond workers/tasks.py (autodiscovery finds only that one); each block adds its own.
+CELERY_IMPORTS: list[str] = []
 
 LOGGING = {
     "version": 1,
@@ -252,20 +264,18 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 if CELERY_BROKER_URL.startswith("sqla+"):
     # The embedded SQLAlchemy broker hands its transport options to create_engine(): none here.
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
+# A tail pass older than one interval is superseded by the next one: drop it.
 CELERY_BEAT_SCHEDULE = {
-    "tail-all-tables": {
-        "task": "workers.tasks.tail_all",
-        "schedule": AUDIT_TAIL_INTERVAL_SECONDS,
-        # A pass older than one interval is superseded by the next one: drop it.
-        "options": {"expires": max(AUDIT_TAIL_INTERVAL_SECONDS, 1.0)},
-    },
+    "tail-all-tables": _beat(
+        "workers.tasks.tail_all", AUDIT_TAIL_INTERVAL_SECONDS, max(AUDIT_TAIL_INTERVAL_SECONDS, 1.0)
+    ),
 }
 if AUDIT_NOTIFY_QUEUES:
-    CELERY_BEAT_SCHEDULE["drain-notifications"] = {
-        "task": "workers.tasks.drain_notifications",
-        "schedule": AUDIT_TAIL_INTERVAL_SECONDS,
-        "options": {"expires": max(AUDIT_TAIL_INTERVAL_SECONDS, 1.0)},
-    }
+    CELERY_BEAT_SCHEDULE["drain-notifications"] = _beat(
+        "workers.tasks.drain_notifications",
+        AUDIT_TAIL_INTERVAL_SECONDS,
+        max(AUDIT_TAIL_INTERVAL_SECONDS, 1.0),
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Take the write lock when a transaction starts: a deferred transaction that reads then
     # writes fails at once with "database is locked" when another process writes meanwhile.
@@ -288,10 +298,7 @@ FRONTEND_CSP = env_str(
 )
 FRONTEND_CSP_EXEMPT_PREFIXES = env_list("FRONTEND_CSP_EXEMPT_PREFIXES", ["/api/", "/admin/"])
 MIDDLEWARE = [*MIDDLEWARE, "frontend.middleware.content_security_policy"]
-SECURE_REFERRER_POLICY = "same-origin"
-SECURE_CONTENT_TYPE_NOSNIFF = True
-X_FRAME_OPTIONS = "DENY"
-SESSION_COOKIE_HTTPONLY = True
+# Referrer policy, nosniff, X-Frame-Options and HttpOnly session cookies: set at the top.
 # How often the table page refreshes its timeline while the tab is visible (seconds).
 FRONTEND_REFRESH_SECONDS = env_int("FRONTEND_REFRESH_SECONDS", 10)
 # === end ===
@@ -322,19 +329,18 @@ EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 # The worker imports the alert tasks (autodiscovery only finds workers/tasks.py).
-CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "workers.alert_tasks"]
+CELERY_IMPORTS = [*CELERY_IMPORTS, "workers.alert_tasks"]
 # Pool processes unwind on SIGTERM (release the table lock, roll back): workers/shutdown.py.
 CELERY_IMPORTS = [*CELERY_IMPORTS, "workers.shutdown"]
-CELERY_BEAT_SCHEDULE["process-alerts"] = {
-    "task": "workers.alert_tasks.process_alerts",
-    "schedule": ALERT_INTERVAL_SECONDS,
-    "options": {"expires": max(ALERT_INTERVAL_SECONDS * 2, 2.0)},
-}
+CELERY_BEAT_SCHEDULE["process-alerts"] = _beat(
+    "workers.alert_tasks.process_alerts",
+    ALERT_INTERVAL_SECONDS,
+    max(ALERT_INTERVAL_SECONDS * 2, 2.0),
+)
 # The scan refreshes the risk of tables whose findings changed; this recomputes every table.
-CELERY_BEAT_SCHEDULE["refresh-risks"] = {
-    "task": "workers.alert_tasks.refresh_all_risks",
-    "schedule": env_float("ALERT_RISK_REFRESH_SECONDS", 300.0),
-}
+CELERY_BEAT_SCHEDULE["refresh-risks"] = _beat(
+    "workers.alert_tasks.refresh_all_risks", env_float("ALERT_RISK_REFRESH_SECONDS", 300.0)
+)
 # === end of alerting block ==================================================================
 
 # === Storage roots and discovery (issue 14 part 1; owned by lake1) ==========================
@@ -345,13 +351,13 @@ CELERY_BEAT_SCHEDULE["refresh-risks"] = {
 AUDIT_DISCOVERY_ROOTS = env_list("AUDIT_DISCOVERY_ROOTS", [])
 AUDIT_DISCOVERY_INTERVAL_SECONDS = env_float("AUDIT_DISCOVERY_INTERVAL_SECONDS", 300.0)
 AUDIT_DISCOVERY_MAX_DEPTH = env_int("AUDIT_DISCOVERY_MAX_DEPTH", 6)
-CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "workers.discovery_tasks"]
+CELERY_IMPORTS = [*CELERY_IMPORTS, "workers.discovery_tasks"]
 # Always scheduled: with no roots configured a pass does nothing.
-CELERY_BEAT_SCHEDULE["discover-roots"] = {
-    "task": "workers.discovery_tasks.discover_roots",
-    "schedule": AUDIT_DISCOVERY_INTERVAL_SECONDS,
-    "options": {"expires": max(AUDIT_DISCOVERY_INTERVAL_SECONDS, 5.0)},
-}
+CELERY_BEAT_SCHEDULE["discover-roots"] = _beat(
+    "workers.discovery_tasks.discover_roots",
+    AUDIT_DISCOVERY_INTERVAL_SECONDS,
+    max(AUDIT_DISCOVERY_INTERVAL_SECONDS, 5.0),
+)
 # === end of storage block ==================================================================
 
 # === Spark fleet pipeline (issue 6; owned by the Spark engineer) ===========================
@@ -379,7 +385,7 @@ AUDIT_SPARK_QUEUE = env_str("AUDIT_SPARK_QUEUE", "")
 # Spark shows its settings in its UI and logs (object-store secrets stay in
 # AUDIT_STORAGE_CONFIG, resolved where each task runs).
 AUDIT_SPARK_CONF = json.loads(os.environ.get("AUDIT_SPARK_CONF") or "{}")
-CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "workers.spark_tasks"]
+CELERY_IMPORTS = [*CELERY_IMPORTS, "workers.spark_tasks"]
 if AUDIT_SPARK_QUEUE:
     CELERY_TASK_ROUTES = {"workers.spark_tasks.*": {"queue": AUDIT_SPARK_QUEUE}}
 # === end of Spark block ====================================================================
@@ -398,9 +404,9 @@ AUDIT_ORPHAN_MAX_DIRS = env_int("AUDIT_ORPHAN_MAX_DIRS", 20_000)
 AUDIT_ORPHAN_MAX_DEPTH = env_int("AUDIT_ORPHAN_MAX_DEPTH", 8)
 AUDIT_ORPHAN_SCANS_KEPT = env_int("AUDIT_ORPHAN_SCANS_KEPT", 500)  # per table
 CELERY_IMPORTS = [*CELERY_IMPORTS, "workers.orphan_tasks"]
-CELERY_BEAT_SCHEDULE["scan-orphans"] = {
-    "task": "workers.orphan_tasks.scan_all_orphans",
-    "schedule": min(AUDIT_ORPHAN_SCAN_SECONDS, 600.0),  # dispatches only the tables due
-    "options": {"expires": 600.0},
-}
+CELERY_BEAT_SCHEDULE["scan-orphans"] = _beat(
+    "workers.orphan_tasks.scan_all_orphans",
+    min(AUDIT_ORPHAN_SCAN_SECONDS, 600.0),  # dispatches only the tables due
+    600.0,
+)
 # === end of orphan block =====================================================================

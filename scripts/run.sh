@@ -174,7 +174,7 @@ while time.monotonic() < deadline:
 else:
     for t in Table.objects.all():
         print(f"NOT READY {t.name}: status={t.status} v={t.last_seen_version} "
-              f"missing findings {sorted(missing_kinds(t))} {t.last_error}")
+              f"missing findings {sorted(map(str, missing_kinds(t)))} {t.last_error}")
     sys.exit(1)
 for t in Table.objects.all():
     kinds = sorted(set(t.findings.filter(status="open").values_list("kind", flat=True)))

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         archive, script = bundle(args.bundle)
         print(f"wrote {archive} and {script}")
         return 0
-    from audit.core.errors import DeltaAuditError  # noqa: PLC0415
+    from audit.core.errors import DeltaAuditError, one_line  # noqa: PLC0415
 
     uris = list(args.tables)
     try:
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             raise DeltaAuditError("give --output and at least one table URI (or --tables-file)")
         failed = run(uris, args)
     except DeltaAuditError as err:
-        sys.stderr.write(f"error: {' '.join(str(err).split())}\n")
+        sys.stderr.write(f"error: {one_line(str(err))}\n")
         return 2
     return 1 if failed else 0
 

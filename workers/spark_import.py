@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from audit import ingest
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from workers import locks
 from workers.spark_output import read_outcomes
 from workers.spark_tasks import store_outcome
@@ -28,7 +28,7 @@ def import_results(
         try:
             table, _ = ingest.register_table(outcome.table_uri)
         except DeltaAuditError as err:
-            message = " ".join(str(err).split())
+            message = one_line(str(err))
             results.append((outcome.table_uri, ingest.TailResult(0, "error", message=message)))
             continue
         token = locks.acquire(table.id, ttl=settings.AUDIT_SPARK_LOCK_SECONDS)

@@ -31,7 +31,6 @@ import os
 import sys
 import tempfile
 import weakref
-import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -42,7 +41,7 @@ import orjson
 import pyarrow as pa
 
 from audit.core import serialize
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.log import iter_commits, open_log
 from audit.core.model import (
     Commit,
@@ -54,34 +53,26 @@ from audit.core.model import (
     Protocol,
     TableState,
 )
+from audit.core.serialize import arrow_schema
 from audit.core.storage import open_store
 from audit.core.summary import History, effective_isolation_level, summarize_commits
+from audit.core.vocab import ReadVersionFact
+from workers.spark_archive import core_archive, running_from_archive
 
 DEFAULT_CHUNK_COMMITS = 2000
 RESULT_COMMITS_PER_PARTITION = 20_000
 _MARKER = -1  # version of the row an empty chunk emits, so every table reaches stage 2
 
-CHUNK_SCHEMA = pa.schema(
-    [("table_uri", pa.string()), ("latest", pa.int64()), ("start", pa.int64()), ("end", pa.int64())]
-)
+CHUNK_SCHEMA = arrow_schema("table_uri:str latest:int start:int end:int")
 STAGE1_SCHEMA = pa.schema(
     [
-        ("table_uri", pa.string()),
-        ("latest", pa.int64()),
+        *arrow_schema("table_uri:str latest:int"),
         *serialize.SUMMARY_SCHEMA,
-        ("metadata", pa.string()),
-        ("protocol", pa.string()),
-        ("error", pa.string()),
+        *arrow_schema("metadata:str protocol:str error:str"),
     ]
 )
-RESULT_SCHEMA = pa.schema(
-    [
-        ("table_uri", pa.string()),
-        ("kind", pa.string()),  # table | commit | finding | error
-        ("version", pa.int64()),
-        ("payload", pa.string()),
-    ]
-)
+# kind: table | commit | finding | error
+RESULT_SCHEMA = arrow_schema("table_uri:str kind:str version:int payload:str")
 
 
 @dataclass
@@ -146,7 +137,7 @@ def plan_tables(
         try:
             return plan_table(uri, chunk_commits)
         except DeltaAuditError as err:
-            return _one_line(str(err))
+            return one_line(str(err))
 
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(uris) or 1))) as pool:
         results = list(pool.map(attempt, uris))
@@ -166,7 +157,7 @@ def summarize_chunk(uri: str, latest: int, start: int, end: int) -> list[dict[st
     try:
         return [{**base, **row} for row in _chunk_rows(uri, start, end)]
     except DeltaAuditError as err:
-        return [_error_row(base, _one_line(str(err)))]
+        return [_error_row(base, one_line(str(err)))]
     except Exception as err:  # a core bug on a hostile log must fail this table, not the job
         return [_error_row(base, _internal(err))]
 
@@ -295,12 +286,13 @@ def _rederive_isolation_level(
     summary: CommitSummary, metadata_timeline: list[tuple[int, Metadata]]
 ) -> None:
     """Derive a level the commit did not record from the config in force (see module doc)."""
-    if summary.facts.get("isolation_level") == "recorded":
+    # Facts about any field use the read version's vocabulary: recorded / derived / unknown.
+    if summary.facts.get("isolation_level") == ReadVersionFact.RECORDED:
         return
     properties = metadata_timeline[-1][1].configuration if metadata_timeline else {}
     level = effective_isolation_level(summary.engine, properties)
     summary.isolation_level = level
-    summary.facts["isolation_level"] = "derived" if level else "unknown"
+    summary.facts["isolation_level"] = ReadVersionFact.DERIVED if level else ReadVersionFact.UNKNOWN
 
 
 def _clamp_listing(listing: LogListing, latest: int) -> LogListing:
@@ -378,7 +370,7 @@ def _stage2(
         try:
             out = audit_rows(uri, latest, rows, check_data=check_data, paths=paths)
         except DeltaAuditError as err:
-            out = [_result(uri, "error", None, _one_line(str(err)))]
+            out = [_result(uri, "error", None, one_line(str(err)))]
         except Exception as err:  # one table's bug must not fail the fleet
             out = [_result(uri, "error", None, _internal(err))]
         return pa.Table.from_pylist(out, schema=RESULT_SCHEMA)
@@ -524,7 +516,7 @@ def prepare_executors(spark: Any) -> None:
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     if spark in _prepared or _master_of(spark).startswith("local"):
         return
-    if not _running_from_archive():
+    if not running_from_archive():
         archive = core_archive()
         if hasattr(spark, "addArtifacts"):  # Spark Connect
             spark.addArtifacts(archive, pyfile=True)
@@ -541,46 +533,5 @@ def _master_of(spark: Any) -> str:
         return "sc://"
 
 
-JOB_MODULES = ("spark_job.py", "spark_probe.py", "spark_output.py", "spark_entry.py")
-# The zip's `workers` package holds only the Django-free job modules: the real
-# workers/__init__.py starts the Celery app, which a cluster has no use for (nor Celery).
-_WORKERS_STUB = b'"""The Spark job modules of Delta Audit (shipped zip: no Celery, no Django)."""\n'
-
-
-def core_archive(target: str | None = None) -> str:
-    """A zip of the core (audit/__init__.py + audit/core/*.py) and the Spark job's modules.
-
-    The name carries a hash of the contents: Spark refuses to add a different file under a
-    name it has already shipped, and a fresh name per build never serves a stale core.
-    """
-    root = Path(__file__).resolve().parent.parent
-    sources = [(root / "audit" / "__init__.py", "audit/__init__.py")]
-    core = root / "audit" / "core"  # with its subpackages (conflicts/, anomalies/, ...)
-    sources += [
-        (p, f"audit/core/{p.relative_to(core).as_posix()}") for p in sorted(core.rglob("*.py"))
-    ]
-    sources += [(root / "workers" / name, f"workers/{name}") for name in JOB_MODULES]
-    digest = hashlib.sha256(_WORKERS_STUB)
-    for path, name in sources:
-        digest.update(name.encode() + b"\0" + path.read_bytes())
-    directory = Path(target) if target else Path(tempfile.mkdtemp(prefix="delta-audit-code-"))
-    target_path = directory / f"delta_audit_core_{digest.hexdigest()[:12]}.zip"
-    with zipfile.ZipFile(target_path, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("workers/__init__.py", _WORKERS_STUB)
-        for path, name in sources:
-            archive.write(path, name)
-    return str(target_path)
-
-
-def _running_from_archive() -> bool:
-    """True inside a shipped zip (spark-submit --py-files): executors have it already."""
-    return not Path(__file__).is_file()
-
-
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else "unknown error"
-
-
 def _internal(err: Exception) -> str:
-    return f"internal error while auditing: {type(err).__name__}: {_one_line(str(err))[:300]}"
+    return f"internal error while auditing: {type(err).__name__}: {one_line(str(err), limit=300)}"

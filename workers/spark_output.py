@@ -30,56 +30,28 @@ import orjson
 import pyarrow as pa
 
 from audit.core import serialize
-from audit.core.errors import DeltaAuditError
-from audit.core.model import LogListing
+from audit.core.errors import DeltaAuditError, one_line
+from audit.core.model import CommitSummary, LogListing
+from audit.core.report import finding_head
+from audit.core.serialize import arrow_schema
 from workers.spark_job import TableOutcome, outcome_from_rows
 
 TABLES_PER_WRITE = 100  # one Delta commit per table is slow; one per run holds the fleet in RAM
 
-COMMITS_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("table_uri", pa.string()),
-        ("version", pa.int64()),
-        ("timestamp", pa.int64()),
-        ("operation", pa.string()),
-        ("read_version", pa.int64()),
-        ("isolation_level", pa.string()),
-        ("blind_append", pa.bool_()),
-        ("concurrent_versions", pa.list_(pa.int64())),
-        ("files_added", pa.int64()),
-        ("files_removed", pa.int64()),
-        ("engine", pa.string()),
-        ("payload", pa.string()),
-    ]
+COMMITS_SCHEMA = arrow_schema(
+    "run_id:str table_uri:str version:int timestamp:int operation:str read_version:int "
+    "isolation_level:str blind_append:bool concurrent_versions:ints files_added:int "
+    "files_removed:int engine:str payload:str"
 )
-FINDINGS_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("table_uri", pa.string()),
-        ("kind", pa.string()),
-        ("severity", pa.string()),
-        ("version", pa.int64()),
-        ("related_versions", pa.list_(pa.int64())),
-        ("confirmed", pa.bool_()),
-        ("summary", pa.string()),
-        ("payload", pa.string()),
-    ]
+FINDINGS_SCHEMA = arrow_schema(
+    "run_id:str table_uri:str kind:str severity:str version:int related_versions:ints "
+    "confirmed:bool summary:str payload:str"
 )
-TABLES_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("table_uri", pa.string()),
-        ("audited_at", pa.int64()),  # ms since the epoch
-        ("status", pa.string()),  # ok | error
-        ("error", pa.string()),
-        ("latest_version", pa.int64()),
-        ("first_available_version", pa.int64()),
-        ("commits", pa.int64()),
-        ("findings", pa.int64()),
-        ("settings", pa.string()),  # the table's state as stage 2 sent it (JSON)
-        ("listing", pa.string()),  # the log listing the audit saw (JSON, versions as ranges)
-    ]
+# audited_at: ms since the epoch; status: ok | error; settings: the table's state as stage 2
+# sent it (JSON); listing: the log listing the audit saw (JSON, versions as ranges).
+TABLES_SCHEMA = arrow_schema(
+    "run_id:str table_uri:str audited_at:int status:str error:str latest_version:int "
+    "first_available_version:int commits:int findings:int settings:str listing:str"
 )
 SUBTABLES = {"commits": COMMITS_SCHEMA, "findings": FINDINGS_SCHEMA, "tables": TABLES_SCHEMA}
 
@@ -138,9 +110,8 @@ def _flush(
         try:
             write_deltalake(_join(root, name), data, mode="append", storage_options=storage_options)
         except Exception as err:  # deltalake raises many types for one meaning
-            raise DeltaAuditError(
-                f"cannot write {_join(root, name)}: {type(err).__name__}: {_first(err)}"
-            ) from None
+            reason = f"{type(err).__name__}: {one_line(str(err), limit=300)}"
+            raise DeltaAuditError(f"cannot write {_join(root, name)}: {reason}") from None
         rows.clear()
 
 
@@ -152,47 +123,11 @@ def outcome_rows(run_id: str, outcome: TableOutcome) -> dict[str, list[dict[str,
         row = {**base, "audited_at": now, "status": "error", "error": outcome.error or "no result"}
         return {"commits": [], "findings": [], "tables": [row]}
     history, audit = outcome.history, outcome.audit
-    commits = []
-    for summary in history.summaries:
-        commit_audit = audit.commits.get(summary.version)
-        window = list(commit_audit.concurrent_versions) if commit_audit is not None else []
-        payload = {
-            "summary": serialize.summary_to_row(summary),
-            "audit": None if commit_audit is None else serialize.commit_audit_to_json(commit_audit),
-        }
-        commits.append(
-            {
-                **base,
-                "version": summary.version,
-                "timestamp": _int64(summary.timestamp),
-                "operation": summary.operation,
-                "read_version": _int64(
-                    commit_audit.read_version if commit_audit else summary.read_version
-                ),
-                "isolation_level": summary.isolation_level,
-                "blind_append": summary.blind_append,
-                "concurrent_versions": window,
-                "files_added": summary.files_added,
-                "files_removed": summary.files_removed,
-                "engine": summary.engine,
-                "payload": orjson.dumps(payload).decode(),
-            }
-        )
-    findings = []
-    for finding in audit.findings:
-        row = serialize.finding_to_row(finding)
-        findings.append(
-            {
-                **base,
-                "kind": finding.kind,
-                "severity": finding.severity,
-                "version": finding.version,
-                "related_versions": list(finding.related_versions),
-                "confirmed": finding.confirmed,
-                "summary": finding.summary,
-                "payload": orjson.dumps(row).decode(),
-            }
-        )
+    commits = [_commit_row(base, s, audit.commits.get(s.version)) for s in history.summaries]
+    findings = [
+        {**base, **finding_head(f), "payload": _json(serialize.finding_to_row(f))}
+        for f in audit.findings
+    ]
     table = {
         **base,
         "audited_at": now,
@@ -206,6 +141,35 @@ def outcome_rows(run_id: str, outcome: TableOutcome) -> dict[str, list[dict[str,
         "listing": listing_to_json(history.listing),
     }
     return {"commits": commits, "findings": findings, "tables": [table]}
+
+
+def _commit_row(
+    base: dict[str, Any], summary: CommitSummary, commit_audit: Any | None
+) -> dict[str, Any]:
+    """A `commits` row: flat columns for SQL, and the summary and audit whole in `payload`."""
+    window = list(commit_audit.concurrent_versions) if commit_audit is not None else []
+    payload = {
+        "summary": serialize.summary_to_row(summary),
+        "audit": None if commit_audit is None else serialize.commit_audit_to_json(commit_audit),
+    }
+    return {
+        **base,
+        "version": summary.version,
+        "timestamp": _int64(summary.timestamp),
+        "operation": summary.operation,
+        "read_version": _int64(commit_audit.read_version if commit_audit else summary.read_version),
+        "isolation_level": summary.isolation_level,
+        "blind_append": summary.blind_append,
+        "concurrent_versions": window,
+        "files_added": summary.files_added,
+        "files_removed": summary.files_removed,
+        "engine": summary.engine,
+        "payload": _json(payload),
+    }
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
 
 
 # --------------------------------------------------------------------------- reading
@@ -258,8 +222,9 @@ def _read(
         table = DeltaTable(_join(root, name), storage_options=storage_options)
         return table.to_pyarrow_table(columns=columns, filters=filters)
     except Exception as err:
+        reason = f"{type(err).__name__}: {one_line(str(err), limit=300)}"
         raise DeltaAuditError(
-            f"cannot read audit results at {_join(root, name)}: {type(err).__name__}: {_first(err)}"
+            f"cannot read audit results at {_join(root, name)}: {reason}"
         ) from None
 
 
@@ -327,8 +292,3 @@ def _int64(value: int | None) -> int | None:
     if value is None or not -(2**63) <= value < 2**63:
         return None
     return value
-
-
-def _first(err: BaseException) -> str:
-    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
-    return lines[0][:300] if lines else "unknown error"

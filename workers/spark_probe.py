@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 
 # Third-party packages the core imports on executors (a gap shows up here by name even
 # before the shipped core is imported); the core's own modules are imported too, so a
@@ -106,7 +106,7 @@ def judge(reports: list[dict[str, Any]]) -> str | None:
         if report["core_error"]:
             return (
                 "executors cannot import the shipped audit core "
-                f"({_one_line(report['core_error'])}; {where}); {HINT}"
+                f"({one_line(report['core_error'])}; {where}); {HINT}"
             )
     return None
 
@@ -128,7 +128,7 @@ def explain_failure(err: BaseException) -> str:
             f"executors cannot start their Python ({detail}); set PYSPARK_PYTHON / "
             "spark.pyspark.python to a Python that exists on the executors, see docs/spark.md"
         )
-    return f"executors cannot run a Python task: {type(err).__name__}: {_one_line(text)[:300]}"
+    return f"executors cannot run a Python task: {type(err).__name__}: {one_line(text, limit=300)}"
 
 
 def _line_with(text: str, needle: str) -> str | None:
@@ -136,8 +136,3 @@ def _line_with(text: str, needle: str) -> str | None:
         if needle in line:
             return line.strip()[:300]
     return None
-
-
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else "unknown error"

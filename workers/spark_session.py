@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "2g"
@@ -78,8 +78,7 @@ def java_problem() -> str | None:
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"cannot run {command} -version ({type(err).__name__}); PySpark needs Java 17 or 21"
     if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        reason = lines[0] if lines else f"exit status {done.returncode}"
+        reason = one_line(done.stderr or done.stdout, empty=f"exit status {done.returncode}")
         return f"{command} -version failed ({reason}); PySpark needs Java 17 or 21"
     return None
 
@@ -184,7 +183,9 @@ def get_spark(
     try:
         spark = builder.getOrCreate()
     except Exception as err:  # py4j / launcher errors: many types, one meaning
-        raise DeltaAuditError(f"cannot start Spark on {master}: {_one_line(err)}") from None
+        raise DeltaAuditError(
+            f"cannot start Spark on {master}: {one_line(err, limit=300)}"
+        ) from None
     spark.sparkContext.setLogLevel(log_level.upper())
     return spark
 
@@ -210,7 +211,7 @@ def _start_jvm_quietly(pairs: list[tuple[str, str]], log_file: str) -> None:
             gateway = launch_gateway(conf, popen_kwargs={"stderr": sink, "stdout": sink})
         except Exception as err:
             raise DeltaAuditError(
-                f"cannot start the Spark driver JVM: {_one_line(err)} (see {log_file})"
+                f"cannot start the Spark driver JVM: {one_line(err, limit=300)} (see {log_file})"
             ) from None
     SparkContext._ensure_initialized(gateway=gateway)
 
@@ -225,17 +226,15 @@ def _connect(session_class: Any, url: str, extra_conf: dict[str, str] | None) ->
     try:
         return builder.getOrCreate()
     except ImportError as err:
+        missing = one_line(err, limit=300)
         raise DeltaAuditError(
-            f"Spark Connect needs extra packages ({_one_line(err)}); pip install 'pyspark[connect]'"
+            f"Spark Connect needs extra packages ({missing}); pip install 'pyspark[connect]'"
         ) from None
     except Exception as err:
-        raise DeltaAuditError(f"cannot connect to Spark at {url}: {_one_line(err)}") from None
+        raise DeltaAuditError(
+            f"cannot connect to Spark at {url}: {one_line(err, limit=300)}"
+        ) from None
 
 
 def is_local(master: str | None) -> bool:
     return (master or DEFAULT_MASTER).strip().startswith("local")
-
-
-def _one_line(err: BaseException) -> str:
-    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
-    return lines[0][:300] if lines else type(err).__name__

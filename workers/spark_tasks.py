@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit import ingest
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.models import Table
 from audit.paths import check_registered
 from workers import locks
@@ -150,7 +150,7 @@ def store_outcome(
             history.listing, table.last_seen_version, max(len(history.listing.commit_versions), 1)
         )
     except DeltaAuditError as err:
-        message = _one_line(str(err))
+        message = one_line(str(err))
         ingest.mark_error(table, message, lock_token=lock_token)
         return ingest.TailResult(table.id, "error", message=message)
     try:
@@ -198,10 +198,5 @@ def spark_audit_tables(
     except DeltaAuditError as err:  # Java missing, Spark unreachable: one line, nothing stored
         for table_id, token in handed.items():
             locks.release(table_id, token)
-        return f"spark audit failed: {_one_line(str(err))}"
+        return f"spark audit failed: {one_line(str(err))}"
     return "; ".join(r.line() for r in results) or "no tables"
-
-
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else "unknown error"

@@ -26,9 +26,9 @@ import logging
 import os
 import socket
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
@@ -48,29 +48,30 @@ ID_CHUNK = 500
 
 
 @dataclass
-class ScanResult:
+class _Tally:
+    """Counts a pass returns; `line()` is the one-line summary its task reports."""
+
+    LINE: ClassVar[str] = ""
+
+    def line(self) -> str:
+        return self.LINE.format(**asdict(self))
+
+
+@dataclass
+class ScanResult(_Tally):
+    LINE: ClassVar[str] = "scanned {flips} flips, {candidates} findings, {created} new deliveries"
     flips: int = 0
     candidates: int = 0
     created: int = 0
 
-    def line(self) -> str:
-        return (
-            f"scanned {self.flips} flips, {self.candidates} findings, {self.created} new deliveries"
-        )
-
 
 @dataclass
-class SendResult:
+class SendResult(_Tally):
+    LINE: ClassVar[str] = "claimed {claimed}: sent {sent}, retrying {retrying}, failed {failed}"
     claimed: int = 0
     sent: int = 0
     retrying: int = 0
     failed: int = 0
-
-    def line(self) -> str:
-        return (
-            f"claimed {self.claimed}: sent {self.sent}, retrying {self.retrying}, "
-            f"failed {self.failed}"
-        )
 
 
 def worker_name() -> str:

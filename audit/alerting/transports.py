@@ -26,6 +26,7 @@ from django.conf import settings
 from django.core.mail import send_mail
 
 from audit.alerting.models import Channel
+from audit.core.errors import one_line
 
 SIGNATURE_HEADER = "X-DeltaAudit-Signature"
 TIMESTAMP_HEADER = "X-DeltaAudit-Timestamp"
@@ -88,7 +89,9 @@ class HttpTransport(Transport):
                 allow_redirects=False,  # a redirect could leave http(s) or the intended host
             )
         except requests.RequestException as err:
-            raise TransportError(f"{type(err).__name__}: {_first_line(err)}") from None
+            raise TransportError(
+                f"{type(err).__name__}: {one_line(err, limit=300, empty='')}"
+            ) from None
         code = response.status_code
         if 200 <= code < 300:
             return code
@@ -181,10 +184,12 @@ class Email(Transport):
             )
         except smtplib.SMTPRecipientsRefused as err:
             raise TransportError(
-                f"recipients refused: {_first_line(err)}", permanent=True
+                f"recipients refused: {one_line(err, limit=300, empty='')}", permanent=True
             ) from None
         except (smtplib.SMTPException, OSError) as err:
-            raise TransportError(f"{type(err).__name__}: {_first_line(err)}") from None
+            raise TransportError(
+                f"{type(err).__name__}: {one_line(err, limit=300, empty='')}"
+            ) from None
         return None
 
 
@@ -200,11 +205,6 @@ def transport_for(channel: Channel) -> Transport:
         return TRANSPORTS[channel.kind](channel)
     except KeyError:
         raise TransportError(f"unknown channel kind {channel.kind!r}", permanent=True) from None
-
-
-def _first_line(err: BaseException) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[0][:300] if lines else ""
 
 
 def _excerpt(response: requests.Response) -> str:

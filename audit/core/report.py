@@ -145,6 +145,11 @@ def commit_entry(summary: CommitSummary, audit: Any | None = None) -> dict[str, 
 
 
 def finding_entry(finding: Finding) -> dict[str, Any]:
+    return {**finding_head(finding), "witness": finding.witness, "explanation": finding.explanation}
+
+
+def finding_head(finding: Finding) -> dict[str, Any]:
+    """A finding in brief: the report's first fields, the Spark output's flat columns."""
     return {
         "kind": finding.kind,
         "severity": finding.severity,
@@ -152,8 +157,6 @@ def finding_entry(finding: Finding) -> dict[str, Any]:
         "related_versions": list(finding.related_versions),
         "confirmed": finding.confirmed,
         "summary": finding.summary,
-        "witness": finding.witness,
-        "explanation": finding.explanation,
     }
 
 

@@ -12,7 +12,7 @@ so neither Arrow nor orjson ever sees an out-of-range integer.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import orjson
@@ -31,39 +31,39 @@ from audit.core.model import (
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
+# Column types of the Arrow schemas the Spark job and its output declare (see arrow_schema).
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "str": pa.string(),
+    "int": pa.int64(),
+    "bool": pa.bool_(),
+    "ints": pa.list_(pa.int64()),
+}
+
+
+def arrow_schema(spec: str) -> pa.Schema:
+    """A schema written as "name:type name:type ..." with the types of ARROW_TYPES.
+
+    One line per schema instead of one per column: the rows the job moves are wide and their
+    columns are all of these few types.
+    """
+    fields = (column.split(":") for column in spec.split())
+    return pa.schema([pa.field(name, ARROW_TYPES[kind]) for name, kind in fields])
+
+
 # Scalar fields that are always short, in-range values: they get their own columns so the
 # intermediate data stays queryable in Spark (e.g. commits per operation). Everything else
 # goes into the `nested` JSON column.
-_SCALAR_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
-    ("version", pa.int64()),
-    ("operation", pa.string()),
-    ("isolation_level", pa.string()),
-    ("blind_append", pa.bool_()),
-    ("engine", pa.string()),
-    ("engine_info", pa.string()),
-    ("txn_id", pa.string()),
-    ("user_id", pa.string()),
-    ("user_name", pa.string()),
-    ("cluster_id", pa.string()),
-    ("files_added", pa.int64()),
-    ("files_removed", pa.int64()),
-    ("data_change", pa.bool_()),
-    ("metadata_changed", pa.bool_()),
-    ("protocol_changed", pa.bool_()),
-    ("has_deletion_vectors", pa.bool_()),
+_SCALARS = arrow_schema(
+    "version:int operation:str isolation_level:str blind_append:bool engine:str "
+    "engine_info:str txn_id:str user_id:str user_name:str cluster_id:str files_added:int "
+    "files_removed:int data_change:bool metadata_changed:bool protocol_changed:bool "
+    "has_deletion_vectors:bool"
 )
-SUMMARY_SCHEMA = pa.schema([*(pa.field(n, t) for n, t in _SCALAR_FIELDS), ("nested", pa.string())])
+_SCALAR_NAMES = tuple(_SCALARS.names)
+SUMMARY_SCHEMA = pa.schema([*_SCALARS, pa.field("nested", pa.string())])
 SUMMARY_COLUMNS = tuple(SUMMARY_SCHEMA.names)
 
-FINDING_SCHEMA = pa.schema(
-    [
-        ("kind", pa.string()),
-        ("severity", pa.string()),
-        ("version", pa.int64()),
-        ("confirmed", pa.bool_()),
-        ("nested", pa.string()),
-    ]
-)
+FINDING_SCHEMA = arrow_schema("kind:str severity:str version:int confirmed:bool nested:str")
 
 
 # --------------------------------------------------------------------------- small codecs
@@ -119,7 +119,7 @@ def summary_to_row(s: CommitSummary, *, paths: bool = True) -> dict[str, Any]:
     `paths=False` leaves out the file paths (added / removed), the bulk of a big commit's
     summary: storing a commit does not need them, only the audit does.
     """
-    row: dict[str, Any] = {name: getattr(s, name) for name, _ in _SCALAR_FIELDS}
+    row: dict[str, Any] = {name: getattr(s, name) for name in _SCALAR_NAMES}
     row["nested"] = _dumps(
         {
             "timestamp": _int_out(s.timestamp),
@@ -150,38 +150,23 @@ def summary_from_row(d: dict[str, Any]) -> CommitSummary:
     """The CommitSummary `summary_to_row` was given."""
     n = orjson.loads(d["nested"])
     return CommitSummary(
-        version=d["version"],
+        **{name: d[name] for name in _SCALAR_NAMES},
         timestamp=_int_in(n["timestamp"]),
-        operation=d["operation"],
         operation_parameters=n["operation_parameters"],
         operation_metrics=n["operation_metrics"],
         read_version=_int_in(n["read_version"]),
-        isolation_level=d["isolation_level"],
-        blind_append=d["blind_append"],
         facts=n["facts"],
-        engine=d["engine"],
-        engine_info=d["engine_info"],
-        txn_id=d["txn_id"],
-        user_id=d["user_id"],
-        user_name=d["user_name"],
         job=n["job"],
-        cluster_id=d["cluster_id"],
-        files_added=d["files_added"],
-        files_removed=d["files_removed"],
         bytes_added=_int_in(n["bytes_added"]),
         bytes_removed=_int_in(n["bytes_removed"]),
-        data_change=d["data_change"],
         added_partitions=_keys_in(n["added_partitions"]),
         removed_partitions=_keys_in(n["removed_partitions"]),
         removed_paths=frozenset(n["removed_paths"]),
         removed_paths_all=frozenset(n["removed_paths_all"]),
         added_paths=frozenset(n["added_paths"]),
         predicate=_predicate_in(n["predicate"]),
-        metadata_changed=d["metadata_changed"],
-        protocol_changed=d["protocol_changed"],
         app_ids=n["app_ids"],
         domains=frozenset(n["domains"]),
-        has_deletion_vectors=d["has_deletion_vectors"],
         unknown_actions=tuple(n["unknown_actions"]),
         # Absent from rows stored before these fields existed; empty ones share one set.
         compacted_paths=_shared_set(frozenset(n.get("compacted_paths") or ())),
@@ -239,16 +224,14 @@ def finding_to_row(f: Finding) -> dict[str, Any]:
 def finding_from_row(d: dict[str, Any]) -> Finding:
     n = orjson.loads(d["nested"])
     return Finding(
-        kind=d["kind"],
-        severity=d["severity"],
-        version=d["version"],
-        related_versions=n["related_versions"],
-        confirmed=d["confirmed"],
-        summary=n["summary"],
-        explanation=n["explanation"],
-        witness=n["witness"],
-        details=n["details"],
+        **{name: d[name] for name in _FINDING_COLUMNS},
+        **{name: n[name] for name in _FINDING_NESTED},
     )
+
+
+# The Finding fields with a column of their own (FINDING_SCHEMA), and those in `nested`.
+_FINDING_COLUMNS = ("kind", "severity", "version", "confirmed")
+_FINDING_NESTED = ("related_versions", "summary", "explanation", "witness", "details")
 
 
 # --------------------------------------------------------------------------- per-commit audits
@@ -287,12 +270,9 @@ def commit_audit_to_json(a: Any) -> str:
 
 def commit_audit_from_json(text: str) -> AuditedCommit:
     d = orjson.loads(text)
-    return AuditedCommit(
-        version=d["version"],
-        read_version=_int_in(d["read_version"]),
-        read_version_fact=d["read_version_fact"],
-        isolation_level=d["isolation_level"],
-        concurrent_versions=d["concurrent_versions"],
-        verdicts={v: verdict for v, verdict in d["verdicts"]},
-        window_truncated=d["window_truncated"],
-    )
+    d["read_version"] = _int_in(d["read_version"])
+    d["verdicts"] = {v: verdict for v, verdict in d["verdicts"]}
+    return AuditedCommit(**{name: d[name] for name in _AUDITED_FIELDS})
+
+
+_AUDITED_FIELDS = tuple(f.name for f in fields(AuditedCommit))

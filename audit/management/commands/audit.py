@@ -13,10 +13,11 @@ import sys
 from django.core.management.base import BaseCommand
 
 from audit.core.audit import audit_history
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.parallel import spare_core
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.summary import load_history
+from audit.core.vocab import Severity
 from audit.health_report import add_health_and_changes
 
 
@@ -32,7 +33,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the JSON report of SPEC §4")
         parser.add_argument("--files", action="store_true", help="include the live files")
         parser.add_argument(
-            "--fail-on", choices=["warning", "critical"], help="exit 1 on findings at or above"
+            "--fail-on",
+            choices=[Severity.WARNING, Severity.CRITICAL],
+            help="exit 1 on findings at or above",
         )
         parser.add_argument(
             "--no-data",
@@ -45,12 +48,11 @@ class Command(BaseCommand):
             history = load_history(options["table_uri"], parallel=spare_core())
             result = audit_history(history, check_data=not options["no_data"])
         except DeltaAuditError as err:
-            sys.stderr.write(f"error: {_one_line(str(err))}\n")
+            sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
         except Exception as err:  # a bug of ours must still not drown the user in a traceback
-            sys.stderr.write(
-                f"error: cannot audit this table ({type(err).__name__}: {_one_line(str(err))[:300]})\n"
-            )
+            reason = f"{type(err).__name__}: {one_line(str(err), limit=300)}"
+            sys.stderr.write(f"error: cannot audit this table ({reason})\n")
             sys.exit(2)
         report = build_report(
             history, result, include_files=options["files"], stream_commits=options["json"]
@@ -63,10 +65,6 @@ class Command(BaseCommand):
         sys.stdout.flush()
         if fails_gate(result.findings, options["fail_on"]):
             sys.exit(1)
-
-
-def _one_line(message: str) -> str:
-    return " ".join(message.split())
 
 
 def run_standalone(argv: list[str]) -> None:

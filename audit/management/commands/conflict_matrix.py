@@ -14,12 +14,13 @@ from audit.core.matrix import (
     normalize_isolation_level,
     verdict_for,
 )
+from audit.core.vocab import Verdict
 
 ON_OFF = ("on", "off")
 _VERDICT_LABELS = {
-    "cannot_conflict": "cannot",
-    "can_conflict": "CAN",
-    "can_conflict_same_row": "same row",
+    Verdict.CANNOT_CONFLICT: "cannot",
+    Verdict.CAN_CONFLICT: "CAN",
+    Verdict.CAN_CONFLICT_SAME_ROW: "same row",
 }
 
 

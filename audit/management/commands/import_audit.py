@@ -11,7 +11,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 
 
 class Command(BaseCommand):
@@ -26,7 +26,7 @@ class Command(BaseCommand):
         try:
             results = import_results(options["root"])
         except DeltaAuditError as err:
-            sys.stderr.write(f"error: {' '.join(str(err).split())}\n")
+            sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
         if not results:
             self.stdout.write("no tables in these results\n")

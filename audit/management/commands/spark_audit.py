@@ -16,7 +16,7 @@ import sys
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 
 
 class Command(BaseCommand):
@@ -47,7 +47,7 @@ class Command(BaseCommand):
         try:
             tables = spark_tasks.resolve_tables(options["tables"], all_tables=options["all"])
         except DeltaAuditError as err:
-            raise CommandError(_one_line(str(err))) from None
+            raise CommandError(one_line(str(err))) from None
         if not tables:
             self.stdout.write("no tables to audit\n")
             return
@@ -59,11 +59,11 @@ class Command(BaseCommand):
                 check_data=False if options["no_data"] else None,
             )
         except DeltaAuditError as err:
-            sys.stderr.write(f"error: {_one_line(str(err))}\n")
+            sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
         except Exception as err:  # the job itself failed (executor lost, cluster gone, ...)
-            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-            sys.stderr.write(f"error: the Spark job failed: {type(err).__name__}: {first[:300]}\n")
+            first = one_line(str(err), limit=300, empty="")
+            sys.stderr.write(f"error: the Spark job failed: {type(err).__name__}: {first}\n")
             sys.exit(2)
         for result in results:
             self.stdout.write(result.line() + "\n")
@@ -103,7 +103,7 @@ class Command(BaseCommand):
             )
             summary = write_outcomes(options["output"], outcomes, on_table=report)
         except DeltaAuditError as err:
-            sys.stderr.write(f"error: {_one_line(str(err))}\n")
+            sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
         self.stdout.write(
             f"run {summary.run_id}: {summary.tables} tables, {summary.commits} commits, "
@@ -111,7 +111,3 @@ class Command(BaseCommand):
         )
         if failed:
             sys.exit(1)
-
-
-def _one_line(message: str) -> str:
-    return " ".join(message.split())

@@ -12,7 +12,7 @@ import orjson
 from django.core.management.base import BaseCommand
 
 from audit.core.audit import audit_history
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.isolation import isolation_settings
 from audit.core.partitioning import recommend_partitioning
 from audit.core.summary import load_history
@@ -32,7 +32,7 @@ class Command(BaseCommand):
             history = load_history(options["table_uri"])
             result = audit_history(history, check_data=False)
         except DeltaAuditError as err:
-            sys.stderr.write(f"error: {' '.join(str(err).split())}\n")
+            sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
         advice = {
             "isolation": isolation_settings(history, result),
