@@ -85,14 +85,6 @@ from audit.core.vocab import ConflictException, FindingKind, ReadVersionFact
 from audit.core.wording.cycles import witness_fields
 from audit.core.writers import retry_storm_findings
 
-# Names other modules and tests import from here (kept where they always were).
-PROTOCOL_CHANGED = ConflictException.PROTOCOL_CHANGED
-METADATA_CHANGED = ConflictException.METADATA_CHANGED
-CONCURRENT_TRANSACTION = ConflictException.CONCURRENT_TRANSACTION
-CONCURRENT_APPEND = ConflictException.CONCURRENT_APPEND
-CONCURRENT_DELETE_READ = ConflictException.CONCURRENT_DELETE_READ
-CONCURRENT_DELETE_DELETE = ConflictException.CONCURRENT_DELETE_DELETE
-
 # Kinds computed over the whole history (totals, table settings): a windowed re-audit must not
 # create or resolve them; the tail recomputes them with a full audit instead.
 TABLE_LEVEL_KINDS = frozenset(
@@ -112,17 +104,11 @@ CYCLE_KINDS = frozenset(
 )
 
 __all__ = [
-    "CONCURRENT_APPEND",
-    "CONCURRENT_DELETE_DELETE",
-    "CONCURRENT_DELETE_READ",
-    "CONCURRENT_TRANSACTION",
     "CYCLE_KINDS",
     "LEVELS",
     "MAX_CONCURRENT_WINDOW",
     "MAX_HOTSPOT_PARTITIONS_PER_PAIR",
-    "METADATA_CHANGED",
     "NO_CONFLICT",
-    "PROTOCOL_CHANGED",
     "SCOPE_NONE",
     "SERIALIZABLE",
     "SNAPSHOT_ISOLATION",
