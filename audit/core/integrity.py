@@ -33,6 +33,7 @@ import orjson
 
 from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
+from audit.core.log.replay import path_key
 from audit.core.model import AddFile, Commit, Finding, Protocol, RemoveFile, TableState
 
 INTEGRITY_KINDS = frozenset(
@@ -91,18 +92,6 @@ def dv_identity(dv: dict[str, Any] | None) -> str | None:
 def _dv_rows(dv: dict[str, Any] | None) -> int:
     value = (dv or {}).get("cardinality")
     return value if isinstance(value, int) else 0
-
-
-def path_key(path: str) -> str:
-    """One spelling per file: 'file:/x', 'file:///x' and '/x' name the same file."""
-    if path[:1] not in ("/", "f"):
-        return path  # relative: the common case
-    if path.startswith("file:"):
-        rest = path[5:]
-        return "/" + rest.lstrip("/") if rest.startswith("/") else path
-    if path.startswith("/"):
-        return "/" + path.lstrip("/")
-    return path
 
 
 def _records(stats: str | None) -> int | None:
