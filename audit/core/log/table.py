@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from audit.core.log.listing import _as_store, list_log
 from audit.core.log.reading import iter_commits, read_commit
 from audit.core.log.replay import _replay
-from audit.core.model import Commit, LogListing, TableState
+from audit.core.model import Commit, ListingVersions, LogListing, TableState
 from audit.core.storage import LogStore
 
 
-class DeltaLog:
+class DeltaLog(ListingVersions):
     """A table's log: its store, its listing (refreshable) and reading helpers."""
 
     def __init__(self, source: LogStore | str | os.PathLike[str]):
@@ -23,14 +23,6 @@ class DeltaLog:
     def refresh(self) -> LogListing:
         self.listing = list_log(self.store)
         return self.listing
-
-    @property
-    def latest_version(self) -> int:
-        return self.listing.latest_version
-
-    @property
-    def first_available_version(self) -> int:
-        return self.listing.first_available_version
 
     def read_commit(self, version: int) -> Commit:
         return read_commit(self.store, version, self.listing)
