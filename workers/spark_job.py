@@ -548,14 +548,15 @@ _WORKERS_STUB = b'"""The Spark job modules of Delta Audit (shipped zip: no Celer
 
 
 def core_archive(target: str | None = None) -> str:
-    """A zip of the core (audit/__init__.py + audit/core/*.py) and the Spark job's modules.
+    """A zip of the core (audit/__init__.py + audit/core/**.py) and the Spark job's modules.
 
     The name carries a hash of the contents: Spark refuses to add a different file under a
     name it has already shipped, and a fresh name per build never serves a stale core.
     """
     root = Path(__file__).resolve().parent.parent
     sources = [(root / "audit" / "__init__.py", "audit/__init__.py")]
-    sources += [(p, f"audit/core/{p.name}") for p in sorted((root / "audit" / "core").glob("*.py"))]
+    core = sorted((root / "audit" / "core").rglob("*.py"))  # with its packages (core/log/)
+    sources += [(p, p.relative_to(root).as_posix()) for p in core]
     sources += [(root / "workers" / name, f"workers/{name}") for name in JOB_MODULES]
     digest = hashlib.sha256(_WORKERS_STUB)
     for path, name in sources:

@@ -35,7 +35,7 @@ from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
 from audit.core.log.replay import path_key
 from audit.core.model import AddFile, Commit, Finding, Protocol, RemoveFile, TableState
-from audit.core.vocab import FindingKind
+from audit.core.vocab import FindingKind, Operation
 
 INTEGRITY_KINDS = frozenset(
     {
@@ -65,10 +65,10 @@ _REMOVED_METRICS = (
 )
 _WRITE_OPERATIONS = frozenset(
     {
-        "WRITE",
-        "CREATE TABLE AS SELECT",
-        "REPLACE TABLE AS SELECT",
-        "CREATE OR REPLACE TABLE AS SELECT",
+        Operation.WRITE,
+        Operation.CREATE_TABLE_AS_SELECT,
+        Operation.REPLACE_TABLE_AS_SELECT,
+        Operation.CREATE_OR_REPLACE_TABLE_AS_SELECT,
     }
 )
 
@@ -238,7 +238,7 @@ class IntegrityChecker:
         # Spark's WRITE `numFiles` is not checked: real Spark tables report more files than they
         # add (files of tasks whose output was dropped), so it contradicts nothing.
         added_names = _ADDED_METRICS + (
-            ("numRestoredFiles",) if facts.operation == "RESTORE" else ()
+            ("numRestoredFiles",) if facts.operation == Operation.RESTORE else ()
         )
         reported = [(n, True) for n in added_names if n in metrics]
         reported += [(n, False) for n in _REMOVED_METRICS if n in metrics]

@@ -24,6 +24,7 @@ import pyarrow as pa
 from audit.core.errors import DeltaAuditError
 from audit.core.storage_config import ResolvedStorage, storage_for
 from audit.core.storage_errors import classify, storage_error
+from audit.core.vocab import StorageCause
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +225,7 @@ class ArrowStore:
         except FileNotFoundError:
             return None
         except (pa.ArrowException, OSError, RuntimeError) as err:
-            if classify(err) == "not_found":
+            if classify(err) == StorageCause.NOT_FOUND:
                 return None
             # Anything else (a refused key, a dead endpoint) must not read as "missing".
             raise self._error(err, f"looking up {path or 'the table root'}") from None
