@@ -64,15 +64,18 @@ def _file_path(d: dict[str, Any], action: str) -> str:
 
 
 def _remove_from(d: dict[str, Any]) -> RemoveFile:
-    values = d.get("partitionValues")
+    # Inlined type checks, as in _add_from: rewrites remove as many files as they add.
+    values, size, deleted = d.get("partitionValues"), d.get("size"), d.get("deletionTimestamp")
+    data_change, extended = d.get("dataChange"), d.get("extendedFileMetadata")
+    dv = d.get("deletionVector")
     return RemoveFile(
-        path=_file_path(d, "remove"),
-        partition_values=None if values is None else _partition_values(values),
-        size=_int(d.get("size")),
-        deletion_timestamp=_int(d.get("deletionTimestamp")),
-        data_change=_bool(d.get("dataChange"), True),
-        extended_file_metadata=_bool(d.get("extendedFileMetadata"), None),
-        deletion_vector=_dict(d.get("deletionVector")),
+        _file_path(d, "remove"),
+        None if values is None else _partition_values(values),
+        size if type(size) is int else None,
+        deleted if type(deleted) is int else None,
+        data_change if type(data_change) is bool else True,
+        extended if type(extended) is bool else None,
+        dv if type(dv) is dict else None,
     )
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import unquote
-
-_D = TypeVar("_D", bool, None)
 
 
 def _int(value: Any) -> int | None:
@@ -28,7 +26,7 @@ def _str(value: Any) -> str | None:
     return value if type(value) is str else None
 
 
-def _bool(value: Any, default: _D) -> bool | _D:
+def _bool(value: Any, default: bool) -> bool:
     return value if type(value) is bool else default
 
 
