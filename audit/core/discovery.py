@@ -14,11 +14,12 @@ import re
 from dataclasses import dataclass, field
 
 from audit.core.errors import DeltaAuditError
+from audit.core.log.layout import LOG_DIR
 from audit.core.storage import FolderWalk, LogStore, open_store
 
 DEFAULT_MAX_DEPTH = 6
 DEFAULT_MAX_FOLDERS = 20_000
-LOG_DIR = "_delta_log"
+
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 # Classic, multi-part (N.checkpoint.i.n.parquet) and V2 (N.checkpoint.<uuid>.json|parquet).
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.[^/]+)?\.(?:parquet|json)$")
