@@ -14,12 +14,14 @@ equal summaries (tests/core/test_digest.py compares them on every table in tests
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
-from urllib.parse import unquote
 
 import orjson
 
-from audit.core.log import _ACTION_HANDLERS, _apply_other, _Malformed, _partition_values
+from audit.core.log.actions import _file_path, _Malformed
+from audit.core.log.coerce import _partition_values
+from audit.core.log.commits import _SlowPath, load_actions, split_actions
 from audit.core.model import EMPTY_SET, Commit, PartitionKey, PartitionValues, partition_key
 
 
@@ -77,43 +79,17 @@ def digest_commit(version: int, data: bytes, interner: Interner) -> tuple[Commit
     The returned `Commit` carries everything but `adds` and `removes` (left empty).
     """
     try:
-        # One orjson call per file, as `parse_commit`'s fast path does.
-        actions = orjson.loads(b"[" + data.strip().replace(b"\n", b",") + b"]")
+        actions = load_actions(data)  # as `parse_commit`'s fast path
     except orjson.JSONDecodeError:
         return None
     if not actions:
         return None
     commit = Commit(version=version)
-    adds: list[dict[str, Any]] = []
-    removes: list[dict[str, Any]] = []
     try:
-        for obj in actions:
-            if type(obj) is not dict:
-                return None
-            for key, value in obj.items():
-                if type(value) is dict:
-                    if key == "add":
-                        adds.append(value)
-                        continue
-                    if key == "remove":
-                        removes.append(value)
-                        continue
-                    if key == "commitInfo":
-                        if commit.commit_info is None:
-                            commit.commit_info = value
-                        continue
-                _apply_other(commit, key, value, _ACTION_HANDLERS, None)
+        adds, removes = split_actions(actions, commit, None)
         return commit, file_facts(adds, removes, interner)
-    except _Malformed:
+    except (_SlowPath, _Malformed):
         return None
-
-
-def _path_of(action: dict[str, Any]) -> str:
-    path = action.get("path")
-    if type(path) is not str or not path:
-        raise _Malformed("action without a path")
-    # As log._decode_path: URL-decoded, '+' stays a plus.
-    return unquote(path) if "%" in path else path
 
 
 def file_facts(
@@ -124,47 +100,18 @@ def file_facts(
     Sets are filled in action order, as there, so they iterate in the same order too.
     """
     key = interner.key
-    files_added = bytes_added = 0
-    added_keys: set[PartitionKey] = set()
-    added: list[str] = []
-    compacted: list[str] = []
+    files_added, bytes_added, added_keys, added, compacted, _ = _file_side(adds, "add", key)
+    files_removed, bytes_removed, removed_keys, removed, kept, compacted_keys = _file_side(
+        removes, "remove", key
+    )
+    removed_paths = frozenset(removed) if files_removed else EMPTY_SET
+    every_remove_changes = not kept
     has_dv = False
     for action in adds:
-        path = _path_of(action)
-        # dataChange defaults to true unless it is the boolean false.
-        if action.get("dataChange") is False:
-            compacted.append(path)
-        else:
-            files_added += 1
-            size = action.get("size")
-            if type(size) is int:
-                bytes_added += size
-            added_keys.add(key(_partition_values(action.get("partitionValues"))))
-            added.append(path)
-        if not has_dv:
-            dv = action.get("deletionVector")
-            has_dv = type(dv) is dict and bool(dv)
-    files_removed = bytes_removed = 0
-    removed_keys: set[PartitionKey] = set()
-    compacted_keys: set[PartitionKey] = set()
-    removed: list[str] = []
-    removed_all: list[str] = []
-    for action in removes:
-        path = _path_of(action)
-        values = action.get("partitionValues")
-        partition = key(None if values is None else _partition_values(values))
-        if action.get("dataChange") is False:
-            compacted_keys.add(partition)
-        else:
-            files_removed += 1
-            size = action.get("size")
-            if type(size) is int:
-                bytes_removed += size
-            removed_keys.add(partition)
-            removed.append(path)
-        removed_all.append(path)
-    removed_paths = frozenset(removed) if files_removed else EMPTY_SET
-    every_remove_changes = files_removed == len(removes)
+        dv = action.get("deletionVector")
+        if type(dv) is dict and dv:
+            has_dv = True
+            break
     return FileFacts(
         files_added,
         bytes_added,
@@ -174,10 +121,36 @@ def file_facts(
         bytes_removed,
         interner.partitions(removed_keys),
         removed_paths,
-        removed_paths if every_remove_changes else frozenset(removed_all),
+        # Every remove, dataChange or not: the same set when all of them change data.
+        removed_paths if every_remove_changes else frozenset(removed + kept),
         frozenset(compacted) if compacted else EMPTY_SET,
         EMPTY_SET if every_remove_changes else interner.partitions(compacted_keys),
         has_dv,
         len(adds),
         len(removes),
     )
+
+
+def _file_side(
+    actions: list[dict[str, Any]], action: str, key: Callable[[PartitionValues], PartitionKey]
+) -> tuple[int, int, set[PartitionKey], list[str], list[str], set[PartitionKey]]:
+    """Count, bytes, partitions and paths of the data-changing `actions`; paths and
+    partitions of the others (compaction: dataChange is the boolean false)."""
+    count = total = 0
+    keys: set[PartitionKey] = set()
+    paths: list[str] = []
+    other_paths: list[str] = []
+    other_keys: set[PartitionKey] = set()
+    for item in actions:
+        path = _file_path(item, action)
+        if item.get("dataChange") is False:
+            other_paths.append(path)
+            other_keys.add(key(_partition_values(item.get("partitionValues"))))
+            continue
+        count += 1
+        size = item.get("size")
+        if type(size) is int:
+            total += size
+        keys.add(key(_partition_values(item.get("partitionValues"))))
+        paths.append(path)
+    return count, total, keys, paths, other_paths, other_keys

@@ -11,15 +11,15 @@ is reported with its cause and the walk goes on: one forbidden prefix never hide
 from __future__ import annotations
 
 import re
-from collections import deque
 from dataclasses import dataclass, field
 
 from audit.core.errors import DeltaAuditError
-from audit.core.storage import LogStore, open_store
+from audit.core.log.layout import LOG_DIR
+from audit.core.storage import FolderWalk, LogStore, open_store
 
 DEFAULT_MAX_DEPTH = 6
 DEFAULT_MAX_FOLDERS = 20_000
-LOG_DIR = "_delta_log"
+
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 # Classic, multi-part (N.checkpoint.i.n.parquet) and V2 (N.checkpoint.<uuid>.json|parquet).
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.[^/]+)?\.(?:parquet|json)$")
@@ -71,23 +71,14 @@ def discover_tables(
     store = store or open_store(root)
     base = store.uri.rstrip("/")
     found = Discovery(root=base)
-    queue: deque[tuple[str, int]] = deque([("", 0)])
-    while queue:
-        path, depth = queue.popleft()
-        if found.folders_listed >= max_folders:
-            found.truncated = True
-            break
-        try:
-            entries = store.list(path, stats=False)
-        except DeltaAuditError as err:
-            if not path:
-                raise
-            found.errors.append(FolderError(path, str(err), err.cause))
+    walk = FolderWalk(store, stats=False, max_listings=max_folders)
+    for path, depth, entries in walk:
+        if isinstance(entries, DeltaAuditError):
+            found.errors.append(FolderError(path, str(entries), entries.cause))
             continue
-        found.folders_listed += 1
         subdirs = sorted(e.name for e in entries if e.is_dir)
         if LOG_DIR in subdirs:
-            table = _table_at(store, base, path, depth, found)
+            table = _table_at(walk, base, path, depth, found)
             if table is not None:
                 found.tables.append(table)
                 continue  # never into a table's own data folders
@@ -95,21 +86,22 @@ def discover_tables(
             continue
         for name in subdirs:
             if not name.startswith(("_", ".")):
-                queue.append((f"{path}/{name}" if path else name, depth + 1))
+                walk.descend(f"{path}/{name}" if path else name, depth + 1)
+    found.folders_listed, found.truncated = walk.listings, walk.truncated
     found.tables.sort(key=lambda t: t.uri)
     return found
 
 
 def _table_at(
-    store: LogStore, base: str, path: str, depth: int, found: Discovery
+    walk: FolderWalk, base: str, path: str, depth: int, found: Discovery
 ) -> FoundTable | None:
     log_path = f"{path}/{LOG_DIR}" if path else LOG_DIR
     try:
-        names = [e.name for e in store.list(log_path, stats=False) if not e.is_dir]
+        names = [e.name for e in walk.store.list(log_path, stats=False) if not e.is_dir]
     except DeltaAuditError as err:
         found.errors.append(FolderError(log_path, str(err), err.cause))
         return None
-    found.folders_listed += 1
+    walk.listings += 1  # the log's listing counts against the walk's budget
     latest = latest_log_version(names)
     if latest is None:
         return None  # an empty or foreign _delta_log: not a table (yet)

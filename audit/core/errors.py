@@ -1,7 +1,9 @@
 """The one error type of the core. Its message is a single line meant for users."""
 
+from audit.core.vocab import StorageCause
+
 # Why a table could not be read, for the CLI, the table page and alert rules.
-CAUSES = ("access_denied", "not_found", "unreachable", "other")
+CAUSES: tuple[str, ...] = tuple(cause.value for cause in StorageCause)
 
 
 class DeltaAuditError(Exception):

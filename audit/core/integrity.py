@@ -33,15 +33,17 @@ import orjson
 
 from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
+from audit.core.log.replay import path_key
 from audit.core.model import AddFile, Commit, Finding, Protocol, RemoveFile, TableState
+from audit.core.vocab import FindingKind, Operation
 
 INTEGRITY_KINDS = frozenset(
     {
-        "duplicate_active_file",
-        "remove_of_unknown_file",
-        "row_count_changed_by_rewrite",
-        "metrics_mismatch",
-        "protocol_violation",
+        FindingKind.DUPLICATE_ACTIVE_FILE,
+        FindingKind.REMOVE_OF_UNKNOWN_FILE,
+        FindingKind.ROW_COUNT_CHANGED_BY_REWRITE,
+        FindingKind.METRICS_MISMATCH,
+        FindingKind.PROTOCOL_VIOLATION,
     }
 )
 # Paths listed per finding (the count is always complete).
@@ -63,10 +65,10 @@ _REMOVED_METRICS = (
 )
 _WRITE_OPERATIONS = frozenset(
     {
-        "WRITE",
-        "CREATE TABLE AS SELECT",
-        "REPLACE TABLE AS SELECT",
-        "CREATE OR REPLACE TABLE AS SELECT",
+        Operation.WRITE,
+        Operation.CREATE_TABLE_AS_SELECT,
+        Operation.REPLACE_TABLE_AS_SELECT,
+        Operation.CREATE_OR_REPLACE_TABLE_AS_SELECT,
     }
 )
 
@@ -91,18 +93,6 @@ def dv_identity(dv: dict[str, Any] | None) -> str | None:
 def _dv_rows(dv: dict[str, Any] | None) -> int:
     value = (dv or {}).get("cardinality")
     return value if isinstance(value, int) else 0
-
-
-def path_key(path: str) -> str:
-    """One spelling per file: 'file:/x', 'file:///x' and '/x' name the same file."""
-    if path[:1] not in ("/", "f"):
-        return path  # relative: the common case
-    if path.startswith("file:"):
-        rest = path[5:]
-        return "/" + rest.lstrip("/") if rest.startswith("/") else path
-    if path.startswith("/"):
-        return "/" + path.lstrip("/")
-    return path
 
 
 def _records(stats: str | None) -> int | None:
@@ -248,7 +238,7 @@ class IntegrityChecker:
         # Spark's WRITE `numFiles` is not checked: real Spark tables report more files than they
         # add (files of tasks whose output was dropped), so it contradicts nothing.
         added_names = _ADDED_METRICS + (
-            ("numRestoredFiles",) if facts.operation == "RESTORE" else ()
+            ("numRestoredFiles",) if facts.operation == Operation.RESTORE else ()
         )
         reported = [(n, True) for n in added_names if n in metrics]
         reported += [(n, False) for n in _REMOVED_METRICS if n in metrics]
@@ -348,16 +338,36 @@ def _live_rows(files: Iterable[AddFile | None]) -> int | None:
 # --------------------------------------------------------------------------- findings
 
 
+def _finding(
+    kind: FindingKind,
+    version: int,
+    *,
+    summary: str,
+    explanation: str,
+    witness: dict[str, Any],
+    related_versions: list[int] | None = None,
+) -> Finding:
+    """An integrity finding: confirmed, since the log's own actions are the evidence."""
+    return Finding(
+        kind=kind,
+        severity=sev.integrity_severity(kind),
+        version=version,
+        related_versions=related_versions or [],
+        confirmed=True,
+        summary=summary,
+        explanation=explanation,
+        witness=witness,
+    )
+
+
 def _duplicate_finding(version: int, duplicates: dict[str, int]) -> Finding:
     earlier = sorted({v for v in duplicates.values() if 0 <= v < version})
     paths = list(duplicates)
     first = paths[0]
-    return Finding(
-        kind="duplicate_active_file",
-        severity=sev.integrity_severity("duplicate_active_file"),
-        version=version,
+    return _finding(
+        FindingKind.DUPLICATE_ACTIVE_FILE,
+        version,
         related_versions=earlier,
-        confirmed=True,
         summary=(
             f"v{version} added {len(paths)} file(s) already active without removing them, "
             f"e.g. {first}"
@@ -383,12 +393,9 @@ def _duplicate_finding(version: int, duplicates: dict[str, int]) -> Finding:
 
 
 def _unknown_remove_finding(version: int, paths: list[str]) -> Finding:
-    return Finding(
-        kind="remove_of_unknown_file",
-        severity=sev.integrity_severity("remove_of_unknown_file"),
-        version=version,
-        related_versions=[],
-        confirmed=True,
+    return _finding(
+        FindingKind.REMOVE_OF_UNKNOWN_FILE,
+        version,
         summary=f"v{version} removed {len(paths)} file(s) that were not in the table, e.g. {paths[0]}",
         explanation=(
             f"Version {version} has remove actions for path(s) that no add made active in the "
@@ -405,12 +412,9 @@ def _rewrite_finding(commit: Commit, before: int, after: int, source: str) -> Fi
     operation = info.get("operation") if isinstance(info.get("operation"), str) else "a rewrite"
     removed = [r.path for r in commit.removes]
     added = [a.path for a in commit.adds]
-    return Finding(
-        kind="row_count_changed_by_rewrite",
-        severity=sev.integrity_severity("row_count_changed_by_rewrite"),
-        version=commit.version,
-        related_versions=[],
-        confirmed=True,
+    return _finding(
+        FindingKind.ROW_COUNT_CHANGED_BY_REWRITE,
+        commit.version,
         summary=(
             f"{operation} at v{commit.version} claims no data change but turned {before} rows "
             f"into {after} ({source})"
@@ -438,12 +442,9 @@ def _metrics_finding(
     said = ", ".join(
         f"{name}={c['reported']} but {c['actions']} action(s)" for name, c in contradictions.items()
     )
-    return Finding(
-        kind="metrics_mismatch",
-        severity=sev.integrity_severity("metrics_mismatch"),
-        version=version,
-        related_versions=[],
-        confirmed=True,
+    return _finding(
+        FindingKind.METRICS_MISMATCH,
+        version,
         summary=f"{operation or 'commit'} at v{version}: operation metrics contradict its actions ({said})",
         explanation=(
             f"Version {version} reports operation metrics that its own add/remove actions "
@@ -462,12 +463,9 @@ def _protocol_finding(
         f"reader {protocol.min_reader_version} / writer {protocol.min_writer_version}"
         f" features {sorted(set(protocol.writer_features or []))}"
     )
-    return Finding(
-        kind="protocol_violation",
-        severity=sev.integrity_severity("protocol_violation"),
-        version=version,
-        related_versions=[],
-        confirmed=True,
+    return _finding(
+        FindingKind.PROTOCOL_VIOLATION,
+        version,
         summary=f"v{version} wrote {'; '.join(problems)}",
         explanation=(
             f"Version {version} contains actions the table's protocol ({proto}) does not allow: "

@@ -8,16 +8,18 @@ protocol in snake_case so a reader of PROTOCOL.md finds them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
+
+from audit.core.vocab import SEVERITY_ORDER, Engine, FindingKind, ReadVersionFact, Severity
 
 PartitionValues = dict[str, "str | None"]
 # A partition as a hashable, sorted tuple of (column, value) pairs; () for unpartitioned tables.
 PartitionKey = tuple[tuple[str, "str | None"], ...]
 
-Fact = Literal["recorded", "derived", "unknown"]
-Engine = Literal["spark", "databricks", "delta-rs", "other", "unknown"]
-Severity = Literal["info", "warning", "critical"]
-SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
+# The vocabulary's enums, under the names the core has always imported from here.
+Fact = ReadVersionFact  # recorded / derived / unknown, for every fact of a summary
+# severity -> rank ({"info": 0, "warning": 1, "critical": 2}); a dict: callers test `in`.
+SEVERITY_RANK: dict[str, int] = {severity.value: severity.rank for severity in SEVERITY_ORDER}
 
 
 # The one shared empty set: most commits remove nothing and compact nothing, and each empty
@@ -164,6 +166,20 @@ class LogListing:
     file_modification_times: dict[int, int] = field(default_factory=dict)  # version -> ms
 
 
+class ListingVersions:
+    """The version range of anything that holds a `listing` (an open log, a history)."""
+
+    listing: LogListing
+
+    @property
+    def latest_version(self) -> int:
+        return self.listing.latest_version
+
+    @property
+    def first_available_version(self) -> int:
+        return self.listing.first_available_version
+
+
 # --------------------------------------------------------------------------- summaries
 
 
@@ -240,7 +256,7 @@ class Witness:
 
 @dataclass(slots=True)
 class Finding:
-    kind: str
+    kind: FindingKind | str  # str: health findings are named per alert rule (health_<metric>)
     severity: Severity
     version: int
     related_versions: list[int]

@@ -15,17 +15,17 @@ hit a bound says so (`truncated`) and its counts are lower bounds.
 from __future__ import annotations
 
 import datetime as dt
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
 from audit.core.model import Finding
-from audit.core.storage import LogStore
+from audit.core.storage import FolderWalk, LogStore
+from audit.core.vocab import FindingKind
 
 # Kinds produced by the orphan scan, not by the audit: audits never create or resolve them.
-SCAN_KINDS = frozenset({"orphan_files"})
+SCAN_KINDS = frozenset({FindingKind.ORPHAN_FILES})
 
 MAX_FILES = 200_000
 MAX_DIRS = 20_000
@@ -139,31 +139,23 @@ def scan_orphans(
 ) -> OrphanScan:
     """List the data folders of `store` breadth-first, within the bounds; never writes."""
     scan = OrphanScan(min_age_ms=min_age_ms)
-    queue: deque[tuple[str, int]] = deque([("", 0)])
-    while queue:
-        directory, depth = queue.popleft()
-        if scan.listed_dirs >= max_dirs:
-            scan.truncated = True
-            break
-        try:
-            entries = store.list(directory, stats=True)
-        except DeltaAuditError:
-            if directory == "":
-                raise
+    walk = FolderWalk(store, stats=True, max_listings=max_dirs)
+    for directory, depth, entries in walk:
+        if isinstance(entries, DeltaAuditError):
             continue  # vanished while listing (VACUUM running): nothing to report there
-        scan.listed_dirs += 1
         for entry in sorted(entries, key=lambda e: e.name):
             if _hidden(entry.name):
                 continue
             path = f"{directory}/{entry.name}" if directory else entry.name
             if entry.is_dir:
                 if depth + 1 < max_depth:
-                    queue.append((path, depth + 1))
+                    walk.descend(path, depth + 1)
                 else:
                     scan.truncated = True
                 continue
             if scan.listed_files >= max_files:
                 scan.truncated = True
+                scan.listed_dirs = walk.listings
                 return scan
             scan.listed_files += 1
             if path in referenced:
@@ -173,6 +165,8 @@ def scan_orphans(
                 scan.in_flight_files += 1
                 continue
             scan.add(path, entry.size or 0, mtime)
+    scan.listed_dirs = walk.listings
+    scan.truncated = scan.truncated or walk.truncated
     return scan
 
 
@@ -190,7 +184,7 @@ def orphan_finding(scan: OrphanScan, version: int) -> Finding:
     bound = " (a lower bound: the listing hit its limits)" if scan.truncated else ""
     busiest = sorted(scan.hours.items(), key=lambda kv: -kv[1][1])[:5]
     return Finding(
-        kind="orphan_files",
+        kind=FindingKind.ORPHAN_FILES,
         severity=sev.orphan_files_severity(),
         version=version,
         related_versions=[],

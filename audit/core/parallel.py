@@ -26,8 +26,13 @@ from typing import Any
 from audit.core.digest import Interner
 from audit.core.errors import DeltaAuditError
 from audit.core.log import DeltaLog, _check_range
-from audit.core.model import CommitSummary, Metadata, Protocol
-from audit.core.summary import rederive_isolation, summarize_log
+from audit.core.model import CommitSummary
+from audit.core.summary import (
+    MetadataTimeline,
+    ProtocolTimeline,
+    rederive_isolation,
+    summarize_log,
+)
 
 # Below this many commits a fork costs more than it saves.
 MIN_PARALLEL_COMMITS = 20_000
@@ -57,8 +62,8 @@ def summarize_log_parallel(
     log: DeltaLog,
     start: int | None,
     end: int | None,
-    metadata_timeline: list[tuple[int, Metadata]],
-    protocol_timeline: list[tuple[int, Protocol]],
+    metadata_timeline: MetadataTimeline,
+    protocol_timeline: ProtocolTimeline,
 ) -> list[CommitSummary]:
     """`summarize_log` over start..end, on two processes when the range is long enough."""
     interner = Interner()
@@ -134,8 +139,8 @@ def _fork_child(log: DeltaLog, start: int, end: int) -> tuple[int, int] | None:
 def _child_main(log: DeltaLog, start: int, end: int, write_fd: int) -> None:
     status = 1
     try:
-        metadata: list[tuple[int, Metadata]] = []
-        protocol: list[tuple[int, Protocol]] = []
+        metadata: MetadataTimeline = []
+        protocol: ProtocolTimeline = []
         summaries = summarize_log(log, start, end, metadata, protocol)
         payload = pickle.dumps(
             ([_as_row(s) for s in summaries], metadata, protocol), pickle.HIGHEST_PROTOCOL

@@ -13,6 +13,8 @@ remote stores, the cause (audit/core/storage_errors.py): access denied, not foun
 from __future__ import annotations
 
 import os
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote, urlparse
@@ -22,6 +24,7 @@ import pyarrow as pa
 from audit.core.errors import DeltaAuditError
 from audit.core.storage_config import ResolvedStorage, storage_for
 from audit.core.storage_errors import classify, storage_error
+from audit.core.vocab import StorageCause
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +75,6 @@ def _read_fd(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _describe(err: OSError) -> str:
-    return err.strerror or err.__class__.__name__
-
-
 class LocalStore:
     """A table on the local filesystem."""
 
@@ -108,14 +107,10 @@ class LocalStore:
                             entry.name, st.st_size, st.st_mtime_ns // 1_000_000, entry.is_dir()
                         )
                     )
-        except FileNotFoundError:
-            raise DeltaAuditError(f"{full} does not exist", table_uri=self.uri) from None
         except NotADirectoryError:
             raise DeltaAuditError(f"{full} is not a directory", table_uri=self.uri) from None
         except OSError as err:
-            raise DeltaAuditError(
-                f"cannot list {full}: {_describe(err)}", table_uri=self.uri
-            ) from None
+            raise self._error(err, "list", full) from None
         return entries
 
     def read_bytes(self, path: str) -> bytes:
@@ -128,12 +123,15 @@ class LocalStore:
                 return _read_fd(fd)
             finally:
                 os.close(fd)
-        except FileNotFoundError:
-            raise DeltaAuditError(f"{full} does not exist", table_uri=self.uri) from None
         except OSError as err:
-            raise DeltaAuditError(
-                f"cannot read {full}: {_describe(err)}", table_uri=self.uri
-            ) from None
+            raise self._error(err, "read", full) from None
+
+    def _error(self, err: OSError, action: str, full: str) -> DeltaAuditError:
+        """One line naming the path and the OS's reason (no traceback, no errno noise)."""
+        if isinstance(err, FileNotFoundError):
+            return DeltaAuditError(f"{full} does not exist", table_uri=self.uri)
+        reason = err.strerror or err.__class__.__name__
+        return DeltaAuditError(f"cannot {action} {full}: {reason}", table_uri=self.uri)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(self._full(path))
@@ -227,7 +225,7 @@ class ArrowStore:
         except FileNotFoundError:
             return None
         except (pa.ArrowException, OSError, RuntimeError) as err:
-            if classify(err) == "not_found":
+            if classify(err) == StorageCause.NOT_FOUND:
                 return None
             # Anything else (a refused key, a dead endpoint) must not read as "missing".
             raise self._error(err, f"looking up {path or 'the table root'}") from None
@@ -256,9 +254,41 @@ class ArrowStore:
             raise self._error(err, f"opening {path}") from None
 
 
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else err.__class__.__name__
+class FolderWalk:
+    """A breadth-first listing of a store's folders, bounded by a number of listings.
+
+    Table discovery and orphan scans both walk a store this way. Iterating yields
+    (path, depth, entries) per folder, or (path, depth, error) for a folder that could not
+    be listed (the root's own error is raised: nothing else can be said then). The caller
+    chooses where to go next with `descend`; `truncated` says the budget ran out.
+    """
+
+    def __init__(self, store: LogStore, *, stats: bool, max_listings: int):
+        self.store = store
+        self.stats = stats
+        self.max_listings = max_listings
+        self.listings = 0  # callers that list other folders on the way count them here too
+        self.truncated = False
+        self._queue: deque[tuple[str, int]] = deque([("", 0)])
+
+    def descend(self, path: str, depth: int) -> None:
+        self._queue.append((path, depth))
+
+    def __iter__(self) -> Iterator[tuple[str, int, list[FileEntry] | DeltaAuditError]]:
+        while self._queue:
+            path, depth = self._queue.popleft()
+            if self.listings >= self.max_listings:
+                self.truncated = True
+                return
+            try:
+                entries = self.store.list(path, stats=self.stats)
+            except DeltaAuditError as err:
+                if not path:
+                    raise
+                yield path, depth, err
+                continue
+            self.listings += 1
+            yield path, depth, entries
 
 
 def local_path_of(uri: str) -> str | None:

@@ -12,13 +12,15 @@ import re
 from collections.abc import Iterable
 
 from audit.core.errors import DeltaAuditError
+from audit.core.vocab import StorageCause
 
-ACCESS_DENIED = "access_denied"
-NOT_FOUND = "not_found"
-UNREACHABLE = "unreachable"
-OTHER = "other"
+# The causes under the names this module has always exported.
+ACCESS_DENIED = StorageCause.ACCESS_DENIED
+NOT_FOUND = StorageCause.NOT_FOUND
+UNREACHABLE = StorageCause.UNREACHABLE
+OTHER = StorageCause.OTHER
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+_PATTERNS: tuple[tuple[StorageCause, re.Pattern[str]], ...] = (
     (
         ACCESS_DENIED,
         re.compile(
@@ -57,7 +59,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _QUERY = re.compile(r"(https?://[^\s?]+)\?\S*")
 
 
-def classify(err: BaseException) -> str:
+def classify(err: BaseException) -> StorageCause:
     """One of access_denied, not_found, unreachable, other."""
     if isinstance(err, FileNotFoundError):
         return NOT_FOUND

@@ -1,0 +1,217 @@
+"""Listing `_delta_log` and reconciling it into a `LogListing`; checking version ranges."""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import orjson
+
+from audit.core.errors import DeltaAuditError
+from audit.core.log.layout import (
+    _CLASSIC_CHECKPOINT,
+    _COMPACTION,
+    _MULTIPART_CHECKPOINT,
+    _V2_CHECKPOINT,
+    LAST_CHECKPOINT,
+    LOG_DIR,
+    commit_file_name,
+)
+from audit.core.model import LogListing
+from audit.core.storage import FileEntry, LogStore, open_store
+from audit.core.vocab import StorageCause
+
+
+def _as_store(source: LogStore | str | os.PathLike[str]) -> LogStore:
+    if isinstance(source, (str, os.PathLike)):
+        return open_store(source)
+    return source
+
+
+def _read_last_checkpoint(store: LogStore) -> dict[str, Any] | None:
+    """`_last_checkpoint` is only a hint: anything unreadable about it means 'no hint'."""
+    try:
+        parsed = orjson.loads(store.read_bytes(f"{LOG_DIR}/{LAST_CHECKPOINT}"))
+    except (DeltaAuditError, orjson.JSONDecodeError):
+        return None
+    if type(parsed) is not dict or type(parsed.get("version")) is not int:
+        return None
+    return parsed
+
+
+def _complete_checkpoints(names: Iterable[str]) -> dict[int, list[str]]:
+    """version -> files of one complete checkpoint. Incomplete multi-part sets are dropped."""
+    single: dict[int, list[str]] = {}
+    v2: dict[int, list[str]] = {}
+    parts: dict[tuple[int, int], dict[int, str]] = {}
+    for name in names:
+        if m := _CLASSIC_CHECKPOINT.match(name):
+            single[int(m.group(1))] = [name]
+        elif m := _V2_CHECKPOINT.match(name):
+            v2.setdefault(int(m.group(1)), []).append(name)
+        elif m := _MULTIPART_CHECKPOINT.match(name):
+            part, total = int(m.group(2)), int(m.group(3))
+            parts.setdefault((int(m.group(1)), total), {})[part] = name
+    complete: dict[int, list[str]] = {}
+    for (version, total), found in parts.items():
+        if total > 0 and set(found) == set(range(1, total + 1)):
+            complete[version] = [found[i] for i in range(1, total + 1)]
+    for version, candidates in v2.items():
+        # Several V2 checkpoints for one version are equivalent; take one deterministically.
+        complete[version] = [sorted(candidates)[0]]
+    complete.update(single)  # a classic checkpoint is the cheapest to read
+    return complete
+
+
+def _rebuildable_versions(commits: set[int], checkpoints: set[int]) -> set[int]:
+    """Versions whose state can be rebuilt: a checkpoint, or a commit on top of such a version."""
+    ok: set[int] = set()
+    for v in sorted(commits | checkpoints):
+        if v in checkpoints or (v in commits and (v == 0 or v - 1 in ok)):
+            ok.add(v)
+    return ok
+
+
+def _missing_version(latest: int, commits: set[int], ok: set[int]) -> int:
+    """The commit whose absence breaks the chain leading to `latest`."""
+    v = latest
+    while v - 1 in commits and v - 1 not in ok:
+        v -= 1
+    return v - 1
+
+
+class _LogFiles(NamedTuple):
+    """What one listing of `_delta_log` holds, sorted by kind (nothing reconciled yet)."""
+
+    commit_mtimes: dict[int, int | None]  # version -> the file's mtime when listed
+    checkpoint_names: list[str]
+    compactions: list[tuple[int, int, str]]
+    has_last_checkpoint: bool
+
+
+def list_log(source: LogStore | str | os.PathLike[str]) -> LogListing:
+    """List and reconcile `_delta_log`. Raises DeltaAuditError if the table cannot be read."""
+    store = _as_store(source)
+    _require_log_dir(store)
+    files = _sort_log_files(store.list(LOG_DIR, stats=False))
+    checkpoints = _complete_checkpoints(files.checkpoint_names)
+    commit_mtimes = files.commit_mtimes
+    if not commit_mtimes and not checkpoints:
+        raise DeltaAuditError(
+            f"{store.uri} is not a Delta table: _delta_log holds no commit or checkpoint files",
+            table_uri=store.uri,
+        )
+    latest, first = _available_range(store, set(commit_mtimes), set(checkpoints))
+    commit_versions = sorted(v for v in commit_mtimes if v >= first)
+    return LogListing(
+        table_uri=store.uri,
+        commit_versions=commit_versions,
+        checkpoints={v: checkpoints[v] for v in sorted(checkpoints)},
+        compactions=sorted(files.compactions),
+        last_checkpoint=_read_last_checkpoint(store) if files.has_last_checkpoint else None,
+        latest_version=latest,
+        first_available_version=first,
+        # Complete for object stores (free in their listings); filled lazily for local disks.
+        file_modification_times={
+            v: mtime for v in commit_versions if (mtime := commit_mtimes[v]) is not None
+        },
+    )
+
+
+def _require_log_dir(store: LogStore) -> None:
+    """Raise the precise error for a table that does not exist or is not a Delta table."""
+    if store.exists(LOG_DIR):
+        return
+    if not store.exists(""):
+        raise DeltaAuditError(
+            f"{store.uri} does not exist", table_uri=store.uri, cause=StorageCause.NOT_FOUND
+        )
+    raise DeltaAuditError(
+        f"{store.uri} is not a Delta table: no _delta_log directory", table_uri=store.uri
+    )
+
+
+def _sort_log_files(entries: Iterable[FileEntry]) -> _LogFiles:
+    commit_mtimes: dict[int, int | None] = {}
+    checkpoint_names: list[str] = []
+    compactions: list[tuple[int, int, str]] = []
+    has_last_checkpoint = False
+    for entry in entries:
+        name = entry.name
+        # Commit names are by far the most common: test them without a regex. (A directory
+        # with a commit's name is kept: reading it fails with a clear message.)
+        if len(name) == 25 and name.endswith(".json") and name[:20].isdigit():
+            commit_mtimes[int(name[:20])] = entry.modification_time
+        elif entry.is_dir:
+            continue
+        elif ".checkpoint." in name:
+            checkpoint_names.append(name)
+        elif m := _COMPACTION.match(name):
+            compactions.append((int(m.group(1)), int(m.group(2)), name))
+        elif name == LAST_CHECKPOINT:
+            has_last_checkpoint = True
+        # .crc files, temp files, _commits/ and anything else are ignored.
+    return _LogFiles(commit_mtimes, checkpoint_names, compactions, has_last_checkpoint)
+
+
+def _available_range(store: LogStore, commits: set[int], checkpoints: set[int]) -> tuple[int, int]:
+    """(latest, first available) version; an error naming the commit that breaks the chain."""
+    latest = max(commits | checkpoints)
+    ok = _rebuildable_versions(commits, checkpoints)
+    if latest not in ok:
+        missing = _missing_version(latest, commits, ok)
+        raise DeltaAuditError(
+            f"{store.uri}: _delta_log is missing version {missing} ({commit_file_name(missing)}) "
+            f"and no later checkpoint covers the gap",
+            table_uri=store.uri,
+            version=missing,
+        )
+    first = latest
+    while first - 1 in ok:
+        first -= 1
+    return latest, first
+
+
+def _check_range(listing: LogListing, start: int, end: int) -> list[int]:
+    """The commit versions in [start, end], or a clear error naming the first missing one."""
+    if start < listing.first_available_version:
+        raise _unavailable(listing, start)
+    if end > listing.latest_version:
+        raise _beyond_latest(listing, end)
+    versions = listing.commit_versions
+    lo, hi = bisect.bisect_left(versions, start), bisect.bisect_right(versions, end)
+    if hi - lo != end - start + 1:
+        expected = start
+        for v in versions[lo:hi]:
+            if v != expected:
+                break
+            expected += 1
+        raise DeltaAuditError(
+            f"{listing.table_uri}: commit file {commit_file_name(expected)} (version {expected}) is "
+            "missing; only its checkpoint remains",
+            table_uri=listing.table_uri,
+            version=expected,
+        )
+    return versions[lo:hi]
+
+
+def _beyond_latest(listing: LogListing, version: int) -> DeltaAuditError:
+    return DeltaAuditError(
+        f"version {version} does not exist: the latest version of {listing.table_uri} is "
+        f"{listing.latest_version}",
+        table_uri=listing.table_uri,
+        version=version,
+    )
+
+
+def _unavailable(listing: LogListing, version: int) -> DeltaAuditError:
+    if version < 0:
+        return DeltaAuditError(f"version {version} is not a valid table version")
+    return DeltaAuditError(
+        f"version {version} of {listing.table_uri} is no longer available: the log starts at "
+        f"version {listing.first_available_version} (earlier versions were removed by log cleanup)",
+        table_uri=listing.table_uri,
+        version=version,
+    )
