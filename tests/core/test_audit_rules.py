@@ -3,12 +3,6 @@
 from __future__ import annotations
 
 from audit.core.audit import (
-    CONCURRENT_APPEND,
-    CONCURRENT_DELETE_DELETE,
-    CONCURRENT_DELETE_READ,
-    CONCURRENT_TRANSACTION,
-    METADATA_CHANGED,
-    PROTOCOL_CHANGED,
     TableContext,
     audit_history,
     concurrent_pairs,
@@ -16,7 +10,15 @@ from audit.core.audit import (
     recheck,
 )
 from audit.core.model import IdentityColumn
+from audit.core.vocab import ConflictException
 from tests.support.scenarios import history, summary
+
+CONCURRENT_APPEND = ConflictException.CONCURRENT_APPEND
+CONCURRENT_DELETE_DELETE = ConflictException.CONCURRENT_DELETE_DELETE
+CONCURRENT_DELETE_READ = ConflictException.CONCURRENT_DELETE_READ
+CONCURRENT_TRANSACTION = ConflictException.CONCURRENT_TRANSACTION
+METADATA_CHANGED = ConflictException.METADATA_CHANGED
+PROTOCOL_CHANGED = ConflictException.PROTOCOL_CHANGED
 
 A = {"day": "a"}
 B = {"day": "b"}
