@@ -15,15 +15,16 @@ option value (they may be secrets).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 
 from audit.core.errors import DeltaAuditError
-from audit.core.storage import FileEntry
 from audit.core.storage_config import ResolvedStorage
 from audit.core.storage_errors import NOT_FOUND, classify, storage_error
+from audit.core.store import FileEntry, LogStore
 
 REMOTE_SCHEMES = ("s3", "s3a", "gs", "az", "abfs", "abfss", "adl", "azure")
 # Options object_store takes as client options rather than store configuration.
@@ -65,7 +66,12 @@ def _not_found(err: BaseException) -> bool:
 class RemoteStore:
     """A table on an object store. Paths are relative to the table root."""
 
-    def __init__(self, uri: str, storage: ResolvedStorage | None = None):
+    def __init__(
+        self,
+        uri: str,
+        storage: ResolvedStorage | None = None,
+        fallback: Callable[[], LogStore] | None = None,
+    ):
         from obstore.store import from_url  # noqa: PLC0415
 
         self.uri = uri.rstrip("/")
@@ -79,7 +85,10 @@ class RemoteStore:
             if isinstance(err, KeyboardInterrupt | SystemExit):
                 raise
             raise UnsupportedOptions(type(err).__name__) from None
-        self._arrow: Any = None
+        # Data files and anything not in the log go through pyarrow's filesystem (storage.py
+        # passes its ArrowStore factory: remote.py never imports storage.py).
+        self._fallback = fallback
+        self._arrow: LogStore | None = None
 
     def full_path(self, path: str) -> str:
         return f"{self.uri}/{path}" if path else self.uri
@@ -188,11 +197,11 @@ class RemoteStore:
             return pa.BufferReader(self.read_bytes(path))
         return self._arrow_store().open_input(path)
 
-    def _arrow_store(self) -> Any:
+    def _arrow_store(self) -> LogStore:
         if self._arrow is None:
-            from audit.core.storage import ArrowStore  # noqa: PLC0415
-
-            self._arrow = ArrowStore(self.uri, self.storage)
+            if self._fallback is None:
+                raise DeltaAuditError(f"{self.uri}: no reader for data files", table_uri=self.uri)
+            self._arrow = self._fallback()
         return self._arrow
 
 

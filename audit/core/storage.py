@@ -15,8 +15,6 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Protocol
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -24,41 +22,10 @@ import pyarrow as pa
 from audit.core.errors import DeltaAuditError
 from audit.core.storage_config import ResolvedStorage, storage_for
 from audit.core.storage_errors import classify, storage_error
+from audit.core.store import FileEntry, LogStore
 from audit.core.vocab import StorageCause
 
-
-@dataclass(frozen=True, slots=True)
-class FileEntry:
-    name: str  # the file's name inside the listed directory
-    size: int | None  # None when listed without stats
-    modification_time: int | None  # ms since the epoch; None when listed without stats
-    is_dir: bool = False
-
-
-class LogStore(Protocol):
-    """What the log reader needs from a storage system. Paths are relative to the table root."""
-
-    uri: str  # the table root as the user gave it (normalised)
-
-    def list(self, directory: str, stats: bool = True) -> list[FileEntry]:
-        """Entries of `directory`; raises DeltaAuditError if it does not exist.
-
-        With stats=False a store may leave size and modification_time as None when getting
-        them costs extra (a stat per file on a local disk; free in an object-store listing).
-        """
-        ...
-
-    def read_bytes(self, path: str) -> bytes: ...
-
-    def modification_time(self, path: str) -> int | None:
-        """ms since the epoch, or None if unknown."""
-        ...
-
-    def exists(self, path: str) -> bool: ...
-
-    def open_input(self, path: str) -> pa.NativeFile:
-        """A random-access file for pyarrow (parquet checkpoints)."""
-        ...
+__all__ = ["FileEntry", "LogStore"]  # re-exported: the log reader imports them from here
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
@@ -325,7 +292,9 @@ def open_store(uri: str | os.PathLike[str]) -> LogStore:
         # One GET per read and listings from an offset (see remote.py); options the Python
         # object_store bindings do not take fall back to deltalake's handler below.
         try:
-            return remote.RemoteStore(trimmed, storage)
+            return remote.RemoteStore(
+                trimmed, storage, fallback=lambda: ArrowStore(trimmed, storage)
+            )
         except remote.UnsupportedOptions:
             pass
     return ArrowStore(trimmed, storage)

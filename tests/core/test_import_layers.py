@@ -20,7 +20,6 @@ UPPER = ("audit.core.audit", "audit.core.conflicts", "audit.core.anomalies")
 # opens remote stores on demand; summary fans out to parallel workers). Each entry must go.
 KNOWN_ELSEWHERE = frozenset(
     {
-        frozenset({"audit.core.storage", "audit.core.remote"}),
         frozenset({"audit.core.summary", "audit.core.parallel"}),
     }
 )
