@@ -192,7 +192,8 @@ def findings_list_generation(table_id: int | None) -> str:
     every = Table.objects.aggregate(
         n=Count("id"), top=Max("id"), created=Max("created_at"), gen=Sum("findings_generation")
     )
-    return f"all:{every['n']}:{every['top']}:{every['created']}:{every['gen']}"
+    created = every["created"].timestamp() if every["created"] else None
+    return f"all:{every['n']}:{every['top']}:{created}:{every['gen']}"
 
 
 def tables_list_generation(columns: tuple[str, ...]) -> str:
