@@ -8,6 +8,7 @@ SPEC §4 where they overlap.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -114,13 +115,11 @@ class Table(models.Model):
         return self.name or self.uri
 
     @staticmethod
-    def bump_findings(table_id: int | models.QuerySet) -> None:
-        """Record that the table's (or a queryset of table ids') Finding rows changed. Call in
-        the transaction that changes them, so no reader sees the new rows under the old
-        generation (a stale cached list)."""
-        tables = Table.objects.filter(
-            **{"pk__in" if isinstance(table_id, models.QuerySet) else "pk": table_id}
-        )
+    def bump_findings(table_id: int | Iterable[int]) -> None:
+        """Record that the table's (or several tables', a list or a subquery of ids) Finding
+        rows changed. Call in the transaction that changes them, so no reader sees the new rows
+        under the old generation (a stale cached list)."""
+        tables = Table.objects.filter(**{"pk" if isinstance(table_id, int) else "pk__in": table_id})
         tables.update(findings_generation=F("findings_generation") + 1)
 
     @property

@@ -161,3 +161,29 @@ def test_outsiders_and_anonymous_still_get_what_they_got(table, outsider):
     assert session_client(None).get("/api/findings/").status_code in (401, 403)
     body = session_client(outsider).get("/api/findings/").json()  # every user reads every list
     assert len(body["results"]) == 2
+
+
+def test_edits_and_deletions_in_the_admin_show_at_once(table, owner, member, client):
+    api = session_client(member)
+    critical = Finding.objects.get(table=table, version=5)
+    assert critical.id in rows(lists(api, table), "/api/findings/")
+    client.force_login(owner)
+
+    change = client.get(f"/admin/audit/finding/{critical.id}/change/")
+    form = change.context["adminform"].form
+    data = {k: v for k, v in form.initial.items() if v is not None and k in form.fields}
+    data.update(summary="edited by hand", details="{}", related_versions="[4]", witness="null")
+    response = client.post(f"/admin/audit/finding/{critical.id}/change/", data)
+    assert response.status_code == 302, response.content[:500]
+    assert rows(lists(api, table), "/api/findings/")[critical.id]["summary"] == "edited by hand"
+
+    response = client.post(f"/admin/audit/finding/{critical.id}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert critical.id not in rows(lists(api, table), "/api/findings/")
+    other = Finding.objects.get(table=table, version=3)
+    response = client.post(
+        "/admin/audit/finding/",
+        {"action": "delete_selected", "_selected_action": [other.id], "post": "yes"},
+    )
+    assert response.status_code == 302
+    assert rows(lists(api, table), "/api/findings/") == {}
