@@ -47,15 +47,17 @@ TABLE_LIST_COLUMNS = (
 )  # fmt: skip
 
 
-def _table_param(request: Request) -> int | None:
+def table_param(request: Request) -> int | None:
     """The `?table=` of a findings list when it is one plain id (else every table's key)."""
     raw = request.query_params.get("table", "")
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else None
 
 
-def findings_list_body(request: Request, compute: Callable[[], bytes]) -> bytes:
-    """`GET /api/findings/?...` as JSON bytes, cached until a finding it could show changes."""
-    generation = queries.findings_list_generation(_table_param(request))
+def findings_body(request: Request, compute: Callable[[], bytes], table_id: int | None) -> bytes:
+    """A response showing findings of one table (or of any, `table_id` None) as JSON bytes,
+    cached until a finding it could show changes: `GET /api/findings/?...` and a commit's
+    detail (its commit never changes once stored; its "findings involving" do)."""
+    generation = queries.findings_list_generation(table_id)
     return cached_json(
         f"findings:{generation}",
         request.build_absolute_uri(),

@@ -208,12 +208,18 @@ class TableViewSet(
         filterset_class=None,
     )
     def commit_detail(self, request, pk=None, version=None):
-        table = self.table()
-        commit = get_object_or_404(Commit, table_id=table.id, version=int(version))
-        findings = queries.findings_involving(
-            table.id, commit.version, fields=tuple(s.FindingRefSerializer.Meta.fields)
-        )
-        return Response(s.CommitDetailSerializer(commit, context={"findings": findings}).data)
+        def detail() -> bytes:
+            table = self.table()
+            commit = get_object_or_404(Commit, table_id=table.id, version=int(version))
+            findings = queries.findings_involving(
+                table.id, commit.version, fields=tuple(s.FindingRefSerializer.Meta.fields)
+            )
+            data = s.CommitDetailSerializer(commit, context={"findings": findings}).data
+            return ORJSONRenderer().render(data)
+
+        # "Findings involving" scans the table's findings (json_each on SQLite): worth a cache.
+        body = list_cache.findings_body(request, detail, int(self.kwargs["pk"]))
+        return HttpResponse(body, content_type="application/json")
 
     # ------------------------------------------------------------------- timeline
 
@@ -327,7 +333,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
             data = self.get_paginated_response([s.finding_list_row(row) for row in rows]).data
             return ORJSONRenderer().render(data)
 
-        body = list_cache.findings_list_body(request, page)
+        body = list_cache.findings_body(request, page, list_cache.table_param(request))
         return HttpResponse(body, content_type="application/json")
 
     @extend_schema(

@@ -18,7 +18,7 @@ from audit.core.orphans import SCAN_KINDS
 from audit.core.vocab import FindingKind, Severity
 from audit.health_alerts import evaluate_health_rules, raise_change_findings
 from audit.ingest import upsert_findings
-from audit.models import Finding, Table
+from audit.models import Commit, Finding, Table
 from tests.support.alerting import rule_for, webhook
 from tests.support.clients import session_client
 
@@ -43,6 +43,7 @@ def table() -> Table:
         latest_version_in_log=9, last_commit_at=timezone.now() - timedelta(minutes=5),
     )  # fmt: skip
     upsert_findings(table, [finding(3), finding(5, Severity.CRITICAL)], scope=(0, 9))
+    Commit.objects.create(table=table, version=3, operation="WRITE")  # a detail to read
     return table
 
 
@@ -102,6 +103,8 @@ def test_acknowledging_and_reopening_show_at_once(table, owner, member):
 def test_a_reaudit_that_resolves_or_raises_shows_at_once(table, member):
     client = session_client(member)
     lists(client, table)
+    detail = client.get(f"/api/tables/{table.id}/commits/3/").json()
+    assert [(f["version"], f["status"]) for f in detail["findings"]] == [(3, "open")]
     # The re-audit of v0..9 no longer finds v3's finding and finds a new one at v7.
     upsert_findings(table, [finding(5, Severity.CRITICAL), finding(7)], scope=(0, 9))
     after = lists(client, table)
@@ -110,6 +113,8 @@ def test_a_reaudit_that_resolves_or_raises_shows_at_once(table, member):
     open_ = rows(after, f"/api/findings/?table={table.id}&status=open&acknowledged=false")
     assert {f["version"] for f in open_.values()} == {5, 7}
     assert after["/api/tables/"]["results"][0]["open_findings"]["warning"] == 1
+    detail = client.get(f"/api/tables/{table.id}/commits/3/").json()
+    assert [(f["version"], f["status"]) for f in detail["findings"]] == [(3, "resolved")]
 
 
 def test_health_change_and_orphan_findings_show_at_once(table, member):
@@ -148,6 +153,7 @@ def test_a_cached_body_is_the_uncached_body(table, member, settings):
     Table.objects.create(uri="/data/empty", name="empty")  # no commit yet: lag seconds null
     client = session_client(member)
     urls = [*lists(client, table), "/api/findings/?min_severity=critical&table=abc"]
+    urls += [f"/api/tables/{table.id}/commits/3/", f"/api/tables/{table.id}/commits/4/"]
     now = timezone.now()
     with mock.patch("django.utils.timezone.now", return_value=now):
         cached = [client.get(url).content for url in urls]  # the second read of each: a hit
