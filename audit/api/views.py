@@ -242,7 +242,7 @@ class TableViewSet(
         query.is_valid(raise_exception=True)
         params = query.validated_data
         table = get_object_or_404(
-            Table.objects.only("id", "uri", "last_seen_version", "table_findings_at"),
+            Table.objects.only("id", "uri", "last_seen_version", "findings_generation"),
             pk=self.kwargs["pk"],
         )
         body = queries.timeline_window(

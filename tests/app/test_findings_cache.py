@@ -17,7 +17,7 @@ from audit.core import model
 from audit.core.orphans import SCAN_KINDS
 from audit.core.vocab import FindingKind, Severity
 from audit.health_alerts import evaluate_health_rules, raise_change_findings
-from audit.ingest import upsert_findings
+from audit.ingest import rebuild_rollups, upsert_findings
 from audit.models import Commit, Finding, Table
 from tests.support.alerting import rule_for, webhook
 from tests.support.clients import session_client
@@ -193,3 +193,15 @@ def test_edits_and_deletions_in_the_admin_show_at_once(table, owner, member, cli
     )
     assert response.status_code == 302
     assert rows(lists(api, table), "/api/findings/") == {}
+
+
+def test_a_timeline_shows_a_resolved_finding_at_once(table, member, settings):
+    settings.AUDIT_API_TIMELINE_CACHE_SECONDS = 300
+    for version in (4, 5):
+        Commit.objects.create(table=table, version=version, operation="WRITE")
+    rebuild_rollups(table.id)
+    client = session_client(member)
+    url = f"/api/tables/{table.id}/timeline/"
+    assert {f["version"] for f in client.get(url).json()["findings"]} == {3, 5}
+    upsert_findings(table, [finding(5, Severity.CRITICAL)], scope=(0, 9))  # v3's is resolved
+    assert {f["version"] for f in client.get(url).json()["findings"]} == {5}
