@@ -103,7 +103,7 @@ class Table(models.Model):
     # Moves in the transaction of every change to the table's Finding rows: cached findings
     # lists and the tables list are keyed on it (audit/api/list_cache.py). In the database, not
     # the per-process cache, so every web worker sees a change at once.
-    findings_generation = models.BigIntegerField(default=0)
+    findings_generation = models.BigIntegerField(default=0, editable=False)
 
     objects = TableQuerySet.as_manager()
 

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='table',
             name='findings_generation',
-            field=models.BigIntegerField(default=0),
+            field=models.BigIntegerField(default=0, editable=False),
         ),
     ]
