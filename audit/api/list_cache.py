@@ -57,12 +57,8 @@ def findings_body(request: Request, compute: Callable[[], bytes], table_id: int 
     """A response showing findings of one table (or of any, `table_id` None) as JSON bytes,
     cached until a finding it could show changes: `GET /api/findings/?...` and a commit's
     detail (its commit never changes once stored; its "findings involving" do)."""
-    generation = queries.findings_list_generation(table_id)
-    return cached_json(
-        f"findings:{generation}",
-        request.build_absolute_uri(),
-        compute,
-        settings.AUDIT_API_LIST_CACHE_SECONDS,
+    return _cached(
+        request, compute, lambda: f"findings:{queries.findings_list_generation(table_id)}"
     )
 
 
@@ -74,13 +70,15 @@ def marked_since(when: datetime) -> str:
 def tables_list_body(request: Request, compute: Callable[[], bytes]) -> bytes:
     """`GET /api/tables/?...` as JSON bytes. `compute` renders the list with `marked_since`
     in the serializer's context; the marks become seconds since, as of this request."""
-    body = cached_json(
-        f"tables:{queries.tables_list_generation(TABLE_LIST_COLUMNS)}",
-        request.build_absolute_uri(),
-        compute,
-        settings.AUDIT_API_LIST_CACHE_SECONDS,
-    )
-    return _MARKED.sub(_seconds, body)
+    generation = lambda: f"tables:{queries.tables_list_generation(TABLE_LIST_COLUMNS)}"  # noqa: E731
+    return _MARKED.sub(_seconds, _cached(request, compute, generation))
+
+
+def _cached(request: Request, compute: Callable[[], bytes], generation: Callable[[], str]) -> bytes:
+    seconds = settings.AUDIT_API_LIST_CACHE_SECONDS
+    if not seconds:  # caches off: not even the key query
+        return compute()
+    return cached_json(generation(), request.build_absolute_uri(), compute, seconds)
 
 
 def _seconds(match: re.Match) -> bytes:
