@@ -70,11 +70,15 @@ def marked_since(when: datetime) -> str:
 def tables_list_body(request: Request, compute: Callable[[], bytes]) -> bytes:
     """`GET /api/tables/?...` as JSON bytes. `compute` renders the list with `marked_since`
     in the serializer's context; the marks become seconds since, as of this request."""
-    generation = lambda: f"tables:{queries.tables_list_generation(TABLE_LIST_COLUMNS)}"  # noqa: E731
-    return _MARKED.sub(_seconds, _cached(request, compute, generation))
+    body = _cached(
+        request, compute, lambda: f"tables:{queries.tables_list_generation(TABLE_LIST_COLUMNS)}"
+    )
+    return _MARKED.sub(_seconds, body)
 
 
 def _cached(request: Request, compute: Callable[[], bytes], generation: Callable[[], str]) -> bytes:
+    """`cached_json` under the generation `generation()` names; it is only asked (a query) when
+    the list caches are on."""
     seconds = settings.AUDIT_API_LIST_CACHE_SECONDS
     if not seconds:  # caches off: not even the key query
         return compute()
