@@ -2,6 +2,7 @@
 
 from django import forms
 from django.contrib import admin
+from django.db import transaction
 
 from audit.core.errors import DeltaAuditError
 from audit.models import Commit, Finding, FindingFlip, Table
@@ -82,6 +83,21 @@ class FindingAdmin(admin.ModelAdmin):
     raw_id_fields = ("table", "acknowledged_by")
     search_fields = ("summary", "key")
     readonly_fields = ("key", "first_seen", "last_seen", "resolved_at")
+
+    # An edit here changes findings lists: move the tables' generations (cached list bodies).
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        Table.bump_findings([obj.table_id, form.initial.get("table") or obj.table_id])
+
+    def delete_model(self, request, obj):
+        super().delete_model(request, obj)
+        Table.bump_findings(obj.table_id)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            tables = set(queryset.values_list("table_id", flat=True))
+            super().delete_queryset(request, queryset)
+            Table.bump_findings(tables)
 
 
 @admin.register(FindingFlip)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from audit.alerting.models import AlertRule
@@ -61,12 +62,15 @@ def raise_change_findings(table: Table, changes: list[dict[str, Any]]) -> int:
         created.append(
             Finding(table=table, key=key, first_seen=now, last_seen=now, **finding_fields(f))
         )
-    rows = Finding.objects.bulk_create(created)
-    if any(r.pk is None for r in rows):
-        rows = list(Finding.objects.filter(table=table, key__in=[r.key for r in rows]))
-    FindingFlip.objects.bulk_create(
-        FindingFlip(finding=r, created=now, old_status="", new_status="open") for r in rows
-    )
+    with transaction.atomic():
+        rows = Finding.objects.bulk_create(created)
+        if any(r.pk is None for r in rows):
+            rows = list(Finding.objects.filter(table=table, key__in=[r.key for r in rows]))
+        FindingFlip.objects.bulk_create(
+            FindingFlip(finding=r, created=now, old_status="", new_status="open") for r in rows
+        )
+        if rows:
+            Table.bump_findings(table.id)
     return len(rows)
 
 
@@ -90,11 +94,13 @@ def evaluate_health_rules(table: Table, fields: dict[str, Any]) -> tuple[int, in
         if value >= rule.threshold:
             opened += _open(table, rule, key, row, value, fields, now)
         elif row is not None and row.status == Finding.Status.OPEN:
-            row.status, row.resolved_at = Finding.Status.RESOLVED, now
-            row.save(update_fields=["status", "resolved_at"])
-            FindingFlip.objects.create(
-                finding=row, created=now, old_status="open", new_status="resolved"
-            )
+            with transaction.atomic():
+                row.status, row.resolved_at = Finding.Status.RESOLVED, now
+                row.save(update_fields=["status", "resolved_at"])
+                FindingFlip.objects.create(
+                    finding=row, created=now, old_status="open", new_status="resolved"
+                )
+                Table.bump_findings(table.id)
             resolved += 1
     return opened, resolved
 
@@ -129,17 +135,19 @@ def _open(
         },
         "last_seen": now,
     }
-    if row is None:
-        row = Finding.objects.create(table=table, key=key, first_seen=now, **values)
-        FindingFlip.objects.create(finding=row, created=now, old_status="", new_status="open")
-        return 1
-    reopened = row.status != Finding.Status.OPEN
-    for name, v in values.items():
-        setattr(row, name, v)
-    if reopened:
-        FindingFlip.objects.create(
-            finding=row, created=now, old_status=row.status, new_status="open"
-        )
-        row.status, row.resolved_at = Finding.Status.OPEN, None
-    row.save()
+    with transaction.atomic():  # refreshed (last_seen, value) or new: the lists change
+        Table.bump_findings(table.id)
+        if row is None:
+            row = Finding.objects.create(table=table, key=key, first_seen=now, **values)
+            FindingFlip.objects.create(finding=row, created=now, old_status="", new_status="open")
+            return 1
+        reopened = row.status != Finding.Status.OPEN
+        for name, v in values.items():
+            setattr(row, name, v)
+        if reopened:
+            FindingFlip.objects.create(
+                finding=row, created=now, old_status=row.status, new_status="open"
+            )
+            row.status, row.resolved_at = Finding.Status.OPEN, None
+        row.save()
     return int(reopened)

@@ -8,11 +8,12 @@ SPEC §4 where they overlap.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.db import models
-from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Value
+from django.db import models, transaction
+from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Value, signals
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -99,6 +100,10 @@ class Table(models.Model):
     # Per-table ingest lock (see workers/locks.py): a worker claims the row until locked_until.
     locked_by = models.CharField(max_length=200, blank=True)
     locked_until = models.DateTimeField(null=True, blank=True)
+    # Moves in the transaction of every change to the table's Finding rows: cached findings
+    # lists and the tables list are keyed on it (audit/api/list_cache.py). In the database, not
+    # the per-process cache, so every web worker sees a change at once.
+    findings_generation = models.BigIntegerField(default=0, editable=False)
 
     objects = TableQuerySet.as_manager()
 
@@ -108,6 +113,14 @@ class Table(models.Model):
 
     def __str__(self) -> str:
         return self.name or self.uri
+
+    @staticmethod
+    def bump_findings(table_id: int | Iterable[int]) -> None:
+        """Record that the table's (or several tables', a list or a subquery of ids) Finding
+        rows changed. Call in the transaction that changes them, so no reader sees the new rows
+        under the old generation (a stale cached list)."""
+        tables = Table.objects.filter(**{"pk" if isinstance(table_id, int) else "pk__in": table_id})
+        tables.update(findings_generation=F("findings_generation") + 1)
 
     @property
     def backfill_fraction(self) -> float | None:
@@ -292,9 +305,12 @@ class Finding(models.Model):
         concurrent or repeated calls do not overwrite it (an atomic claim of the row).
         Returns True when this call acknowledged it. The finding stays open."""
         now = timezone.now()
-        claimed = Finding.objects.filter(pk=self.pk, acknowledged_at__isnull=True).update(
-            acknowledged_by=user, acknowledged_at=now
-        )
+        with transaction.atomic():
+            claimed = Finding.objects.filter(pk=self.pk, acknowledged_at__isnull=True).update(
+                acknowledged_by=user, acknowledged_at=now
+            )
+            if claimed:
+                Table.bump_findings(self.table_id)
         if claimed:
             self.acknowledged_by, self.acknowledged_at = user, now
         else:
@@ -304,11 +320,27 @@ class Finding(models.Model):
     def unacknowledge(self) -> bool:
         """Undo an acknowledgement (re-open for attention). Returns True when one was undone.
         Whether the finding is open or resolved is the audit's call, not this one's."""
-        undone = Finding.objects.filter(pk=self.pk, acknowledged_at__isnull=False).update(
-            acknowledged_by=None, acknowledged_at=None
-        )
+        with transaction.atomic():
+            undone = Finding.objects.filter(pk=self.pk, acknowledged_at__isnull=False).update(
+                acknowledged_by=None, acknowledged_at=None
+            )
+            if undone:
+                Table.bump_findings(self.table_id)
         self.acknowledged_by, self.acknowledged_at = None, None
         return bool(undone)
+
+
+def _acknowledger_changed(sender: Any, instance: Any, **kwargs: Any) -> None:
+    """Findings lists show the acknowledger's username: renaming or deleting a user (SET_NULL
+    on their acknowledgements) changes the lists of every table they acknowledged in."""
+    fields = kwargs.get("update_fields")
+    if kwargs.get("created") or (fields is not None and "username" not in fields):
+        return  # a login's last_login save, a new user: no finding shows them yet
+    Table.bump_findings(Finding.objects.filter(acknowledged_by=instance).values("table_id"))
+
+
+signals.post_save.connect(_acknowledger_changed, sender=settings.AUTH_USER_MODEL)
+signals.pre_delete.connect(_acknowledger_changed, sender=settings.AUTH_USER_MODEL)
 
 
 class FindingFlip(models.Model):

@@ -13,16 +13,28 @@ Each question has one answer here, so the JSON API and the HTML pages cannot dri
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, Case, Count, IntegerField, Q, QuerySet, Value, When
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    IntegerField,
+    Max,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.expressions import RawSQL
 
 from audit.core.vocab import SEVERITY_ORDER
 from audit.models import NEEDS_ATTENTION, OPEN, Finding, Table
-from audit.timeline import timeline_json
+from audit.timeline import table_key, timeline_json
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +47,9 @@ __all__ = [
     "finding_counts",
     "findings_by_status",
     "findings_involving",
+    "findings_list_generation",
     "open_findings",
+    "tables_list_generation",
     "tables_with_counts",
     "timeline_window",
     "unacknowledge",
@@ -151,6 +165,42 @@ def acknowledge(finding: Finding, user: Any) -> bool:
 def unacknowledge(finding: Finding) -> bool:
     """Undo an acknowledgement (administrators); the finding needs attention again."""
     return finding.unacknowledge()
+
+
+# --------------------------------------------------------------------------- cache generations
+
+
+def findings_list_generation(table_id: int | None) -> str:
+    """A cache-key part that changes whenever a findings list could (cached bodies).
+
+    Filtered to one table: that table's findings generation (moved with every change of its
+    Finding rows), identity and stored version. Otherwise every table's: their count, newest
+    id and creation time name the set of tables (a table is only ever added after the newest
+    one, or removed), and the sum of their generations, each only ever growing, moves with any
+    change. One aggregate over Table either way, not a scan of the findings.
+    """
+    if table_id is not None:
+        row = (
+            Table.objects.filter(pk=table_id)
+            .only("id", "uri", "created_at", "findings_generation", "last_seen_version")
+            .first()
+        )
+        if row is None:
+            return f"table:{table_id}:none"
+        created = row.created_at.timestamp() if row.created_at else None
+        return f"table:{table_key(row)}:{created}:{row.findings_generation}:{row.last_seen_version}"
+    every = Table.objects.aggregate(
+        n=Count("id"), top=Max("id"), created=Max("created_at"), gen=Sum("findings_generation")
+    )
+    created = every["created"].timestamp() if every["created"] else None
+    return f"all:{every['n']}:{every['top']}:{created}:{every['gen']}"
+
+
+def tables_list_generation(columns: tuple[str, ...]) -> str:
+    """A cache-key part for the tables list: a digest of every table's `columns` (what the
+    list shows, health__* included) and findings generation (its open counts)."""
+    rows = Table.objects.order_by("id").values_list("id", "findings_generation", *columns)
+    return hashlib.sha1(repr(list(rows)).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- timeline, tails

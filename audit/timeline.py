@@ -78,11 +78,11 @@ def timeline_json(
     table: Table, from_version: int | None, to_version: int | None, max_points: int
 ) -> bytes:
     """The timeline as JSON bytes, cached briefly as bytes (no re-serialisation on a hit):
-    stored commits never change, and the key holds the stored version and the time findings
-    were last refreshed, so a hit is what a fresh computation would answer."""
-    findings_at = table.table_findings_at.timestamp() if table.table_findings_at else None
+    stored commits never change, and the key holds the stored version and the findings
+    generation (moved with every change of the table's findings: a re-audit resolving one, a
+    health finding), so a hit is what a fresh computation would answer."""
     return cached_json(
-        f"timeline:{table_key(table)}:{table.last_seen_version}:{findings_at}",
+        f"timeline:{table_key(table)}:{table.last_seen_version}:{table.findings_generation}",
         f"{from_version}:{to_version}:{max_points}",
         lambda: orjson.dumps(_timeline(table.id, from_version, to_version, max_points)),
         settings.AUDIT_API_TIMELINE_CACHE_SECONDS,

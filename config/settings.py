@@ -186,9 +186,12 @@ AUDIT_API_EXPENSIVE_RATE = env_str("AUDIT_API_EXPENSIVE_RATE", "60/minute")
 AUDIT_API_TIMELINE_CHEAP_SPAN = env_int("AUDIT_API_TIMELINE_CHEAP_SPAN", 20_000)
 # Request bodies over this many bytes answer 413 (audit/limits.py), on the API and on forms.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("AUDIT_MAX_BODY_BYTES", 2_621_440)
-# The timeline of a window is cached this long (stored commits never change; findings may).
+# The timeline of a window is cached this long (and only until commits are stored or the
+# table's findings change: its findings generation).
 AUDIT_API_TIMELINE_CACHE_SECONDS = env_int("AUDIT_API_TIMELINE_CACHE_SECONDS", 30)
-# A page of a table's commits is cached this long (and only until new commits are stored).
+# A page of a table's commits, of findings, of tables and a commit's detail are cached this
+# long, and only until what they show changes (stored version, findings generation, table rows:
+# audit/api/list_cache.py).
 AUDIT_API_LIST_CACHE_SECONDS = env_int("AUDIT_API_LIST_CACHE_SECONDS", 30)
 # A valid API token is remembered this long per process (a revoked one works that much longer).
 AUDIT_API_TOKEN_CACHE_SECONDS = env_int("AUDIT_API_TOKEN_CACHE_SECONDS", 10)

@@ -8,7 +8,7 @@ operation parameters, witnesses).
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -72,6 +72,11 @@ class FleetHealthSerializer(serializers.Serializer):
     checkpoint_lag = serializers.IntegerField(help_text="commits since the last checkpoint")
 
 
+def seconds_since(when: datetime) -> float:
+    """`lag.seconds_since_last_commit`: how long ago `when` was, now."""
+    return round((timezone.now() - when).total_seconds(), 3)
+
+
 class TableSerializer(serializers.ModelSerializer):
     version = serializers.IntegerField(
         source="last_seen_version", read_only=True, allow_null=True,
@@ -110,7 +115,8 @@ class TableSerializer(serializers.ModelSerializer):
             versions = max(table.latest_version_in_log - (table.last_seen_version or -1), 0)
         seconds = None
         if table.last_commit_at is not None:
-            seconds = round((timezone.now() - table.last_commit_at).total_seconds(), 3)
+            # A cached tables list holds a mark instead, filled in per request (list_cache.py).
+            seconds = self.context.get("seconds_since", seconds_since)(table.last_commit_at)
         return {"versions": versions, "seconds_since_last_commit": seconds}
 
     @extend_schema_field(SeverityCountsSerializer)

@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 
 from audit import queries
 from audit.analysis import table_analysis, table_history
+from audit.api import list_cache
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, readable_log
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
@@ -107,6 +108,16 @@ class TableViewSet(
         if self.action == "commits":  # the model its filters and schema are about
             return Commit.objects.all()
         return Table.objects.all()
+
+    def list(self, request, *args, **kwargs):
+        def page() -> bytes:
+            rows = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+            context = {**self.get_serializer_context(), "seconds_since": list_cache.marked_since}
+            data = s.TableSerializer(rows, many=True, context=context).data
+            return ORJSONRenderer().render(self.get_paginated_response(data).data)
+
+        body = list_cache.tables_list_body(request, page)
+        return HttpResponse(body, content_type="application/json")
 
     def get_serializer_class(self):
         if self.action == "list":
@@ -197,12 +208,18 @@ class TableViewSet(
         filterset_class=None,
     )
     def commit_detail(self, request, pk=None, version=None):
-        table = self.table()
-        commit = get_object_or_404(Commit, table_id=table.id, version=int(version))
-        findings = queries.findings_involving(
-            table.id, commit.version, fields=tuple(s.FindingRefSerializer.Meta.fields)
-        )
-        return Response(s.CommitDetailSerializer(commit, context={"findings": findings}).data)
+        def detail() -> bytes:
+            table = self.table()
+            commit = get_object_or_404(Commit, table_id=table.id, version=int(version))
+            findings = queries.findings_involving(
+                table.id, commit.version, fields=tuple(s.FindingRefSerializer.Meta.fields)
+            )
+            data = s.CommitDetailSerializer(commit, context={"findings": findings}).data
+            return ORJSONRenderer().render(data)
+
+        # "Findings involving" scans the table's findings (json_each on SQLite): worth a cache.
+        body = list_cache.findings_body(request, detail, int(self.kwargs["pk"]))
+        return HttpResponse(body, content_type="application/json")
 
     # ------------------------------------------------------------------- timeline
 
@@ -225,7 +242,7 @@ class TableViewSet(
         query.is_valid(raise_exception=True)
         params = query.validated_data
         table = get_object_or_404(
-            Table.objects.only("id", "uri", "last_seen_version", "table_findings_at"),
+            Table.objects.only("id", "uri", "last_seen_version", "findings_generation"),
             pk=self.kwargs["pk"],
         )
         body = queries.timeline_window(
@@ -309,10 +326,15 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return s.FindingSerializer if self.action == "list" else s.FindingDetailSerializer
 
     def list(self, request, *args, **kwargs):
-        queryset = self.filter_queryset(Finding.objects.all())
-        page = self.paginate_queryset(queryset.values(*s.FINDING_LIST_FIELDS))
-        # The same JSON as FindingSerializer, built from plain rows (no model instances).
-        return self.get_paginated_response([s.finding_list_row(row) for row in page])
+        def page() -> bytes:
+            queryset = self.filter_queryset(Finding.objects.all())
+            rows = self.paginate_queryset(queryset.values(*s.FINDING_LIST_FIELDS))
+            # The same JSON as FindingSerializer, built from plain rows (no model instances).
+            data = self.get_paginated_response([s.finding_list_row(row) for row in rows]).data
+            return ORJSONRenderer().render(data)
+
+        body = list_cache.findings_body(request, page, list_cache.table_param(request))
+        return HttpResponse(body, content_type="application/json")
 
     @extend_schema(
         request=None,

@@ -82,7 +82,8 @@ def upsert_findings(
     The scope is what was re-analysed: commit-level findings with a version in `scope`, or
     (`table_level=True`, scope None) every table-level finding. Only open findings of the
     scope can be resolved; a resolved finding that is found again is reopened.
-    Returns (opened, resolved) counts. Call inside a transaction.
+    Returns (opened, resolved) counts. Call inside a transaction (it also moves the table's
+    findings generation).
     """
     now = now or timezone.now()
     by_key: dict[str, model.Finding] = {}
@@ -158,4 +159,6 @@ def _write(
     update_fields = ["status", "resolved_at", "last_seen", *FINDING_FIELDS]
     Finding.objects.bulk_update(updated, update_fields, batch_size=200)
     FindingFlip.objects.bulk_create(flips, batch_size=500)
+    if created or updated:  # a re-found row changed too (last_seen): cached lists are stale
+        Table.bump_findings(table.id)
     return len(created)
