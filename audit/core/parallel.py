@@ -100,7 +100,8 @@ def summarize_log_parallel(
             log, split, end, metadata_timeline, protocol_timeline, interner, sink
         )
         return summaries
-    rows, child_metadata, child_protocol, records = received
+    rows, child_metadata, child_protocol, records, sizes = received
+    log.listing.commit_sizes.update(sizes)
     if tap is not None:
         tap.replay(records)
     later = [CommitSummary(*row) for row in rows]
@@ -163,7 +164,13 @@ def _child_main(log: DeltaLog, start: int, end: int, write_fd: int, integrity: b
             log, start, end, metadata, protocol, sink=record if integrity else None
         )
         payload = pickle.dumps(
-            ([_as_row(s) for s in summaries], metadata, protocol, records),
+            (
+                [_as_row(s) for s in summaries],
+                metadata,
+                protocol,
+                records,
+                log.listing.commit_sizes,
+            ),
             pickle.HIGHEST_PROTOCOL,
         )
         with os.fdopen(write_fd, "wb") as pipe:
@@ -176,7 +183,7 @@ def _child_main(log: DeltaLog, start: int, end: int, write_fd: int, integrity: b
         os._exit(status)
 
 
-def _receive(pid: int, read_fd: int) -> tuple[list[tuple[Any, ...]], list, list, list] | None:
+def _receive(pid: int, read_fd: int) -> tuple[list[tuple[Any, ...]], list, list, list, dict] | None:
     with os.fdopen(read_fd, "rb") as pipe:
         payload = pipe.read()
     if _reap(pid) != 0 or not payload:

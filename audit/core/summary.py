@@ -262,7 +262,9 @@ def summarize_log(
     interner = interner or Interner()
     summaries: list[CommitSummary] = []
     append = summaries.append
+    sizes = listing.commit_sizes
     for version, data in iter_commit_files(store, listing, start, end):
+        sizes[version] = len(data)
         digested = digest_actions(version, data, interner)
         if digested is None:
             commit = parse_commit(version, data)

@@ -341,3 +341,7 @@ def test_the_forked_child_s_commits_are_checked_as_the_sequential_pass_does(tmp_
         ("remove_of_unknown_file", 7),
     }
     assert integrity_findings(forked) == integrity_findings(sequential) == reread
+    # The child's commit sizes come back too: health needs no stat listing of the log.
+    from audit.core.health import log_sizes
+
+    assert forked.listing.commit_sizes == log_sizes(forked.get_log())
