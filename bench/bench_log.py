@@ -209,9 +209,11 @@ def _command_peak_mb(table: str, root: str) -> float:
 def _phases(table: str) -> None:
     """Where the time of `audit --json` goes, phase by phase (in process, gc paused as there)."""
     from audit.core.audit import audit_history
+    from audit.core.integrity import IntegrityTap
     from audit.core.parallel import summarize_log_parallel
     from audit.core.report import build_report
     from audit.core.summary import History, paused_gc, summarize_log
+    from audit.health_report import add_health_and_changes
 
     rows: list[tuple[str, float, float]] = []
 
@@ -224,15 +226,22 @@ def _phases(table: str) -> None:
     with paused_gc():
         log = timed("listing (open_log)", lambda: open_log(table))
         state = timed("latest snapshot (checkpoint)", log.snapshot)
-        timed("summaries, one process", lambda: summarize_log(log, None, None, [], []))
+        # Both with the integrity checks, which run on the summaries' own pass.
+        first = log.listing.commit_versions[0]
+        sink = IntegrityTap(log, first).observe_refs
+        timed("summaries, one process", lambda: summarize_log(log, None, None, [], [], sink=sink))
         timelines: tuple[list, list] = ([], [])
+        tap = IntegrityTap(log, first)
         summaries = timed(
             "summaries, two processes",
-            lambda: summarize_log_parallel(log, None, None, *timelines),
+            lambda: summarize_log_parallel(log, None, None, *timelines, tap),
         )
-    history = History(log.uri, log.listing, state, summaries, *timelines, _log=log)
+    history = History(
+        log.uri, log.listing, state, summaries, *timelines, integrity=tap.findings, _log=log
+    )
     result = timed("audit_history", lambda: audit_history(history))
     report = timed("build_report", lambda: build_report(history, result))
+    timed("health + changes", lambda: add_health_and_changes(report, history))
     timed("orjson.dumps", lambda: orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS))
     print(f"phases ({len(summaries)} commits):")
     for name, wall, cpu in rows:

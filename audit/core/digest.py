@@ -78,6 +78,14 @@ def digest_commit(version: int, data: bytes, interner: Interner) -> tuple[Commit
 
     The returned `Commit` carries everything but `adds` and `removes` (left empty).
     """
+    digested = digest_actions(version, data, interner)
+    return None if digested is None else digested[:2]
+
+
+def digest_actions(
+    version: int, data: bytes, interner: Interner
+) -> tuple[Commit, FileFacts, list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """As `digest_commit`, plus the add and remove dicts (integrity reads them: one parse)."""
     try:
         actions = load_actions(data)  # as `parse_commit`'s fast path
     except orjson.JSONDecodeError:
@@ -87,7 +95,7 @@ def digest_commit(version: int, data: bytes, interner: Interner) -> tuple[Commit
     commit = Commit(version=version)
     try:
         adds, removes = split_actions(actions, commit, None)
-        return commit, file_facts(adds, removes, interner)
+        return commit, file_facts(adds, removes, interner), adds, removes
     except (_SlowPath, _Malformed):
         return None
 

@@ -32,6 +32,9 @@ from audit.core.vocab import IsolationLevel, OperationClass, Verdict
 MIB = 1024 * 1024
 DEFAULT_TARGET_FILE_SIZE = 128 * MIB
 DAY_MS = 24 * 3600 * 1000
+HOUR_MS = 3600 * 1000
+# Up to 9999-12-31: ms timestamps datetime.fromtimestamp accepts (the rest fall back to it).
+_MAX_DATETIME_MS = 253_402_300_800_000
 DEFAULT_DELETED_FILE_RETENTION = "interval 7 days"
 DEFAULT_LOG_RETENTION = "interval 30 days"
 DEFAULT_CHECKPOINT_INTERVAL = 10  # Delta's default (Spark); delta-rs uses 100
@@ -119,7 +122,12 @@ class Activity:
 
     def add(self, timestamp: int | None, family: str | None, zorder: bool = False) -> None:
         if timestamp is not None:
-            hour = datetime.fromtimestamp(timestamp / 1000, tz=UTC).hour
+            # The UTC hour by arithmetic (a datetime per commit was most of this loop); the same
+            # value for any int ms in datetime's range, which the rest still goes through.
+            if type(timestamp) is int and 0 <= timestamp < _MAX_DATETIME_MS:
+                hour = timestamp // HOUR_MS % 24
+            else:
+                hour = datetime.fromtimestamp(timestamp / 1000, tz=UTC).hour
             self.all_hours[hour] += 1
             if family == OperationClass.UDM:
                 self.udm_hours[hour] += 1
@@ -522,6 +530,9 @@ def health_of_history(history: History) -> dict[str, Any]:
 
     snapshot = snapshot_from_history(history)
     recent = history.summaries[-ACTIVITY_SUMMARIES:]
-    return compute_health(
-        snapshot, history.listing, log_sizes(history.get_log()), activity_from(recent)
-    )
+    listing = history.listing
+    sizes = listing.commit_sizes
+    # Every commit file was read for the summaries: their sizes are known, no stat listing.
+    if not all(v in sizes for v in listing.commit_versions):
+        sizes = log_sizes(history.get_log())
+    return compute_health(snapshot, listing, sizes, activity_from(recent))

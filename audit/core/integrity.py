@@ -20,7 +20,10 @@ What the protocol allows, and is therefore never reported:
   before it: the state there comes from the checkpoint, whose files are known but whose
   history is not.
 
-Pure functions over `Commit` objects; the checker streams, holding only the active files.
+Pure functions over a commit's non-file actions (`Commit`) and one `FileRef` per add and
+remove: built from the action dicts digest.py already decoded (the one-shot audit reads every
+commit once) or from parsed `AddFile`/`RemoveFile` objects. The checker streams, holding only
+the active files.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ import orjson
 
 from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
+from audit.core.integrity_refs import FileRef, IntegrityRecord, ref_of, refs_of_commit
 from audit.core.log.replay import path_key
-from audit.core.model import AddFile, Commit, Finding, Protocol, RemoveFile, TableState
+from audit.core.model import Commit, Finding, Protocol, TableState
 from audit.core.vocab import FindingKind, Operation
 
 INTEGRITY_KINDS = frozenset(
@@ -78,8 +82,10 @@ class _Commit:
     """One commit's facts the checks share."""
 
     commit: Commit
+    adds: list[FileRef]
+    removes: list[FileRef]
     removed_keys: set[str]
-    added_keys: dict[str, AddFile]
+    added_keys: dict[str, FileRef]
     metrics: dict[str, Any]
     operation: str | None
 
@@ -131,7 +137,7 @@ class IntegrityChecker:
     base: TableState | None = None
     findings: list[Finding] = field(default_factory=list)
     # Active files: key -> (the version whose add made it active, -1 for the base; the add).
-    live: dict[str, tuple[int, AddFile]] = field(default_factory=dict)
+    live: dict[str, tuple[int, FileRef]] = field(default_factory=dict)
     removed_at: dict[str, int] = field(default_factory=dict)  # path -> version that removed it
     protocol: Protocol | None = None
     _counts: dict[str, int] = field(default_factory=dict)
@@ -141,16 +147,22 @@ class IntegrityChecker:
         if self.base is not None:
             self.protocol = self.base.protocol
             for path, add in self.base.files.items():
-                self.live[path_key(path)] = (-1, add)
+                self.live[path_key(path)] = (-1, ref_of(add))
 
     def observe(self, commit: Commit) -> None:
+        self.observe_refs(commit, *refs_of_commit(commit))
+
+    def observe_refs(self, commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
+        """Check one commit: its non-file actions in `commit`, its files as refs."""
         if commit.protocol is not None:
             self.protocol = commit.protocol
         info = commit.commit_info or {}
         metrics = info.get("operationMetrics")
         facts = _Commit(
             commit,
-            {path_key(r.path) for r in commit.removes},
+            adds,
+            removes,
+            {path_key(r.path) for r in removes},
             {},
             metrics if isinstance(metrics, dict) else {},
             info.get("operation") if isinstance(info.get("operation"), str) else None,
@@ -159,7 +171,7 @@ class IntegrityChecker:
         self._metric_checks(facts)
         replaced = self._remove_checks(facts)
         replaced += self._add_checks(facts)
-        if commit.removes:
+        if removes:
             self._rewrite_check(facts, replaced)
         live, removed_at, version = self.live, self.removed_at, commit.version
         for key in facts.removed_keys:
@@ -170,11 +182,11 @@ class IntegrityChecker:
 
     # ------------------------------------------------------------------ files
 
-    def _remove_checks(self, facts: _Commit) -> list[AddFile | None]:
+    def _remove_checks(self, facts: _Commit) -> list[FileRef | None]:
         """The live files the commit's removes replace (None when unknown); reports unknown ones."""
-        replaced: list[AddFile | None] = []
+        replaced: list[FileRef | None] = []
         unknown: list[str] = []
-        for remove in facts.commit.removes:
+        for remove in facts.removes:
             key = path_key(remove.path)
             entry = self.live.get(key)
             replaced.append(entry[1] if entry is not None else None)
@@ -191,12 +203,12 @@ class IntegrityChecker:
         removed = self.removed_at.get(key)
         return removed is not None and (read_version is None or removed > read_version)
 
-    def _add_checks(self, facts: _Commit) -> list[AddFile | None]:
+    def _add_checks(self, facts: _Commit) -> list[FileRef | None]:
         """Adds of active paths: a legal stats refresh replaces a live file; the rest are duplicates."""
         version = facts.commit.version
-        replaced: list[AddFile | None] = []
+        replaced: list[FileRef | None] = []
         duplicates: dict[str, int] = {}
-        for add in facts.commit.adds:
+        for add in facts.adds:
             key = path_key(add.path)
             if key in facts.added_keys:
                 duplicates[add.path] = version  # the same path twice in one commit
@@ -214,20 +226,18 @@ class IntegrityChecker:
             self._add(_duplicate_finding(version, duplicates))
         return replaced
 
-    def _rewrite_check(self, facts: _Commit, replaced: list[AddFile | None]) -> None:
-        commit = facts.commit
-        actions: list[AddFile | RemoveFile] = [*commit.adds, *commit.removes]
-        if any(a.data_change for a in actions):
+    def _rewrite_check(self, facts: _Commit, replaced: list[FileRef | None]) -> None:
+        if any(a.data_change for a in facts.adds) or any(r.data_change for r in facts.removes):
             return
         before = _live_rows(replaced)
-        after = _live_rows(commit.adds)
+        after = _live_rows(facts.adds)
         reported = _metric(facts.metrics, "numOutputRows") if facts.metrics else None
         if before is None:
             return
         if after is not None and after != before:
-            self._add(_rewrite_finding(commit, before, after, "file statistics"))
+            self._add(_rewrite_finding(facts, before, after, "file statistics"))
         elif reported is not None and reported != before and facts.operation in _WRITE_OPERATIONS:
-            self._add(_rewrite_finding(commit, before, reported, "operation metrics"))
+            self._add(_rewrite_finding(facts, before, reported, "operation metrics"))
 
     # ------------------------------------------------------------------ metrics
 
@@ -244,7 +254,7 @@ class IntegrityChecker:
         reported += [(n, False) for n in _REMOVED_METRICS if n in metrics]
         if not reported:
             return  # most commits: nothing that counts files (cheap exit, no path sets)
-        adds, removes = commit.adds, commit.removes
+        adds, removes = facts.adds, facts.removes
         added_paths = {path_key(a.path) for a in adds}
         removed_paths = {path_key(r.path) for r in removes}
         # Engines count a deletion-vector update (remove + add of one path) either as a file
@@ -285,7 +295,7 @@ class IntegrityChecker:
         problems: list[str] = []
         paths: list[str] = []
         dv_files = (
-            [] if dv_ok else [f.path for f in (*commit.adds, *commit.removes) if f.deletion_vector]
+            [] if dv_ok else [f.path for f in (*facts.adds, *facts.removes) if f.deletion_vector]
         )
         if dv_files:
             problems.append("deletion vectors without the deletionVectors table feature")
@@ -295,7 +305,7 @@ class IntegrityChecker:
             problems.append(
                 f"domainMetadata ({', '.join(domains)}) without the domainMetadata feature"
             )
-        row_ids = [] if row_ids_ok else [a.path for a in commit.adds if a.base_row_id is not None]
+        row_ids = [] if row_ids_ok else [a.path for a in facts.adds if a.base_row_id is not None]
         if row_ids:
             problems.append("row ids (baseRowId) without the rowTracking feature")
             paths += row_ids
@@ -324,7 +334,7 @@ def _has_feature(protocol: Protocol, feature: str, *, reader: bool = False) -> b
     )
 
 
-def _live_rows(files: Iterable[AddFile | None]) -> int | None:
+def _live_rows(files: Iterable[FileRef | None]) -> int | None:
     """Rows the files hold: numRecords minus the rows their deletion vectors delete."""
     total = 0
     for add in files:
@@ -407,11 +417,12 @@ def _unknown_remove_finding(version: int, paths: list[str]) -> Finding:
     )
 
 
-def _rewrite_finding(commit: Commit, before: int, after: int, source: str) -> Finding:
+def _rewrite_finding(facts: _Commit, before: int, after: int, source: str) -> Finding:
+    commit = facts.commit
     info = commit.commit_info or {}
     operation = info.get("operation") if isinstance(info.get("operation"), str) else "a rewrite"
-    removed = [r.path for r in commit.removes]
-    added = [a.path for a in commit.adds]
+    removed = [r.path for r in facts.removes]
+    added = [a.path for a in facts.adds]
     return _finding(
         FindingKind.ROW_COUNT_CHANGED_BY_REWRITE,
         commit.version,
@@ -490,7 +501,8 @@ def integrity_findings(history: Any) -> list[Finding]:
     """The integrity findings of a full `History`.
 
     Histories built by `summary.history_from_log` over the whole log were checked while their
-    commits were parsed (`IntegrityTap`); others (the Spark path) re-read their commits here.
+    commits were digested (`IntegrityTap.observe_refs`, in the same pass as the summaries);
+    others (windows, the Spark path) re-read their commits here.
     The first commit judged is the one after the first available version when log cleanup
     removed earlier commits: the state before it comes from its checkpoint.
     """
@@ -530,6 +542,17 @@ class IntegrityTap:
             if commit.version >= start:
                 observe(commit)
             yield commit
+
+    def observe_refs(self, commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
+        """One commit of the stream, its files already reduced to refs (summary.summarize_log)."""
+        if commit.version >= self.start:
+            self.checker.observe_refs(commit, adds, removes)
+
+    def replay(self, records: Iterable[IntegrityRecord]) -> None:
+        """Observe commits recorded elsewhere (the forked child of parallel.py), in order."""
+        for version, info, protocol, domains, adds, removes in records:
+            commit = Commit(version, info, protocol=protocol, domain_metadata=domains)
+            self.observe_refs(commit, adds, removes)
 
     @property
     def findings(self) -> list[Finding]:

@@ -164,6 +164,9 @@ class LogListing:
     latest_version: int
     first_available_version: int  # earliest version whose state can be rebuilt
     file_modification_times: dict[int, int] = field(default_factory=dict)  # version -> ms
+    # version -> bytes of its NNN.json, recorded as summary.summarize_log reads each file (so
+    # health needs no second listing with a stat per file when every commit was read).
+    commit_sizes: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
 
 class ListingVersions:

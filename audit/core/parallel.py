@@ -7,6 +7,9 @@ later versions and sends them back pickled as plain tuples (a third of the cost 
 the dataclasses). The parent summarises the earlier versions meanwhile, then takes the
 child's summaries and re-derives the isolation level of those that depended on table
 properties the child could not know (the configuration in force before its first version).
+The log-integrity checks need the files active before each commit, so they run in the parent
+only: the child sends, beside its summaries, what the checks read of each of its commits
+(`integrity_record`), and the parent replays them after its own half; no commit is read twice.
 
 Anything going wrong in the child (an unreadable commit, a failed fork, a killed process)
 makes the parent summarise that range itself, so errors and results are exactly those of
@@ -25,8 +28,10 @@ from typing import Any
 
 from audit.core.digest import Interner
 from audit.core.errors import DeltaAuditError
+from audit.core.integrity import IntegrityTap
+from audit.core.integrity_refs import FileRef, IntegrityRecord, integrity_record
 from audit.core.log import DeltaLog, _check_range
-from audit.core.model import CommitSummary
+from audit.core.model import Commit, CommitSummary
 from audit.core.summary import (
     MetadataTimeline,
     ProtocolTimeline,
@@ -64,21 +69,25 @@ def summarize_log_parallel(
     end: int | None,
     metadata_timeline: MetadataTimeline,
     protocol_timeline: ProtocolTimeline,
+    tap: IntegrityTap | None = None,
 ) -> list[CommitSummary]:
-    """`summarize_log` over start..end, on two processes when the range is long enough."""
+    """`summarize_log` over start..end, on two processes when the range is long enough.
+
+    `tap` observes every commit in version order (the child's through its records)."""
     interner = Interner()
+    sink = tap.observe_refs if tap is not None else None
     versions = log.listing.commit_versions
     start = versions[0] if start is None and versions else start
     end = versions[-1] if end is None and versions else end
     if not _splittable(log, start, end):  # short, or an error the plain path will report
-        return summarize_log(log, start, end, metadata_timeline, protocol_timeline, interner)
+        return summarize_log(log, start, end, metadata_timeline, protocol_timeline, interner, sink)
     assert start is not None and end is not None
     count = end - start + 1
     split = end + 1 - int(count * CHILD_SHARE)
-    child = _fork_child(log, split, end)
+    child = _fork_child(log, split, end, tap is not None)
     try:
         summaries = summarize_log(
-            log, start, split - 1, metadata_timeline, protocol_timeline, interner
+            log, start, split - 1, metadata_timeline, protocol_timeline, interner, sink
         )
     except BaseException:
         if child is not None:
@@ -87,9 +96,14 @@ def summarize_log_parallel(
         raise
     received = _receive(*child) if child is not None else None
     if received is None:  # the child failed: do its part here, with its errors
-        summaries += summarize_log(log, split, end, metadata_timeline, protocol_timeline, interner)
+        summaries += summarize_log(
+            log, split, end, metadata_timeline, protocol_timeline, interner, sink
+        )
         return summaries
-    rows, child_metadata, child_protocol = received
+    rows, child_metadata, child_protocol, records, sizes = received
+    log.listing.commit_sizes.update(sizes)
+    if tap is not None:
+        tap.replay(records)
     later = [CommitSummary(*row) for row in rows]
     # The child summarised with no configuration until its first metaData action.
     metadata = metadata_timeline[-1][1] if metadata_timeline else None
@@ -117,7 +131,7 @@ def _splittable(log: DeltaLog, start: int | None, end: int | None) -> bool:
     return True
 
 
-def _fork_child(log: DeltaLog, start: int, end: int) -> tuple[int, int] | None:
+def _fork_child(log: DeltaLog, start: int, end: int, integrity: bool) -> tuple[int, int] | None:
     """Fork a child summarising start..end into a pipe: (pid, read end), or None."""
     try:
         read_fd, write_fd = os.pipe()
@@ -131,19 +145,33 @@ def _fork_child(log: DeltaLog, start: int, end: int) -> tuple[int, int] | None:
         return None
     if pid == 0:  # pragma: no cover - the child; its result is checked through the parent
         os.close(read_fd)
-        _child_main(log, start, end, write_fd)
+        _child_main(log, start, end, write_fd, integrity)
     os.close(write_fd)
     return pid, read_fd
 
 
-def _child_main(log: DeltaLog, start: int, end: int, write_fd: int) -> None:
+def _child_main(log: DeltaLog, start: int, end: int, write_fd: int, integrity: bool) -> None:
     status = 1
     try:
         metadata: MetadataTimeline = []
         protocol: ProtocolTimeline = []
-        summaries = summarize_log(log, start, end, metadata, protocol)
+        records: list[IntegrityRecord] = []
+
+        def record(commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
+            records.append(integrity_record(commit, adds, removes))
+
+        summaries = summarize_log(
+            log, start, end, metadata, protocol, sink=record if integrity else None
+        )
         payload = pickle.dumps(
-            ([_as_row(s) for s in summaries], metadata, protocol), pickle.HIGHEST_PROTOCOL
+            (
+                [_as_row(s) for s in summaries],
+                metadata,
+                protocol,
+                records,
+                log.listing.commit_sizes,
+            ),
+            pickle.HIGHEST_PROTOCOL,
         )
         with os.fdopen(write_fd, "wb") as pipe:
             pipe.write(payload)
@@ -155,7 +183,7 @@ def _child_main(log: DeltaLog, start: int, end: int, write_fd: int) -> None:
         os._exit(status)
 
 
-def _receive(pid: int, read_fd: int) -> tuple[list[tuple[Any, ...]], list, list] | None:
+def _receive(pid: int, read_fd: int) -> tuple[list[tuple[Any, ...]], list, list, list, dict] | None:
     with os.fdopen(read_fd, "rb") as pipe:
         payload = pipe.read()
     if _reap(pid) != 0 or not payload:

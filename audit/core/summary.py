@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,9 @@ from audit.core.commit_summary import (
     summarize_commit,
     summarize_digest,
 )
-from audit.core.digest import Interner, digest_commit
+from audit.core.digest import Interner, digest_actions
+from audit.core.integrity import IntegrityTap
+from audit.core.integrity_refs import FileRef, refs_of_actions, refs_of_commit
 from audit.core.log import (
     DeltaLog,
     apply_commit,
@@ -71,6 +73,9 @@ __all__ = [
     "summarize_digest",
     "summarize_log",
 ]
+
+# Receives each commit summarised, its files as integrity refs (integrity.IntegrityTap).
+CommitSink = Callable[[Commit, list[FileRef], list[FileRef]], None]
 
 # The versions at which a metaData / protocol action took effect, ascending, with the value.
 MetadataTimeline = list[tuple[int, Metadata]]
@@ -195,12 +200,18 @@ def _history_from_log(
         state = log.snapshot(end)
         metadata_timeline, protocol_timeline = [], []
         commits = None
+    # The whole history: its integrity is checked on the same read (a window's is not: the
+    # kinds are table-level, see integrity_findings).
+    tap = IntegrityTap(log, start) if commits is None and listing.commit_versions else None
+    sink = tap.observe_refs if tap is not None else None
     if commits is None and parallel:
         from audit.core.parallel import summarize_log_parallel  # it builds on this module
 
-        summaries = summarize_log_parallel(log, start, end, metadata_timeline, protocol_timeline)
+        summaries = summarize_log_parallel(
+            log, start, end, metadata_timeline, protocol_timeline, tap
+        )
     elif commits is None:  # the whole history: straight from the files (see digest.py)
-        summaries = summarize_log(log, start, end, metadata_timeline, protocol_timeline)
+        summaries = summarize_log(log, start, end, metadata_timeline, protocol_timeline, sink=sink)
     else:
         summaries = list(summarize_commits(commits, metadata_timeline, protocol_timeline))
     if not metadata_timeline and state.metadata is not None:
@@ -214,6 +225,7 @@ def _history_from_log(
         summaries=summaries,
         metadata_timeline=metadata_timeline,
         protocol_timeline=protocol_timeline,
+        integrity=tap.findings if tap is not None and summaries else None,
         _log=log,
     )
 
@@ -238,23 +250,31 @@ def summarize_log(
     metadata_timeline: MetadataTimeline,
     protocol_timeline: ProtocolTimeline,
     interner: Interner | None = None,
+    sink: CommitSink | None = None,
 ) -> list[CommitSummary]:
     """`summarize_commits` over the commit files start..end, without building file objects.
 
-    Each file goes through `digest_commit`; the rare one it declines is parsed exactly by
-    `parse_commit`, which also raises the error naming a malformed line.
+    Each file goes through `digest_actions`; the rare one it declines is parsed exactly by
+    `parse_commit`, which also raises the error naming a malformed line. `sink` gets every
+    commit with its files as integrity refs, from this same parse.
     """
     store, listing = log.store, log.listing
     interner = interner or Interner()
     summaries: list[CommitSummary] = []
     append = summaries.append
+    sizes = listing.commit_sizes
     for version, data in iter_commit_files(store, listing, start, end):
-        digested = digest_commit(version, data, interner)
+        sizes[version] = len(data)
+        digested = digest_actions(version, data, interner)
         if digested is None:
             commit = parse_commit(version, data)
             files = file_facts_of(commit, interner)
+            if sink is not None:
+                sink(commit, *refs_of_commit(commit))
         else:
-            commit, files = digested
+            commit, files, adds, removes = digested
+            if sink is not None:
+                sink(commit, *refs_of_actions(adds, removes))
         set_file_time(store, commit, listing)
         if commit.metadata is not None:
             metadata_timeline.append((version, commit.metadata))

@@ -30,6 +30,14 @@ PROTOCOL_DV = {
     "readerFeatures": ["deletionVectors"],
     "writerFeatures": ["deletionVectors"],
 }
+# A deletion vector deleting one row (its bytes are never read by the integrity checks).
+INLINE_DV = {
+    "storageType": "u",
+    "pathOrInlineDv": "x",
+    "offset": 1,
+    "sizeInBytes": 36,
+    "cardinality": 1,
+}
 
 
 def _remove(add: dict[str, Any], *, data_change: bool = True, **extra: Any) -> dict[str, Any]:
@@ -164,13 +172,7 @@ def test_metrics_that_lie_are_found(tmp_path):
 
 def test_deletion_vector_without_the_feature_is_found(tmp_path):
     adds = base_actions(tmp_path)  # delta-rs writes protocol 1/2
-    dv = {
-        "storageType": "u",
-        "pathOrInlineDv": "x",
-        "offset": 1,
-        "sizeInBytes": 36,
-        "cardinality": 1,
-    }
+    dv = INLINE_DV
     write_commit(
         tmp_path,
         2,
@@ -190,13 +192,7 @@ def test_deletion_vector_without_the_feature_is_found(tmp_path):
 def test_legal_reuses_of_a_path_are_not_findings(tmp_path):
     adds = base_actions(tmp_path)
     write_commit(tmp_path, 2, {"protocol": PROTOCOL_DV}, info={"operation": "UPGRADE PROTOCOL"})
-    dv = {
-        "storageType": "u",
-        "pathOrInlineDv": "x",
-        "offset": 1,
-        "sizeInBytes": 36,
-        "cardinality": 1,
-    }
+    dv = INLINE_DV
     # A new deletion vector: the add line before the remove line, in one commit.
     write_commit(
         tmp_path,
@@ -277,9 +273,9 @@ def test_no_integrity_findings_on_scenario_and_demo_tables(tmp_path):
 
 
 def test_a_tap_on_the_commit_stream_and_the_audit_s_re_read_agree(tmp_path):
-    """The one-shot audit summarises the log without building file objects (digest.py), so
-    integrity is checked by re-reading the log's commits; a tap on any commit stream (the
-    Spark path) gives the same findings."""
+    """The one-shot audit checks integrity on the action dicts of its own digest pass; the
+    re-read of a history built elsewhere and a tap on any commit stream (the Spark path) give
+    the same findings."""
     import dataclasses
 
     from audit.core.integrity import IntegrityTap
@@ -288,8 +284,11 @@ def test_a_tap_on_the_commit_stream_and_the_audit_s_re_read_agree(tmp_path):
     adds = base_actions(tmp_path)
     write_commit(tmp_path, 2, changed_add(adds[0]), _remove({**adds[0], "path": "ghost.parquet"}))
     history = load_history(str(tmp_path))
+    assert history.integrity is not None  # checked in the summaries' pass: no second read
     reread = [(f.kind, f.version) for f in integrity_findings(history)]
     assert reread == [("remove_of_unknown_file", 2), ("duplicate_active_file", 2)]
+    without = dataclasses.replace(history, integrity=None)
+    assert [(f.kind, f.version) for f in integrity_findings(without)] == reread
 
     log = open_log(str(tmp_path))
     tap = IntegrityTap(log, 0)
@@ -299,3 +298,50 @@ def test_a_tap_on_the_commit_stream_and_the_audit_s_re_read_agree(tmp_path):
     assert [(f.kind, f.version) for f in integrity_findings(tapped)] == reread
     # A window (the tail) is not checked: integrity kinds are whole-table.
     assert load_history(str(tmp_path), start=1).integrity is None
+
+
+def test_the_forked_child_s_commits_are_checked_as_the_sequential_pass_does(tmp_path, monkeypatch):
+    """parallel.py: the child sends what the checks read of its commits and the parent
+    replays them after its own half, so findings on both sides of the split are the same as
+    the re-read's (the files active at the split come from the parent's half)."""
+    import dataclasses
+
+    from audit.core import parallel
+
+    adds = base_actions(tmp_path)  # v0, v1
+    dv = INLINE_DV
+    new = {**adds[0], "path": "day=2024-01-01/new.parquet"}
+    write_commit(tmp_path, 2, changed_add(new), info={"operation": "WRITE"})
+    write_commit(tmp_path, 3, _remove({**adds[0], "path": "ghost.parquet"}))
+    write_commit(tmp_path, 4, changed_add(adds[1]))  # duplicate of a v0/v1 file: child side
+    write_commit(tmp_path, 5, _remove(new), info={"operation": "DELETE", "readVersion": 4})
+    write_commit(
+        tmp_path,
+        6,
+        _remove(adds[0]),
+        changed_add(adds[0], deletionVector=dv),
+        info={"operation": "DELETE", "operationMetrics": {"numRemovedFiles": 3}},
+    )
+    write_commit(tmp_path, 7, _remove(new), info={"operation": "DELETE", "readVersion": 6})
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_COMMITS", 2)
+    received = []
+    receive = parallel._receive
+    monkeypatch.setattr(
+        parallel, "_receive", lambda *a: received.append(receive(*a)) or received[-1]
+    )
+    forked = load_history(str(tmp_path), parallel=True)
+    assert received and received[0] is not None and received[0][3]  # the child's records came
+    sequential = load_history(str(tmp_path))
+    reread = integrity_findings(dataclasses.replace(sequential, integrity=None))
+    assert {(f.kind, f.version) for f in reread} >= {
+        ("remove_of_unknown_file", 3),
+        ("duplicate_active_file", 4),
+        ("protocol_violation", 6),
+        ("metrics_mismatch", 6),
+        ("remove_of_unknown_file", 7),
+    }
+    assert integrity_findings(forked) == integrity_findings(sequential) == reread
+    # The child's commit sizes come back too: health needs no stat listing of the log.
+    from audit.core.health import log_sizes
+
+    assert forked.listing.commit_sizes == log_sizes(forked.get_log())
