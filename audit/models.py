@@ -38,13 +38,14 @@ def _count_per_table(severity: Severity, attention: bool) -> RawSQL:
     # over every finding, and a paginator's COUNT(*) needs none of it. Written as SQL because
     # the ORM spent ~3 ms per Subquery building them (six per tables-list request, profiled
     # at 1M commits): the list is cold whenever any table is tailed. Same rows as OPEN and
-    # NEEDS_ATTENTION below.
+    # NEEDS_ATTENTION above.
+    finding, table = Finding._meta.db_table, Table._meta.db_table
     sql = (
-        'SELECT COUNT(*) FROM "audit_finding" WHERE "audit_finding"."table_id" = "audit_table"."id"'
-        ' AND "audit_finding"."status" = %s AND "audit_finding"."severity" = %s'
+        f'SELECT COUNT(*) FROM "{finding}" WHERE "{finding}"."table_id" = "{table}"."id"'
+        f' AND "{finding}"."status" = %s AND "{finding}"."severity" = %s'
     )
     if attention:
-        sql += ' AND "audit_finding"."acknowledged_at" IS NULL'
+        sql += f' AND "{finding}"."acknowledged_at" IS NULL'
     return RawSQL(sql, ("open", str(severity)), output_field=IntegerField())
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from audit.core.jsonsafe import json_default, json_safe  # noqa: F401  (re-exported)
+from audit.core.jsonsafe import json_safe
 from audit.core.model import (
     EMPTY_SET,
     CommitSummary,

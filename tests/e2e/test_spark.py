@@ -19,6 +19,7 @@ from audit import ingest
 from audit.core import serialize
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError
+from audit.core.jsonsafe import json_safe
 from audit.core.model import Finding, Predicate
 from audit.core.summary import load_history
 from audit.models import Commit, Table
@@ -376,4 +377,4 @@ def test_hostile_values_survive_the_round_trip():
     back = serialize.finding_from_row(serialize.finding_to_row(finding))
     assert back.witness == {"sample_rows": [{"day": "2024-01-02", "amount": "1.50"}]}
     assert back.details == {"paths": ["a", "b"], "big": str(2**70)}
-    assert ingest.json_safe(finding.witness) == back.witness  # stored alike by either path
+    assert json_safe(finding.witness) == back.witness  # stored alike by either path
