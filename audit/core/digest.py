@@ -24,6 +24,11 @@ from audit.core.log.coerce import _partition_values
 from audit.core.log.commits import _SlowPath, load_actions, split_actions
 from audit.core.model import EMPTY_SET, Commit, PartitionKey, PartitionValues, partition_key
 
+# Entries of the shared-dict cache before it starts afresh: the common values (a few facts
+# combinations, the parameters of appends) are back after a few commits.
+_SHARED_LIMIT = 4096
+_EMPTY_DICT: dict[Any, Any] = {}
+
 
 class Interner:
     """One shared instance per distinct partition key and partition set across a history.
@@ -32,12 +37,36 @@ class Interner:
     frozensets keeps 100k summaries from holding 100k copies of each.
     """
 
-    __slots__ = ("_keys", "_sets", "_texts")
+    __slots__ = ("_keys", "_sets", "_texts", "_dicts")
 
-    def __init__(self) -> None:
+    def __init__(self, share_dicts: bool = False) -> None:
         self._keys: dict[PartitionKey, PartitionKey] = {}
         self._sets: dict[frozenset[PartitionKey], frozenset[PartitionKey]] = {}
         self._texts: dict[str, str] = {}
+        # Shared dicts (facts, decoded operation parameters) only for histories nobody edits in
+        # place: the Spark job re-derives facts on its summaries, so its interner shares none.
+        self._dicts: dict[Any, Any] | None = {} if share_dicts else None
+
+    @property
+    def shares_dicts(self) -> bool:
+        return self._dicts is not None
+
+    def empty_dict(self) -> dict[Any, Any]:
+        """An empty dict: one shared instance when dicts are shared (most commits have no txn)."""
+        return _EMPTY_DICT if self._dicts is not None else {}
+
+    def cached(self, key: Any) -> Any:
+        """What `remember` stored under `key` (None: nothing, or dicts are not shared)."""
+        return None if self._dicts is None else self._dicts.get(key)
+
+    def remember(self, key: Any, value: Any) -> Any:
+        """Keep `value` for `key` (bounded: a log of unique values must not grow the cache)."""
+        shared = self._dicts
+        if shared is not None:
+            if len(shared) >= _SHARED_LIMIT:
+                shared.clear()
+            shared[key] = value
+        return value
 
     def text(self, value: str | None) -> str | None:
         """One copy of a repeated string (operation, engineInfo, isolation level)."""

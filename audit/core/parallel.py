@@ -74,7 +74,7 @@ def summarize_log_parallel(
     """`summarize_log` over start..end, on two processes when the range is long enough.
 
     `tap` observes every commit in version order (the child's through its records)."""
-    interner = Interner()
+    interner = Interner(share_dicts=True)
     sink = tap.observe_refs if tap is not None else None
     versions = log.listing.commit_versions
     start = versions[0] if start is None and versions else start

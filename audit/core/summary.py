@@ -259,7 +259,7 @@ def summarize_log(
     commit with its files as integrity refs, from this same parse.
     """
     store, listing = log.store, log.listing
-    interner = interner or Interner()
+    interner = interner or Interner(share_dicts=True)
     summaries: list[CommitSummary] = []
     append = summaries.append
     sizes = listing.commit_sizes
@@ -299,9 +299,11 @@ def rederive_isolation(
         if summary.facts["isolation_level"] != ReadVersionFact.RECORDED:
             level = effective_isolation_level(summary.engine, properties)
             summary.isolation_level = interner.text(level)
-            summary.facts["isolation_level"] = (
-                ReadVersionFact.DERIVED if level else ReadVersionFact.UNKNOWN
-            )
+            # A new dict: the summaries of a log share their facts dicts (Interner).
+            summary.facts = {
+                **summary.facts,
+                "isolation_level": ReadVersionFact.DERIVED if level else ReadVersionFact.UNKNOWN,
+            }
 
 
 def summarize_commits(
