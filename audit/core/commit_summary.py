@@ -424,6 +424,8 @@ def _timestamp(info: dict[str, Any], file_time: int | None) -> tuple[int | None,
 
 
 def _as_int(value: Any) -> int | None:
+    if type(value) is int:  # the common case first (a bool is not of type int)
+        return value
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -442,6 +444,6 @@ def _as_bool(value: Any) -> bool | None:
 
 
 def _as_str(value: Any) -> str | None:
-    if value is None:
-        return None
+    if value is None or type(value) is str:
+        return value
     return value if isinstance(value, str) else str(value)

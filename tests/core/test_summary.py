@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import orjson
 import pyarrow as pa
@@ -25,6 +26,7 @@ from audit.core.summary import (
     summarize_commits,
 )
 from tests.support import scenarios
+from tests.support.hand_commits import write_commit
 from tests.support.paths import DELTA_TABLES
 
 TABLES = DELTA_TABLES
@@ -242,15 +244,25 @@ def _appends(path: str, count: int) -> None:
 
 def test_a_whole_log_s_summaries_share_their_facts_and_parameters(tmp_path):
     path = str(tmp_path / "t")
-    _appends(path, 4)
+    _appends(path, 1)
+    # Hand-written appends: delta-rs writes its parameters in no fixed key order (and a
+    # different order is a different dict: the report keeps the log's order).
+    info = {"operationParameters": {"mode": "Append", "partitionBy": '["p"]'}}
+    for version in (1, 2, 3):
+        write_commit(Path(path), version, info=info)
     summaries = load_history(path).summaries
     first, *rest = summaries[1:]
     for other in rest:  # equal appends: one dict each for all of them, not one per commit
         assert other.facts is first.facts
         assert other.operation_parameters is first.operation_parameters
         assert other.app_ids is first.app_ids == {}
-    assert first.facts["isolation_level"] == "derived"
-    assert first.operation_parameters["mode"] == "Append"
+    assert first.facts == {
+        "timestamp": "recorded",
+        "read_version": "unknown",
+        "blind_append": "derived",
+        "isolation_level": "unknown",
+    }
+    assert first.operation_parameters == {"mode": "Append", "partitionBy": ["p"]}
 
 
 def test_re_deriving_isolation_leaves_the_other_summaries_shared_facts_alone(tmp_path):
@@ -273,3 +285,16 @@ def test_summaries_for_the_spark_job_share_no_dicts(tmp_path):
     assert one.facts == two.facts and one.facts is not two.facts
     assert one.operation_parameters is not two.operation_parameters
     assert one.app_ids is not two.app_ids
+
+
+def test_a_history_finds_its_summaries_by_version_in_or_out_of_order(tmp_path):
+    path = str(tmp_path / "t")
+    _appends(path, 4)
+    history = load_history(path)
+    assert [history.summary(v).version for v in range(4)] == [0, 1, 2, 3]
+    assert history.summary(4) is None and history.summary(-1) is None
+    one, two, three, four = history.summaries
+    shuffled = dataclasses.replace(history, summaries=[two, one, four, three])
+    assert [shuffled.summary(v) for v in range(4)] == [one, two, three, four]
+    gappy = dataclasses.replace(history, summaries=[one, three, four])
+    assert (gappy.summary(1), gappy.summary(2), gappy.summary(3)) == (None, three, four)
