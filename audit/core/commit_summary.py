@@ -170,13 +170,8 @@ def summarize_digest(
         commit.version, info, files, parameters, predicate
     )
     isolation_level, isolation_fact = _isolation_level(info, engine, properties)
-    facts = _facts(
-        timestamp_fact,
-        _RECORDED if read_version is not None else _UNKNOWN,
-        blind_append_fact,
-        isolation_fact,
-        interner,
-    )
+    read_version_fact = _RECORDED if read_version is not None else _UNKNOWN
+    facts = _facts(timestamp_fact, read_version_fact, blind_append_fact, isolation_fact, interner)
     metrics, job = info.get("operationMetrics"), info.get("job")
     domains, txns = commit.domain_metadata, commit.txns
     # Positional, in _SUMMARY_FIELDS order: a call naming 38 keywords costs several times the
