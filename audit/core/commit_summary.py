@@ -53,6 +53,8 @@ _SPARK, _DATABRICKS, _DELTA_RS = Engine.SPARK, Engine.DATABRICKS, Engine.DELTA_R
 _OTHER_ENGINE, _UNKNOWN_ENGINE = Engine.OTHER, Engine.UNKNOWN
 # One shared empty set: most commits remove nothing, and an empty frozenset costs 216 bytes.
 EMPTY: frozenset[Any] = EMPTY_SET
+# Marks the facts entries of the interner's shared dicts (other keys are tuples of pairs).
+_FACTS = "facts"
 # Parameters that carry the condition a commit read the table with.
 # delta-rs MERGE keeps the join condition in `mergePredicate` (its `predicate` is only the
 # partition filter it derived), Spark MERGE in `predicate`: the condition comes first.
@@ -160,19 +162,18 @@ def summarize_digest(
 ) -> CommitSummary:
     """The summary of `commit` whose adds and removes were reduced to `files` (not read)."""
     info = commit.commit_info or {}
-    parameters = decode_parameters(info.get("operationParameters"))
+    parameters, predicate = _parameters(info.get("operationParameters"), interner)
     engine = detect_engine(info)
-    predicate = _predicate(parameters)
-    facts: dict[str, Fact] = {}
-    timestamp, facts["timestamp"] = _timestamp(info, commit.file_modification_time)
+    timestamp, timestamp_fact = _timestamp(info, commit.file_modification_time)
     read_version = _as_int(info.get("readVersion"))
-    facts["read_version"] = _RECORDED if read_version is not None else _UNKNOWN
-    blind_append, facts["blind_append"] = _blind_append(
+    blind_append, blind_append_fact = _blind_append(
         commit.version, info, files, parameters, predicate
     )
-    isolation_level, facts["isolation_level"] = _isolation_level(info, engine, properties)
+    isolation_level, isolation_fact = _isolation_level(info, engine, properties)
+    read_version_fact = _RECORDED if read_version is not None else _UNKNOWN
+    facts = _facts(timestamp_fact, read_version_fact, blind_append_fact, isolation_fact, interner)
     metrics, job = info.get("operationMetrics"), info.get("job")
-    domains = commit.domain_metadata
+    domains, txns = commit.domain_metadata, commit.txns
     # Positional, in _SUMMARY_FIELDS order: a call naming 38 keywords costs several times the
     # positional one, and this runs once per commit.
     return CommitSummary(
@@ -205,13 +206,52 @@ def summarize_digest(
         predicate,  # predicate
         commit.metadata is not None,  # metadata_changed
         commit.protocol is not None,  # protocol_changed
-        {t.app_id: t.version for t in commit.txns},  # app_ids
+        {t.app_id: t.version for t in txns} if txns else interner.empty_dict(),  # app_ids
         frozenset(d.domain for d in domains) if domains else EMPTY,  # domains
         files.has_deletion_vectors,  # has_deletion_vectors
         tuple(commit.unknown_actions),  # unknown_actions
         files.compacted_paths,  # compacted_paths
         files.compacted_removed_partitions,  # compacted_removed_partitions
     )
+
+
+def _parameters(raw: Any, interner: Interner) -> tuple[dict[str, Any], Predicate | None]:
+    """The decoded operationParameters and the predicate they carry.
+
+    Most commits of a log repeat a few parameter sets (an append's mode and partitionBy):
+    those are decoded and parsed once and shared when the interner shares dicts. Only
+    all-text parameters are cached by their items: `True == 1` would mix up other values.
+    """
+    key = None
+    if type(raw) is dict and interner.shares_dicts:
+        for value in raw.values():
+            if type(value) is not str:
+                break
+        else:
+            key = tuple(raw.items())
+            cached = interner.cached(key)
+            if cached is not None:
+                return cached
+    parameters = decode_parameters(raw)
+    result = parameters, _predicate(parameters)
+    return result if key is None else interner.remember(key, result)
+
+
+def _facts(
+    timestamp: Fact, read_version: Fact, blind_append: Fact, isolation: Fact, interner: Interner
+) -> dict[str, Fact]:
+    """How a summary's facts were obtained: one of a handful of dicts, shared when allowed."""
+    key = (_FACTS, timestamp, read_version, blind_append, isolation)
+    cached = interner.cached(key)
+    if cached is not None:
+        return cached
+    facts = {
+        "timestamp": timestamp,
+        "read_version": read_version,
+        "blind_append": blind_append,
+        "isolation_level": isolation,
+    }
+    return interner.remember(key, facts)
 
 
 def _blind_append(
@@ -379,6 +419,8 @@ def _timestamp(info: dict[str, Any], file_time: int | None) -> tuple[int | None,
 
 
 def _as_int(value: Any) -> int | None:
+    if type(value) is int:  # the common case first (a bool is not of type int)
+        return value
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -397,6 +439,6 @@ def _as_bool(value: Any) -> bool | None:
 
 
 def _as_str(value: Any) -> str | None:
-    if value is None:
-        return None
+    if value is None or type(value) is str:
+        return value
     return value if isinstance(value, str) else str(value)

@@ -19,10 +19,16 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from audit.core.integrity_refs import FileRef
 from audit.core.log.actions import _file_path, _Malformed
 from audit.core.log.coerce import _partition_values
 from audit.core.log.commits import _SlowPath, load_actions, split_actions
 from audit.core.model import EMPTY_SET, Commit, PartitionKey, PartitionValues, partition_key
+
+# Entries of the shared-dict cache before it starts afresh: the common values (a few facts
+# combinations, the parameters of appends) are back after a few commits.
+_SHARED_LIMIT = 4096
+_EMPTY_DICT: dict[Any, Any] = {}
 
 
 class Interner:
@@ -32,12 +38,36 @@ class Interner:
     frozensets keeps 100k summaries from holding 100k copies of each.
     """
 
-    __slots__ = ("_keys", "_sets", "_texts")
+    __slots__ = ("_keys", "_sets", "_texts", "_dicts")
 
-    def __init__(self) -> None:
+    def __init__(self, share_dicts: bool = False) -> None:
         self._keys: dict[PartitionKey, PartitionKey] = {}
         self._sets: dict[frozenset[PartitionKey], frozenset[PartitionKey]] = {}
         self._texts: dict[str, str] = {}
+        # Shared dicts (facts, decoded operation parameters) only for histories nobody edits in
+        # place: the Spark job re-derives facts on its summaries, so its interner shares none.
+        self._dicts: dict[Any, Any] | None = {} if share_dicts else None
+
+    @property
+    def shares_dicts(self) -> bool:
+        return self._dicts is not None
+
+    def empty_dict(self) -> dict[Any, Any]:
+        """An empty dict: one shared instance when dicts are shared (most commits have no txn)."""
+        return _EMPTY_DICT if self._dicts is not None else {}
+
+    def cached(self, key: Any) -> Any:
+        """What `remember` stored under `key` (None: nothing, or dicts are not shared)."""
+        return None if self._dicts is None else self._dicts.get(key)
+
+    def remember(self, key: Any, value: Any) -> Any:
+        """Keep `value` for `key` (bounded: a log of unique values must not grow the cache)."""
+        shared = self._dicts
+        if shared is not None:
+            if len(shared) >= _SHARED_LIMIT:
+                shared.clear()
+            shared[key] = value
+        return value
 
     def text(self, value: str | None) -> str | None:
         """One copy of a repeated string (operation, engineInfo, isolation level)."""
@@ -78,39 +108,50 @@ def digest_commit(version: int, data: bytes, interner: Interner) -> tuple[Commit
 
     The returned `Commit` carries everything but `adds` and `removes` (left empty).
     """
-    digested = digest_actions(version, data, interner)
+    digested = digest_refs(version, data, interner)
     return None if digested is None else digested[:2]
 
 
-def digest_actions(
+def digest_refs(
     version: int, data: bytes, interner: Interner
-) -> tuple[Commit, FileFacts, list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """As `digest_commit`, plus the add and remove dicts (integrity reads them: one parse)."""
+) -> tuple[Commit, FileFacts, list[FileRef], list[FileRef]] | None:
+    """As `digest_commit`, plus the adds and removes as integrity refs, built on the same pass
+    over the actions (the integrity checks read them: one parse, one walk)."""
     try:
-        actions = load_actions(data)  # as `parse_commit`'s fast path
+        actions = load_actions(data)
     except orjson.JSONDecodeError:
         return None
     if not actions:
         return None
     commit = Commit(version=version)
+    add_refs: list[FileRef] = []
+    remove_refs: list[FileRef] = []
     try:
         adds, removes = split_actions(actions, commit, None)
-        return commit, file_facts(adds, removes, interner), adds, removes
+        files = file_facts(adds, removes, interner, (add_refs, remove_refs))
+        return commit, files, add_refs, remove_refs
     except (_SlowPath, _Malformed):
         return None
 
 
 def file_facts(
-    adds: list[dict[str, Any]], removes: list[dict[str, Any]], interner: Interner
+    adds: list[dict[str, Any]],
+    removes: list[dict[str, Any]],
+    interner: Interner,
+    refs: tuple[list[FileRef], list[FileRef]] | None = None,
 ) -> FileFacts:
     """Reduce add/remove action dicts as summary._data_files does their objects.
 
     Sets are filled in action order, as there, so they iterate in the same order too.
+    `refs`, when given, receives each add and remove as a `FileRef` (integrity_refs).
     """
     key = interner.key
-    files_added, bytes_added, added_keys, added, compacted, _ = _file_side(adds, "add", key)
+    add_refs, remove_refs = refs if refs is not None else (None, None)
+    files_added, bytes_added, added_keys, added, compacted, _ = _file_side(
+        adds, "add", key, add_refs
+    )
     files_removed, bytes_removed, removed_keys, removed, kept, compacted_keys = _file_side(
-        removes, "remove", key
+        removes, "remove", key, remove_refs
     )
     removed_paths = frozenset(removed) if files_removed else EMPTY_SET
     every_remove_changes = not kept
@@ -140,18 +181,47 @@ def file_facts(
 
 
 def _file_side(
-    actions: list[dict[str, Any]], action: str, key: Callable[[PartitionValues], PartitionKey]
+    actions: list[dict[str, Any]],
+    action: str,
+    key: Callable[[PartitionValues], PartitionKey],
+    refs: list[FileRef] | None = None,
 ) -> tuple[int, int, set[PartitionKey], list[str], list[str], set[PartitionKey]]:
     """Count, bytes, partitions and paths of the data-changing `actions`; paths and
-    partitions of the others (compaction: dataChange is the boolean false)."""
+    partitions of the others (compaction: dataChange is the boolean false). Each action
+    also goes to `refs` as a FileRef, coerced as integrity_refs.refs_of_actions does."""
     count = total = 0
     keys: set[PartitionKey] = set()
     paths: list[str] = []
     other_paths: list[str] = []
     other_keys: set[PartitionKey] = set()
+    is_add = action == "add"
     for item in actions:
         path = _file_path(item, action)
-        if item.get("dataChange") is False:
+        change = item.get("dataChange")
+        if refs is not None:
+            dv = item.get("deletionVector")
+            if is_add:
+                stats, row_id = item.get("stats"), item.get("baseRowId")
+                refs.append(
+                    FileRef(
+                        path,
+                        change if type(change) is bool else True,
+                        dv if type(dv) is dict else None,
+                        stats if type(stats) is str else None,
+                        row_id if type(row_id) is int else None,
+                    )
+                )
+            else:
+                refs.append(
+                    FileRef(
+                        path,
+                        change if type(change) is bool else True,
+                        dv if type(dv) is dict else None,
+                        None,
+                        None,
+                    )
+                )
+        if change is False:
             other_paths.append(path)
             other_keys.add(key(_partition_values(item.get("partitionValues"))))
             continue

@@ -36,7 +36,10 @@ def one_line(value: str | BaseException, limit: int = 500, empty: str | None = N
     """
     text = str(value)
     for line in text.splitlines():
-        flat = " ".join("".join(ch if ch.isprintable() else " " for ch in line).split())
+        # Most lines are printable already: only the others are rebuilt character by character.
+        if not line.isprintable():
+            line = "".join(ch if ch.isprintable() else " " for ch in line)
+        flat = " ".join(line.split())
         if flat:
             return flat if len(flat) <= limit else flat[: max(limit - 3, 0)] + "..."
     if empty is not None:

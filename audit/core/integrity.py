@@ -28,7 +28,7 @@ the active files.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +67,8 @@ _REMOVED_METRICS = (
     "numTargetFilesRemoved",
     "num_removed_files",
 )
+# Every metric the metric check may compare with the actions (RESTORE's included).
+_FILE_METRICS = frozenset(_ADDED_METRICS + _REMOVED_METRICS + ("numRestoredFiles",))
 _WRITE_OPERATIONS = frozenset(
     {
         Operation.WRITE,
@@ -156,6 +158,8 @@ class IntegrityChecker:
         """Check one commit: its non-file actions in `commit`, its files as refs."""
         if commit.protocol is not None:
             self.protocol = commit.protocol
+        if not removes and self._observe_append(commit, adds):
+            return
         info = commit.commit_info or {}
         metrics = info.get("operationMetrics")
         facts = _Commit(
@@ -167,7 +171,7 @@ class IntegrityChecker:
             metrics if isinstance(metrics, dict) else {},
             info.get("operation") if isinstance(info.get("operation"), str) else None,
         )
-        self._protocol_checks(facts)
+        self._protocol_checks(commit, adds, removes)
         self._metric_checks(facts)
         replaced = self._remove_checks(facts)
         replaced += self._add_checks(facts)
@@ -179,6 +183,26 @@ class IntegrityChecker:
             removed_at[key] = version
         for key, add in facts.added_keys.items():
             live[key] = (version, add)
+
+    def _observe_append(self, commit: Commit, adds: list[FileRef]) -> bool:
+        """The fast path of a commit that only adds new paths (most of a log): only the
+        protocol can object to it. False, having changed nothing, for anything else.
+
+        The full path would find nothing either: no remove to judge, no active or repeated
+        path to call a duplicate, no file-count metric to contradict, no rewrite.
+        """
+        metrics = (commit.commit_info or {}).get("operationMetrics")
+        if isinstance(metrics, dict) and not _FILE_METRICS.isdisjoint(metrics):
+            return False
+        live = self.live
+        keys = [path_key(add.path) for add in adds]
+        if len(set(keys)) != len(keys) or any(key in live for key in keys):
+            return False
+        self._protocol_checks(commit, adds, ())
+        version = commit.version
+        for key, add in zip(keys, adds, strict=True):
+            live[key] = (version, add)
+        return True
 
     # ------------------------------------------------------------------ files
 
@@ -278,8 +302,10 @@ class IntegrityChecker:
 
     # ------------------------------------------------------------------ protocol
 
-    def _protocol_checks(self, facts: _Commit) -> None:
-        protocol, commit = self.protocol, facts.commit
+    def _protocol_checks(
+        self, commit: Commit, adds: list[FileRef], removes: Sequence[FileRef]
+    ) -> None:
+        protocol = self.protocol
         if protocol is None:
             return  # a log without a protocol action: nothing to hold actions against
         if self._allowed[0] is not protocol:
@@ -294,9 +320,7 @@ class IntegrityChecker:
             return
         problems: list[str] = []
         paths: list[str] = []
-        dv_files = (
-            [] if dv_ok else [f.path for f in (*facts.adds, *facts.removes) if f.deletion_vector]
-        )
+        dv_files = [] if dv_ok else [f.path for f in (*adds, *removes) if f.deletion_vector]
         if dv_files:
             problems.append("deletion vectors without the deletionVectors table feature")
             paths += dv_files
@@ -305,7 +329,7 @@ class IntegrityChecker:
             problems.append(
                 f"domainMetadata ({', '.join(domains)}) without the domainMetadata feature"
             )
-        row_ids = [] if row_ids_ok else [a.path for a in facts.adds if a.base_row_id is not None]
+        row_ids = [] if row_ids_ok else [a.path for a in adds if a.base_row_id is not None]
         if row_ids:
             problems.append("row ids (baseRowId) without the rowTracking feature")
             paths += row_ids

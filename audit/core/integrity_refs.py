@@ -2,16 +2,16 @@
 whole commit (`IntegrityRecord`).
 
 integrity.py judges refs, not `AddFile`/`RemoveFile` objects, so the one-shot audit checks
-the action dicts digest.py already decoded (`refs_of_actions`) instead of re-reading and
-re-parsing every commit file into model objects; histories built elsewhere convert their
-parsed commits (`refs_of_commit`). A record is what the forked child of parallel.py sends
+refs that digest.py builds on its own walk over the action dicts it decoded
+(`digest.digest_refs`, with the coercions of `_add_from`/`_remove_from`) instead of
+re-reading and re-parsing every commit file into model objects; histories built elsewhere
+convert their parsed commits (`refs_of_commit`). A record is what the forked child of parallel.py sends
 the parent for each of its commits: plain tuples, cheap to pickle.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
-from urllib.parse import unquote
 
 from audit.core.model import AddFile, Commit, Protocol, RemoveFile
 
@@ -36,47 +36,6 @@ def ref_of(file: AddFile | RemoveFile) -> FileRef:
 
 def refs_of_commit(commit: Commit) -> tuple[list[FileRef], list[FileRef]]:
     return [ref_of(a) for a in commit.adds], [ref_of(r) for r in commit.removes]
-
-
-def refs_of_actions(
-    adds: list[dict[str, Any]], removes: list[dict[str, Any]]
-) -> tuple[list[FileRef], list[FileRef]]:
-    """The refs of raw add/remove dicts, with the coercions of `_add_from`/`_remove_from`.
-
-    Only for dicts digest.py accepted: every path is a non-empty string (`_file_path`, inlined
-    here because this runs once per action of the whole log).
-    """
-    add_refs = []
-    for d in adds:
-        path, change, dv, stats = (
-            d["path"],
-            d.get("dataChange"),
-            d.get("deletionVector"),
-            d.get("stats"),
-        )
-        row_id = d.get("baseRowId")
-        add_refs.append(
-            FileRef(
-                unquote(path) if "%" in path else path,
-                change if type(change) is bool else True,
-                dv if type(dv) is dict else None,
-                stats if type(stats) is str else None,
-                row_id if type(row_id) is int else None,
-            )
-        )
-    remove_refs = []
-    for d in removes:
-        path, change, dv = d["path"], d.get("dataChange"), d.get("deletionVector")
-        remove_refs.append(
-            FileRef(
-                unquote(path) if "%" in path else path,
-                change if type(change) is bool else True,
-                dv if type(dv) is dict else None,
-                None,
-                None,
-            )
-        )
-    return add_refs, remove_refs
 
 
 # What the checks read of one commit, as a tuple that pickles cheaply: version, the commitInfo

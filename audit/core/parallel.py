@@ -41,8 +41,11 @@ from audit.core.summary import (
 
 # Below this many commits a fork costs more than it saves.
 MIN_PARALLEL_COMMITS = 20_000
-# The child's share: it also pays for pickling, the parent only for unpickling.
-CHILD_SHARE = 0.45
+# The child's share. The child also pays for pickling (~15 us a commit); the parent, for each
+# of the child's commits, unpickles it and replays its integrity record (~17 us together)
+# besides summarising its own share (~55 us a commit, 100k bench log, one process): the two
+# finish together near 0.55-0.57. (0.45 dated from before the parent replayed the records.)
+CHILD_SHARE = 0.55
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(CommitSummary))
 _as_row = operator.attrgetter(*_FIELDS)
@@ -74,7 +77,7 @@ def summarize_log_parallel(
     """`summarize_log` over start..end, on two processes when the range is long enough.
 
     `tap` observes every commit in version order (the child's through its records)."""
-    interner = Interner()
+    interner = Interner(share_dicts=True)
     sink = tap.observe_refs if tap is not None else None
     versions = log.listing.commit_versions
     start = versions[0] if start is None and versions else start

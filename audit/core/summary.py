@@ -28,9 +28,9 @@ from audit.core.commit_summary import (
     summarize_commit,
     summarize_digest,
 )
-from audit.core.digest import Interner, digest_actions
+from audit.core.digest import Interner, digest_refs
 from audit.core.integrity import IntegrityTap
-from audit.core.integrity_refs import FileRef, refs_of_actions, refs_of_commit
+from audit.core.integrity_refs import FileRef, refs_of_commit
 from audit.core.log import (
     DeltaLog,
     apply_commit,
@@ -101,7 +101,10 @@ class History(ListingVersions):
     _log: DeltaLog | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self._by_version = {s.version: s for s in self.summaries}
+        summaries = self.summaries
+        # Versions in a row (every whole log): found by position, no dict of 1M entries.
+        if not summaries or summaries[-1].version - summaries[0].version != len(summaries) - 1:
+            self._by_version = {s.version: s for s in summaries}
 
     def get_log(self) -> DeltaLog:
         if self._log is None:
@@ -109,7 +112,17 @@ class History(ListingVersions):
         return self._log
 
     def summary(self, version: int) -> CommitSummary | None:
-        return self._by_version.get(version)
+        if self._by_version or not self.summaries:
+            return self._by_version.get(version)
+        summaries = self.summaries
+        index = version - summaries[0].version
+        if not 0 <= index < len(summaries):
+            return None
+        found = summaries[index]
+        if found.version != version:  # not in version order after all: index them
+            self._by_version = {s.version: s for s in summaries}
+            return self._by_version.get(version)
+        return found
 
     def metadata_at(self, version: int) -> Metadata | None:
         return _value_at(self.metadata_timeline, version)
@@ -254,18 +267,18 @@ def summarize_log(
 ) -> list[CommitSummary]:
     """`summarize_commits` over the commit files start..end, without building file objects.
 
-    Each file goes through `digest_actions`; the rare one it declines is parsed exactly by
+    Each file goes through `digest_refs`; the rare one it declines is parsed exactly by
     `parse_commit`, which also raises the error naming a malformed line. `sink` gets every
     commit with its files as integrity refs, from this same parse.
     """
     store, listing = log.store, log.listing
-    interner = interner or Interner()
+    interner = interner or Interner(share_dicts=True)
     summaries: list[CommitSummary] = []
     append = summaries.append
     sizes = listing.commit_sizes
     for version, data in iter_commit_files(store, listing, start, end):
         sizes[version] = len(data)
-        digested = digest_actions(version, data, interner)
+        digested = digest_refs(version, data, interner)
         if digested is None:
             commit = parse_commit(version, data)
             files = file_facts_of(commit, interner)
@@ -274,7 +287,7 @@ def summarize_log(
         else:
             commit, files, adds, removes = digested
             if sink is not None:
-                sink(commit, *refs_of_actions(adds, removes))
+                sink(commit, adds, removes)
         set_file_time(store, commit, listing)
         if commit.metadata is not None:
             metadata_timeline.append((version, commit.metadata))
@@ -299,9 +312,11 @@ def rederive_isolation(
         if summary.facts["isolation_level"] != ReadVersionFact.RECORDED:
             level = effective_isolation_level(summary.engine, properties)
             summary.isolation_level = interner.text(level)
-            summary.facts["isolation_level"] = (
-                ReadVersionFact.DERIVED if level else ReadVersionFact.UNKNOWN
-            )
+            # A new dict: the summaries of a log share their facts dicts (Interner).
+            summary.facts = {
+                **summary.facts,
+                "isolation_level": ReadVersionFact.DERIVED if level else ReadVersionFact.UNKNOWN,
+            }
 
 
 def summarize_commits(

@@ -17,8 +17,10 @@ import pytest
 
 from audit.core import parallel
 from audit.core.audit import audit_history
+from audit.core.digest import Interner, digest_refs
 from audit.core.errors import DeltaAuditError
-from audit.core.log import open_log
+from audit.core.integrity_refs import refs_of_commit
+from audit.core.log import iter_commit_files, open_log, parse_commit
 from audit.core.report import build_report
 from audit.core.summary import History, load_history, summarize_commits
 from tests.support.paths import DELTA_TABLES, ROOT
@@ -197,3 +199,50 @@ def test_the_streamed_report_is_byte_identical_to_one_dump(bench_log, monkeypatc
             out = io.BytesIO()
             write_json(streamed, out)
             assert out.getvalue() == orjson.dumps(whole, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+
+
+def _refs_on_both_paths(path: Path) -> tuple[int, int]:
+    """Compare digest_refs's refs with those of the parsed commits; (commits, refs) compared."""
+    log = open_log(str(path))
+    interner, compared, refs = Interner(), 0, 0
+    for version, data in iter_commit_files(log.store, log.listing):
+        digested = digest_refs(version, data, interner)
+        if digested is None:
+            continue  # the exact path takes it (refs_of_commit)
+        expected = refs_of_commit(parse_commit(version, data))
+        assert digested[2:] == expected, (path, version)
+        compared, refs = compared + 1, refs + len(expected[0]) + len(expected[1])
+    return compared, refs
+
+
+def test_the_digest_s_integrity_refs_equal_those_of_the_parsed_commits(bench_log):
+    # Coercions included: dataChange absent or not a bool, empty or odd deletion vectors,
+    # stats and baseRowId of the wrong type, URL-encoded paths.
+    compared = refs = 0
+    for path in [*_every_table(), bench_log]:
+        try:
+            done = _refs_on_both_paths(path)
+        except DeltaAuditError:
+            continue  # an unreadable log: the exact path's error, compared above
+        compared, refs = compared + done[0], refs + done[1]
+    assert compared > 1500 and refs > 3000
+
+
+def test_the_digest_s_refs_coerce_odd_values_as_the_parsed_commit_does():
+    odd = [
+        {"commitInfo": {"operation": "WRITE"}},
+        {"add": {"path": "a%20b.parquet", "size": 1, "partitionValues": {}}},  # no dataChange
+        {"add": {"path": "c.parquet", "dataChange": "false", "deletionVector": {}}},
+        {"add": {"path": "d.parquet", "dataChange": False, "deletionVector": [1]}},
+        {"add": {"path": "e.parquet", "stats": {"numRecords": 1}, "baseRowId": "3"}},
+        {"add": {"path": "f.parquet", "stats": '{"numRecords":2}', "baseRowId": 4}},
+        {"remove": {"path": "g%2Fh.parquet", "dataChange": None, "deletionVector": {}}},
+        {"remove": {"path": "i.parquet", "dataChange": False, "deletionVector": {"x": 1}}},
+    ]
+    data = b"\n".join(orjson.dumps(action) for action in odd)
+    digested = digest_refs(7, data, Interner())
+    assert digested is not None  # the digest takes it: the coercions are its own
+    adds, removes = refs_of_commit(parse_commit(7, data))
+    assert digested[2:] == (adds, removes)
+    assert [a.data_change for a in adds] == [True, True, False, True, True]
+    assert [r.path for r in removes] == ["g/h.parquet", "i.parquet"]

@@ -345,3 +345,56 @@ def test_the_forked_child_s_commits_are_checked_as_the_sequential_pass_does(tmp_
     from audit.core.health import log_sizes
 
     assert forked.listing.commit_sizes == log_sizes(forked.get_log())
+
+
+# --------------------------------------------------------------------------- add-only commits
+# Most commits only add new paths and take IntegrityChecker's fast path; these add-only
+# commits each break one rule and must still be judged by the full checks.
+
+
+def test_an_add_only_commit_with_lying_file_metrics_is_found(tmp_path):
+    adds = base_actions(tmp_path)
+    new = {**adds[0], "path": "day=2024-01-01/new.parquet"}
+    write_commit(
+        tmp_path,
+        2,
+        changed_add(new),
+        info={"operation": "WRITE", "operationMetrics": {"numAddedFiles": 2}},
+    )
+    (finding,) = _found(tmp_path)
+    assert (finding.kind, finding.version) == ("metrics_mismatch", 2)
+    assert finding.witness["metrics"] == {"numAddedFiles": {"reported": 2, "actions": 1}}
+
+
+def test_an_add_only_commit_adding_one_new_path_twice_is_a_duplicate(tmp_path):
+    adds = base_actions(tmp_path)
+    new = {**adds[0], "path": "day=2024-01-01/new.parquet"}
+    write_commit(tmp_path, 2, changed_add(new), changed_add(new))
+    (finding,) = _found(tmp_path)
+    assert (finding.kind, finding.version) == ("duplicate_active_file", 2)
+    assert finding.witness["paths"] == [new["path"]]
+
+
+def test_an_add_only_commit_with_row_ids_on_an_old_protocol_is_found(tmp_path):
+    adds = base_actions(tmp_path)
+    new = {**adds[0], "path": "day=2024-01-01/new.parquet", "baseRowId": 7}
+    write_commit(tmp_path, 2, changed_add(new))
+    (finding,) = _found(tmp_path)
+    assert (finding.kind, finding.version) == ("protocol_violation", 2)
+    assert "rowTracking" in finding.summary
+
+
+def test_paths_added_by_the_fast_path_are_live_for_later_commits(tmp_path):
+    adds = base_actions(tmp_path)
+    new = {**adds[0], "path": "day=2024-01-01/new.parquet"}
+    write_commit(tmp_path, 2, changed_add(new))
+    write_commit(tmp_path, 3, _remove(new), info={"operation": "DELETE", "readVersion": 2})
+    write_commit(tmp_path, 4, changed_add(new))  # re-added after its remove: legal
+    assert _found(tmp_path) == []
+    write_commit(tmp_path, 5, changed_add(new))  # active since v4: a duplicate
+    (finding,) = _found(tmp_path)
+    assert (finding.kind, finding.version, finding.related_versions) == (
+        "duplicate_active_file",
+        5,
+        [4],
+    )

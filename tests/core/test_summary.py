@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import orjson
 import pyarrow as pa
@@ -11,6 +12,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from audit.core import serialize
 from audit.core.audit import TableContext, read_scope
+from audit.core.digest import Interner
 from audit.core.log import open_log, parse_commit
 from audit.core.summary import (
     EMPTY,
@@ -19,9 +21,12 @@ from audit.core.summary import (
     effective_isolation_level,
     history_from_log,
     load_history,
+    rederive_isolation,
     summarize_commit,
+    summarize_commits,
 )
 from tests.support import scenarios
+from tests.support.hand_commits import write_commit
 from tests.support.paths import DELTA_TABLES
 
 TABLES = DELTA_TABLES
@@ -229,3 +234,67 @@ def test_compaction_fields_survive_the_row_round_trip_and_default_for_older_rows
     del nested["compacted_paths"], nested["compacted_removed_partitions"]
     older = serialize.summary_from_row({**row, "nested": orjson.dumps(nested).decode()})
     assert older.compacted_paths is EMPTY and older.compacted_removed_partitions is EMPTY
+
+
+def _appends(path: str, count: int) -> None:
+    write_deltalake(path, pa.table({"a": [0], "p": ["x"]}), partition_by=["p"])
+    for i in range(1, count):
+        write_deltalake(path, pa.table({"a": [i], "p": ["x"]}), mode="append")
+
+
+def test_a_whole_log_s_summaries_share_their_facts_and_parameters(tmp_path):
+    path = str(tmp_path / "t")
+    _appends(path, 1)
+    # Hand-written appends: delta-rs writes its parameters in no fixed key order (and a
+    # different order is a different dict: the report keeps the log's order).
+    info = {"operationParameters": {"mode": "Append", "partitionBy": '["p"]'}}
+    for version in (1, 2, 3):
+        write_commit(Path(path), version, info=info)
+    summaries = load_history(path).summaries
+    first, *rest = summaries[1:]
+    for other in rest:  # equal appends: one dict each for all of them, not one per commit
+        assert other.facts is first.facts
+        assert other.operation_parameters is first.operation_parameters
+        assert other.app_ids is first.app_ids == {}
+    assert first.facts == {
+        "timestamp": "recorded",
+        "read_version": "unknown",
+        "blind_append": "derived",
+        "isolation_level": "unknown",
+    }
+    assert first.operation_parameters == {"mode": "Append", "partitionBy": ["p"]}
+
+
+def test_re_deriving_isolation_leaves_the_other_summaries_shared_facts_alone(tmp_path):
+    path = str(tmp_path / "t")
+    _appends(path, 3)
+    one, two = load_history(path).summaries[1:]
+    assert one.facts is two.facts
+    rederive_isolation([one], {"delta.isolationLevel": "snapshotIsolation"}, Interner())
+    assert one.isolation_level == "SnapshotIsolation"
+    assert one.facts is not two.facts and one.facts == two.facts  # its own copy, same facts
+    one.facts["isolation_level"] = "unknown"
+    assert two.facts["isolation_level"] == "derived"
+
+
+def test_summaries_for_the_spark_job_share_no_dicts(tmp_path):
+    # workers/spark_job.py re-derives facts in place on what summarize_commits returns.
+    path = str(tmp_path / "t")
+    _appends(path, 3)
+    one, two = list(summarize_commits(open_log(path).iter_commits(), [], []))[1:]
+    assert one.facts == two.facts and one.facts is not two.facts
+    assert one.operation_parameters is not two.operation_parameters
+    assert one.app_ids is not two.app_ids
+
+
+def test_a_history_finds_its_summaries_by_version_in_or_out_of_order(tmp_path):
+    path = str(tmp_path / "t")
+    _appends(path, 4)
+    history = load_history(path)
+    assert [history.summary(v).version for v in range(4)] == [0, 1, 2, 3]
+    assert history.summary(4) is None and history.summary(-1) is None
+    one, two, three, four = history.summaries
+    shuffled = dataclasses.replace(history, summaries=[two, one, four, three])
+    assert [shuffled.summary(v) for v in range(4)] == [one, two, three, four]
+    gappy = dataclasses.replace(history, summaries=[one, three, four])
+    assert (gappy.summary(1), gappy.summary(2), gappy.summary(3)) == (None, three, four)
