@@ -39,7 +39,7 @@ from audit.core import serialize
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.log import open_log
 from audit.core.model import Finding, IdentityColumn, LogListing, TableState
-from audit.core.summary import History
+from audit.core.summary import History, paused_gc
 from workers import spark_units
 from workers.spark_archive import core_archive, running_from_archive
 from workers.spark_units import RANGE, TABLE, TABLE_LEVEL, Unit, pack, table_units
@@ -246,6 +246,12 @@ def _outcomes(
 
 def outcome_from_units(uri: str, units: list[dict[str, Any]], listing: LogListing) -> TableOutcome:
     """A table's outcome from its units' rows: one whole table, or ranges + table-level."""
+    # Unpickling builds many long-lived objects: the collector would re-walk them (7x slower).
+    with paused_gc():
+        return _outcome_from_units(uri, units, listing)
+
+
+def _outcome_from_units(uri: str, units: list[dict[str, Any]], listing: LogListing) -> TableOutcome:
     decoded = sorted(
         # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
         ((u["start"], u["kind"], pickle.loads(u["payload"])) for u in units),
@@ -259,8 +265,9 @@ def outcome_from_units(uri: str, units: list[dict[str, Any]], listing: LogListin
     table = next(d["table"] for _, kind, d in decoded if kind in (TABLE, TABLE_LEVEL))
     summaries, audits, findings = [], {}, []
     for _, _, payload in decoded:
-        summaries += payload["summaries"]
-        audits.update(payload["audits"])
+        more_summaries, more_audits = spark_units.decode_results(payload)
+        summaries += more_summaries
+        audits.update(more_audits)
         findings += payload["findings"]
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))  # audit_history's order
     state = _state(table)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import pickle
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import pyarrow as pa
@@ -34,7 +34,7 @@ from audit.core.log import DeltaLog
 from audit.core.model import EMPTY_SET, CommitSummary, Finding, LogListing
 from audit.core.serialize import arrow_schema
 from audit.core.storage import open_store
-from audit.core.summary import History, history_from_log
+from audit.core.summary import History, history_from_log, paused_gc
 
 TABLE, RANGE, TABLE_LEVEL = "table", "range", "tablelevel"
 RESULT_SCHEMA = pa.schema(
@@ -113,7 +113,8 @@ def unit_row(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> 
     """One unit's result row; a table's failure is its row's one-line error, never the job's."""
     row = {"table_uri": unit.table_uri, "kind": unit.kind, "start": unit.start, "end": unit.end}
     try:
-        payload = _run(unit, listing, check_data, paths)
+        with paused_gc():  # as the Python path's load and audit do, the pickling too
+            payload = _run(unit, listing, check_data, paths)
     except DeltaAuditError as err:
         payload = {"error": one_line(str(err))}
     except Exception as err:  # a core bug on a hostile log must fail this table, not the job
@@ -141,7 +142,7 @@ def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict
     result = audit_history(history, check_data=check_data)
     if unit.kind == TABLE_LEVEL:
         payload = _payload(history, result, lambda f: f.kind in TABLE_LEVEL_KINDS, None, paths)
-        return {**payload, "summaries": [], "audits": {}}
+        return {**payload, "summaries": [], "audits": []}
     return _payload(history, result, lambda f: True, None, paths)
 
 
@@ -155,34 +156,33 @@ def _payload(
     """What the driver gets back, as the objects it needs (pickled: exact, and several times
     cheaper to build and read than JSON rows)."""
     lo, hi = versions if versions is not None else (None, None)
-    summaries = [
-        s if paths else _without_paths(s)
-        for s in history.summaries
-        if lo is None or lo <= s.version <= hi
-    ]
-    audits = {s.version: _audited(a) for s in summaries if (a := result.commits.get(s.version))}
+    kept = [s for s in history.summaries if lo is None or lo <= s.version <= hi]
     return {
         "table": None if versions is not None else table_payload(history),
-        "summaries": summaries,
-        "audits": audits,
+        "summaries": [_summary_values(s, paths) for s in kept],
+        "audits": [_audit_values(a) for s in kept if (a := result.commits.get(s.version))],
         "findings": [f for f in result.findings if keep(f)],
     }
 
 
-def _without_paths(s: CommitSummary) -> CommitSummary:
-    """The summary as storage needs it: file paths are most of a big commit's bytes."""
-    return replace(
-        s,
-        removed_paths=EMPTY_SET,
-        removed_paths_all=EMPTY_SET,
-        added_paths=EMPTY_SET,
-        compacted_paths=EMPTY_SET,
+# Summaries and audits travel as tuples of their fields: a slots dataclass pickles through
+# Python-level __getstate__/__setstate__, several times slower to load on the driver.
+_SUMMARY_FIELDS = tuple(f.name for f in fields(CommitSummary))
+# File paths are most of a big commit's bytes, and storage needs none of them.
+_PATH_FIELDS = frozenset({"removed_paths", "removed_paths_all", "added_paths", "compacted_paths"})
+
+
+def _summary_values(s: CommitSummary, paths: bool) -> tuple[Any, ...]:
+    if paths:
+        return tuple(getattr(s, name) for name in _SUMMARY_FIELDS)
+    return tuple(
+        EMPTY_SET if name in _PATH_FIELDS else getattr(s, name) for name in _SUMMARY_FIELDS
     )
 
 
-def _audited(a: Any) -> serialize.AuditedCommit:
-    """What storage reads of a CommitAudit (its read-scope matcher does not pickle)."""
-    return serialize.AuditedCommit(
+def _audit_values(a: Any) -> tuple[Any, ...]:
+    """What storage reads of a CommitAudit (serialize.AuditedCommit's fields, in order)."""
+    return (
         a.version,
         a.read_version,
         a.read_version_fact,
@@ -191,6 +191,13 @@ def _audited(a: Any) -> serialize.AuditedCommit:
         dict(a.verdicts),
         a.window_truncated,
     )
+
+
+def decode_results(payload: dict[str, Any]) -> tuple[list[CommitSummary], dict[int, Any]]:
+    """The driver's side of _payload: (summaries, {version: AuditedCommit})."""
+    summaries = [CommitSummary(*values) for values in payload["summaries"]]
+    audits = {values[0]: serialize.AuditedCommit(*values) for values in payload["audits"]}
+    return summaries, audits
 
 
 def table_payload(history: History) -> dict[str, Any]:
