@@ -13,6 +13,7 @@ from pathlib import Path
 
 JOB_MODULES = (
     "spark_job.py",
+    "spark_units.py",
     "spark_archive.py",
     "spark_probe.py",
     "spark_output.py",

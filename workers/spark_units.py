@@ -1,0 +1,217 @@
+"""The units of work of the fleet audit on Spark, and what one task does with them.
+
+Django-free; runs in executors (shipped in the job's zip, see spark_archive) and on the driver
+(planning, decoding). A unit is one of:
+
+- `table`: a whole table audited in the task, exactly as the Python path does
+  (`history_from_log` + `audit_history`): most tables fit in one task;
+- `range`: versions [start, end] of a long history, audited over the window the live tail
+  loads for them (`audit.core.tailwindow.load_tail_history`, proven equal to the one-shot
+  audit, docs/tail.md) with `audit_history(versions=(start, end))`; out come those commits
+  and their commit-level findings;
+- `tablelevel`: the whole-history findings (TABLE_LEVEL_KINDS: hotspots, integrity, settings)
+  of a long table, computed once per table with a full audit, as the tail's debounced refresh
+  does, plus the table's settings.
+
+Units are packed into a few partitions per core (largest first onto the least loaded), so a
+job has a handful of tasks whatever the fleet's size: Spark's cost is per task, not per table.
+Each unit yields one result row whose payload is its results, pickled.
+"""
+
+from __future__ import annotations
+
+import heapq
+import pickle
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import pyarrow as pa
+
+from audit.core import serialize
+from audit.core.errors import DeltaAuditError, one_line
+from audit.core.log import DeltaLog
+from audit.core.model import EMPTY_SET, CommitSummary, Finding, LogListing
+from audit.core.serialize import arrow_schema
+from audit.core.storage import open_store
+from audit.core.summary import History, history_from_log, paused_gc
+
+TABLE, RANGE, TABLE_LEVEL = "table", "range", "tablelevel"
+RESULT_SCHEMA = pa.schema(
+    [*arrow_schema("table_uri:str kind:str start:int end:int"), pa.field("payload", pa.binary())]
+)
+UNITS_PER_CORE = 2  # two tasks per core: LPT packing balances them; each task costs ~0.1 s
+
+
+@dataclass(frozen=True)
+class Unit:
+    kind: str  # TABLE | RANGE | TABLE_LEVEL
+    table_uri: str
+    start: int
+    end: int
+    cost: int  # commits it reads (about)
+
+
+def table_units(uri: str, versions: list[int], chunk_commits: int) -> list[Unit]:
+    """One unit for a table that fits in a chunk; ranges + one table-level unit otherwise."""
+    if len(versions) <= max(chunk_commits, 1):
+        first, last = (versions[0], versions[-1]) if versions else (0, -1)
+        return [Unit(TABLE, uri, first, last, len(versions))]
+    step = max(chunk_commits, 1)
+    units = [Unit(TABLE_LEVEL, uri, versions[0], versions[-1], len(versions))]
+    for i in range(0, len(versions), step):
+        part = versions[i : i + step]
+        units.append(Unit(RANGE, uri, part[0], part[-1], len(part)))
+    return units
+
+
+def pack(units: list[Unit], partitions: int) -> list[list[Unit]]:
+    """Longest-processing-time packing: each unit, largest first, onto the least loaded bin."""
+    bins: list[list[Unit]] = [[] for _ in range(max(1, min(partitions, len(units))))]
+    heap = [(0, i) for i in range(len(bins))]
+    for unit in sorted(units, key=lambda u: -u.cost):
+        load, i = heapq.heappop(heap)
+        bins[i].append(unit)
+        heapq.heappush(heap, (load + unit.cost, i))
+    return bins
+
+
+# --------------------------------------------------------------------------- in the task
+
+
+class ListedLog(DeltaLog):
+    """A DeltaLog over the listing the driver made: tasks neither list again (a 1M-commit log's
+    listing costs as much as a range's audit) nor see commits written since the plan."""
+
+    def __init__(self, uri: str, listing: LogListing):
+        self.store = open_store(uri)
+        self.uri = self.store.uri
+        self.listing = listing
+
+
+def run_units(
+    bins: list[list[Unit]],
+    listings: dict[str, LogListing],
+    check_data: bool,
+    paths: bool,
+    before: Callable[[], None],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function: its input is the partition ids (spark.range), one per task."""
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        before()
+        for batch in batches:
+            for pid in batch.column(0).to_pylist():
+                for unit in bins[pid]:
+                    row = unit_row(unit, listings[unit.table_uri], check_data, paths)
+                    yield pa.RecordBatch.from_pylist([row], schema=RESULT_SCHEMA)
+
+    return task
+
+
+def unit_row(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict[str, Any]:
+    """One unit's result row; a table's failure is its row's one-line error, never the job's."""
+    row = {"table_uri": unit.table_uri, "kind": unit.kind, "start": unit.start, "end": unit.end}
+    try:
+        with paused_gc():  # as the Python path's load and audit do, the pickling too
+            payload = _run(unit, listing, check_data, paths)
+    except DeltaAuditError as err:
+        payload = {"error": one_line(str(err))}
+    except Exception as err:  # a core bug on a hostile log must fail this table, not the job
+        payload = {"error": internal_error(err)}
+    return {**row, "payload": pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)}
+
+
+def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict[str, Any]:
+    from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
+    from audit.core.tailwindow import load_tail_history  # noqa: PLC0415
+
+    log = ListedLog(unit.table_uri, listing)
+    if unit.kind == RANGE:
+        history = load_tail_history(log, unit.start, unit.end)
+        result = audit_history(history, check_data=check_data, versions=(unit.start, unit.end))
+        # The tail's rule (audit.ingest.findings_in): a window keeps its commit-level findings.
+        return _payload(
+            history,
+            result,
+            lambda f: unit.start <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS,
+            (unit.start, unit.end),
+            paths,
+        )
+    history = history_from_log(log, end=listing.latest_version)
+    result = audit_history(history, check_data=check_data)
+    if unit.kind == TABLE_LEVEL:
+        payload = _payload(history, result, lambda f: f.kind in TABLE_LEVEL_KINDS, None, paths)
+        return {**payload, "summaries": [], "audits": []}
+    return _payload(history, result, lambda f: True, None, paths)
+
+
+def _payload(
+    history: History,
+    result: Any,
+    keep: Callable[[Finding], bool],
+    versions: tuple[int, int] | None,
+    paths: bool,
+) -> dict[str, Any]:
+    """What the driver gets back, as the objects it needs (pickled: exact, and several times
+    cheaper to build and read than JSON rows)."""
+    lo, hi = versions if versions is not None else (None, None)
+    kept = [s for s in history.summaries if lo is None or lo <= s.version <= hi]
+    return {
+        "table": None if versions is not None else table_payload(history),
+        "summaries": [_summary_values(s, paths) for s in kept],
+        "audits": [_audit_values(a) for s in kept if (a := result.commits.get(s.version))],
+        "findings": [f for f in result.findings if keep(f)],
+    }
+
+
+# Summaries and audits travel as tuples of their fields: a slots dataclass pickles through
+# Python-level __getstate__/__setstate__, several times slower to load on the driver.
+_SUMMARY_FIELDS = tuple(f.name for f in fields(CommitSummary))
+# File paths are most of a big commit's bytes, and storage needs none of them.
+_PATH_FIELDS = frozenset({"removed_paths", "removed_paths_all", "added_paths", "compacted_paths"})
+
+
+def _summary_values(s: CommitSummary, paths: bool) -> tuple[Any, ...]:
+    if paths:
+        return tuple(getattr(s, name) for name in _SUMMARY_FIELDS)
+    return tuple(
+        EMPTY_SET if name in _PATH_FIELDS else getattr(s, name) for name in _SUMMARY_FIELDS
+    )
+
+
+def _audit_values(a: Any) -> tuple[Any, ...]:
+    """What storage reads of a CommitAudit (serialize.AuditedCommit's fields, in order)."""
+    return (
+        a.version,
+        a.read_version,
+        a.read_version_fact,
+        a.isolation_level,
+        list(a.concurrent_versions),
+        dict(a.verdicts),
+        a.window_truncated,
+    )
+
+
+def decode_results(payload: dict[str, Any]) -> tuple[list[CommitSummary], dict[int, Any]]:
+    """The driver's side of _payload: (summaries, {version: AuditedCommit})."""
+    summaries = [CommitSummary(*values) for values in payload["summaries"]]
+    audits = {values[0]: serialize.AuditedCommit(*values) for values in payload["audits"]}
+    return summaries, audits
+
+
+def table_payload(history: History) -> dict[str, Any]:
+    """The table's settings as storage needs them (no live files: they are not shipped back)."""
+    state = history.state
+    return {
+        "state_version": state.version,
+        "metadata": serialize.metadata_to_json(state.metadata),
+        "protocol": serialize.protocol_to_json(state.protocol),
+        "clustering_columns": list(state.clustering_columns),
+        "identity_columns": [asdict(c) for c in state.identity_columns],
+        "num_files": len(state.files),
+    }
+
+
+def internal_error(err: Exception) -> str:
+    return f"internal error while auditing: {type(err).__name__}: {one_line(str(err), limit=300)}"
