@@ -373,7 +373,7 @@ AUDIT_SPARK_MASTER = env_str("AUDIT_SPARK_MASTER", "local[*]")
 # than the Python path (bench/bench_spark.py); set it when a cluster is available.
 AUDIT_SPARK_BACKFILL_THRESHOLD = env_int("AUDIT_SPARK_BACKFILL_THRESHOLD", 0)
 # Consecutive commits one Spark task reads and summarises.
-AUDIT_SPARK_CHUNK_COMMITS = env_int("AUDIT_SPARK_CHUNK_COMMITS", 2000)
+AUDIT_SPARK_CHUNK_COMMITS = env_int("AUDIT_SPARK_CHUNK_COMMITS", 100_000)
 # Tables are locked for the whole job (the tail skips them meanwhile).
 AUDIT_SPARK_LOCK_SECONDS = env_float("AUDIT_SPARK_LOCK_SECONDS", 6 * 3600.0)
 AUDIT_SPARK_LOG_LEVEL = env_str("AUDIT_SPARK_LOG_LEVEL", "WARN")
