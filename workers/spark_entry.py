@@ -38,7 +38,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("tables", nargs="*", metavar="TABLE_URI", help="tables to audit")
     parser.add_argument("--tables-file", help="a file with one table URI per line")
     parser.add_argument("--output", help="root URI of the result Delta tables")
-    parser.add_argument("--chunk-commits", type=int, default=100_000, help="commits per range task (longer tables are split)")
+    parser.add_argument(
+        "--chunk-commits",
+        type=int,
+        default=100_000,
+        help="commits per range task (longer tables are split)",
+    )
     parser.add_argument("--no-data", action="store_true", help="do not read data files")
     parser.add_argument("--master", help="only outside spark-submit (e.g. local[2])")
     parser.add_argument("--bundle", metavar="DIR", help="write the job's zip and main script")
