@@ -55,6 +55,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Response-only (a header): outside the API fast path so its answers carry it too.
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Cached hot API reads with a valid token are answered here, before sessions, CSRF, routing
+    # and DRF (issue 16); everything else passes through (audit/api/fast_path.py).
+    "audit.api.fast_path.hot_reads",
     # Serves /static/ in every mode (no separate web server needed for the dashboard's assets).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -64,7 +69,6 @@ MIDDLEWARE = [
     # Before any view reads the body: oversized requests answer 413, not 500 / bare 400.
     "audit.limits.request_size_limit",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -40,7 +40,7 @@ from audit.limits import limit_text
 from audit.models import Commit, Finding, Table
 from audit.orphan_scans import orphan_report
 from audit.paths import check_allowed
-from audit.timeline import cached_json, table_key
+from audit.timeline import cached_json
 
 ERROR_RESPONSE = OpenApiResponse(
     response=OpenApiTypes.OBJECT, description='`{"error": "<message>", "detail": ...}`'
@@ -188,7 +188,7 @@ class TableViewSet(
 
         # Stored commits never change: a page is exact until the table's stored version moves.
         body = cached_json(
-            f"commits:{table_key(table)}:{table.last_seen_version}",
+            list_cache.commits_generation(table),
             request.build_absolute_uri(),
             page,
             settings.AUDIT_API_LIST_CACHE_SECONDS,
