@@ -31,6 +31,8 @@ from rest_framework.exceptions import APIException
 
 from audit.api import list_cache
 from audit.api.authentication import CachedTokenAuthentication
+from audit.api.health_views import HistoryQuery
+from audit.api.serializers import TimelineQuerySerializer
 from audit.api.throttles import is_full_zoom
 from audit.models import Table
 from audit.timeline import cached_only, timeline_generation
@@ -38,7 +40,9 @@ from audit.timeline import cached_only, timeline_generation
 INT64_MAX = 2**63 - 1
 # The routes of audit/api/urls.py under config/urls.py's "api/" (ids as views.ID_PATTERN).
 _TABLES = re.compile(r"/api/tables/\Z")
-_TABLE_SUB = re.compile(r"/api/tables/([0-9]{1,18})/(commits|timeline)/\Z")
+_TABLE_SUB = re.compile(
+    r"/api/tables/([0-9]{1,18})/(commits|timeline|health|health/history|changes)/\Z"
+)
 _COMMIT = re.compile(r"/api/tables/([0-9]{1,18})/commits/([0-9]{1,18})/\Z")
 _FINDINGS = re.compile(r"/api/findings/\Z")
 # What DRF's `Allow` header says for each route (the viewset's or action's methods).
@@ -51,6 +55,9 @@ _KEY_ROW_SQL = "SELECT {} FROM {} WHERE {} = %s".format(
     Table._meta.pk.column,
 )
 _auth = CachedTokenAuthentication()
+# The defaults the views' query serializers fill in (part of the keys).
+_TIMELINE_POINTS = TimelineQuerySerializer._declared_fields["max_points"].default
+_HISTORY_POINTS = HistoryQuery._declared_fields["max_points"].default
 
 
 def hot_reads(get_response: Callable[[HttpRequest], HttpResponse]):
@@ -87,11 +94,29 @@ def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
         table = _key_row(int(match[1]))
         if table is None:
             return None
-        if match[2] == "commits":
-            generation = list_cache.commits_generation(table)
-            return _hit(cached_only(generation, request.build_absolute_uri()), _ALLOW_ACTION)
-        return _timeline(request, table)
+        return _table_sub_resource(request, table, match[2])
     return None
+
+
+def _table_sub_resource(request: HttpRequest, table: Table, name: str) -> tuple[bytes, str] | None:
+    """A table's cached commits page, timeline window, health, health history or changes:
+    the request part of each key as its view builds it from the validated parameters."""
+    if name == "commits":
+        generation = list_cache.commits_generation(table)
+        return _hit(cached_only(generation, request.build_absolute_uri()), _ALLOW_ACTION)
+    if name == "timeline":
+        return _timeline(request, table)
+    if name == "changes":
+        return _hit(cached_only(list_cache.changes_generation(table), ""), _ALLOW_ACTION)
+    generation, param, default = (
+        (list_cache.health_generation(table), "version", None)
+        if name == "health"
+        else (list_cache.health_history_generation(table), "max_points", _HISTORY_POINTS)
+    )
+    value = _plain_int(request, param) if param in request.GET else default
+    if value is None and param in request.GET:
+        return None
+    return _hit(cached_only(generation, str(value)), _ALLOW_ACTION)
 
 
 def _timeline(request: HttpRequest, table: Table) -> tuple[bytes, str] | None:
@@ -99,7 +124,7 @@ def _timeline(request: HttpRequest, table: Table) -> tuple[bytes, str] | None:
     if not settings.AUDIT_API_TIMELINE_CACHE_SECONDS or is_full_zoom(request.GET):
         return None
     lo, hi = _plain_int(request, "from_version"), _plain_int(request, "to_version")
-    points = _plain_int(request, "max_points") if "max_points" in request.GET else 2000
+    points = _plain_int(request, "max_points") if "max_points" in request.GET else _TIMELINE_POINTS
     if lo is None or hi is None or points is None:
         return None  # anything DRF might read differently: let DRF validate it
     # The request part of views.timeline's key (TimelineQuerySerializer's validated values);

@@ -73,6 +73,22 @@ def commits_generation(table: Table) -> str:
     return f"commits:{table_key(table)}:{table.last_seen_version}"
 
 
+def health_generation(table: Table) -> str:
+    """A table's stored health documents: kept with the commits (`audit.health_store`)."""
+    return f"health:{table_key(table)}:{table.last_seen_version}"
+
+
+def health_history_generation(table: Table) -> str:
+    """A table's health points: stored with the commits."""
+    return f"health_history:{table_key(table)}:{table.last_seen_version}"
+
+
+def changes_generation(table: Table) -> str:
+    """A table's changes (stored with the commits) with their findings (needs
+    findings_generation too)."""
+    return f"changes:{table_key(table)}:{table.last_seen_version}:{table.findings_generation}"
+
+
 def tables_generation() -> str:
     """The generation of `tables_list_body`."""
     return f"tables:{queries.tables_list_generation(TABLE_LIST_COLUMNS)}"

@@ -14,6 +14,11 @@ from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
 from audit.api.authentication import forget_tokens
+from audit.core import model
+from audit.core.vocab import FindingKind, Severity
+from audit.health_models import TableChange
+from audit.ingest import upsert_findings
+from audit.models import Finding
 from tests.support.clients import session_client, token_client
 
 pytestmark = pytest.mark.django_db
@@ -38,6 +43,11 @@ def hot_urls(table_id: int) -> list[str]:
         f"{t}/commits/3/",
         f"{t}/timeline/?from_version=0&to_version=4",
         f"{t}/timeline/?from_version=1&to_version=3&max_points=2",
+        f"{t}/health/",
+        f"{t}/health/?version=2",
+        f"{t}/health/history/",
+        f"{t}/health/history/?max_points=10",
+        f"{t}/changes/",
         "/api/findings/",
         f"/api/findings/?table={table_id}&status=open&min_severity=warning",
         "/api/findings/?severity=critical&acknowledged=false",
@@ -165,3 +175,20 @@ def test_a_removed_table_or_token_is_not_served_from_the_cache(reorder_table, ow
     admin = token_client(owner)
     assert admin.delete(f"/api/tables/{reorder_table.id}/").status_code == 204
     assert admin.get(url).status_code == 404
+
+
+def test_a_change_finding_shows_in_the_next_changes_answer(reorder_table, member):
+    version = reorder_table.last_seen_version
+    TableChange.objects.create(  # as the tail stores it, with its commit
+        table=reorder_table, version=version, kind="properties", summary="a property changed"
+    )
+    client = token_client(member)
+    url = f"/api/tables/{reorder_table.id}/changes/"
+    assert [c["findings"] for c in client.get(url).json()["changes"]] == [[]]
+    kind = FindingKind.CONCURRENT_METADATA_CHANGE
+    change = model.Finding(kind, Severity.WARNING, version, [version - 1], True, "meta", "why")
+    upsert_findings(reorder_table, [change], scope=None, kinds={kind})
+    found = Finding.objects.get(table=reorder_table, kind=kind)
+    with drf_calls() as calls:
+        assert [c["findings"] for c in client.get(url).json()["changes"]] == [[found.id]]
+    assert calls  # the generation moved: a miss, computed again
