@@ -285,6 +285,9 @@ def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, c
         "DJANGO_DEBUG": "0",
         "DATABASE_CONN_MAX_AGE": "600",
         "LOG_LEVEL": "WARNING",
+        # An access log line per request, as scripts/run.sh and the compose file write.
+        "WEB_ACCESS_LOG": str(log_path.with_name("bench-api-access.log")),
+        "WEB_ERROR_LOG": "-",
     }
     if not cached:  # every request computes its answer (the cold path)
         env["AUDIT_API_TIMELINE_CACHE_SECONDS"] = env["AUDIT_API_LIST_CACHE_SECONDS"] = "0"
@@ -521,7 +524,7 @@ def main() -> None:
     client = "wrk" if use_wrk else "python threads"
     print(
         f"\n{vendor}, {n:,} commits, gunicorn {args.workers or 'config/gunicorn.conf.py'} "
-        f"sync workers, {client} "
+        f"gthread workers, {client} "
         f"{args.connections} connections x {args.seconds} s per endpoint, {os.cpu_count()} CPUs"
     )
     for cached in modes:
