@@ -77,7 +77,10 @@ def hot_reads(get_response: Callable[[HttpRequest], HttpResponse]):
 
 def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
     """(body, Allow) of a cached hot read this request may see, else None."""
-    if not settings.AUDIT_API_LIST_CACHE_SECONDS or not _token_user(request):
+    if not settings.AUDIT_API_LIST_CACHE_SECONDS:
+        return None
+    request.get_host()  # DisallowedHost (400) for a Host not in ALLOWED_HOSTS, as CommonMiddleware
+    if not _token_user(request):
         return None
     path = request.path_info
     if _FINDINGS.match(path):

@@ -192,3 +192,10 @@ def test_a_change_finding_shows_in_the_next_changes_answer(reorder_table, member
     with drf_calls() as calls:
         assert [c["findings"] for c in client.get(url).json()["changes"]] == [[found.id]]
     assert calls  # the generation moved: a miss, computed again
+
+
+def test_a_host_not_allowed_is_refused_before_the_cache(reorder_table, member):
+    client = token_client(member)
+    url = f"/api/tables/{reorder_table.id}/timeline/?from_version=0&to_version=4"
+    assert client.get(url).status_code == 200  # cached
+    assert client.get(url, HTTP_HOST="evil.example").status_code == 400
