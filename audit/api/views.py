@@ -102,7 +102,10 @@ class TableViewSet(
 
     def get_queryset(self):
         if self.action == "list":
-            return fleet_ordering(_tables_with_counts().defer("settings_snapshot"), self.request)
+            # The health columns in the same query: the serializer reads every table's health
+            # (one query per table otherwise).
+            listed = _tables_with_counts().select_related("health")
+            return fleet_ordering(listed.defer("settings_snapshot", "health__data"), self.request)
         if self.action == "retrieve":
             return _tables_with_counts().select_related("health").defer("health__data")
         if self.action == "commits":  # the model its filters and schema are about
