@@ -2,18 +2,22 @@
 
     .venv/bin/python bench/bench_api.py [--commits 1000000] [--findings 5000]
         [--database-url sqlite:///var/bench-api.sqlite3 | postgres://postgres@127.0.0.1/bench]
-        [--workers 5] [--connections 20] [--seconds 10] [--rebuild]
+        [--workers 5] [--connections 20] [--seconds 10] [--rebuild] [--modes off,drf,on]
+        [--match <label part>]
 
 1. Fills a dedicated database (migrated here; never the dev or test one) with one table of
    `--commits` Commit rows, written with executemany/COPY (a Spark-like mix: ~70% blind
    appends, DELETE/UPDATE/MERGE/OPTIMIZE, ~10% of commits with concurrent versions), plus
    `--findings` findings. Reused on the next run unless --rebuild.
-2. Starts gunicorn with config/gunicorn.conf.py (what scripts/run.sh runs) on 127.0.0.1,
-   twice: with the response caches switched off (every request computes its answer: the
-   cold path) and with them on (what 20 clients reading the same pages get).
+2. Starts gunicorn with config/gunicorn.conf.py (what scripts/run.sh and compose run) on
+   127.0.0.1, once per `--modes`: `off` (response caches off: every request computes its
+   answer, the cold path), `drf` (caches on, fast path off: the peer the fast path is compared
+   with) and `on` (the defaults: what 20 clients reading the same pages get).
 3. Drives each endpoint with wrk (a separate process; `apt-get install wrk`) at
-   `--connections` concurrent connections for `--seconds`, token-authenticated, and prints
-   p50/p95/p99 latency and requests/s. Without wrk, a thread-pool client in a subprocess.
+   `--connections` concurrent connections for `--seconds`, token-authenticated (the dashboard
+   pages with a logged-in session), and prints p50/p95/p99 latency, requests/s and the server's
+   CPU per request, then each mode's CPU per request as a ratio to the defaults'. Without wrk,
+   a thread-pool client in a subprocess.
 """
 
 from __future__ import annotations
@@ -277,7 +281,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, cached: bool):
+def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, mode: str):
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -289,7 +293,9 @@ def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, c
         "WEB_ACCESS_LOG": str(log_path.with_name("bench-api-access.log")),
         "WEB_ERROR_LOG": "-",
     }
-    if not cached:  # every request computes its answer (the cold path)
+    if mode == "drf":  # cached bodies, but every request goes through DRF (the peer)
+        env["AUDIT_API_FAST_PATH"] = "0"
+    if mode == "off":  # every request computes its answer (the cold path)
         env["AUDIT_API_TIMELINE_CACHE_SECONDS"] = env["AUDIT_API_LIST_CACHE_SECONDS"] = "0"
     args = [
         str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
@@ -411,7 +417,7 @@ def cursor_at(version: int) -> str:
     return base64.b64encode(f"p={version}".encode()).decode()
 
 
-def measure(server, endpoints, header: str, args, use_wrk: bool, cached: bool) -> list[tuple]:
+def measure(server, endpoints, header: str, args, use_wrk: bool, mode: str) -> list[tuple]:
     """wrk (or threads) on each endpoint: latency percentiles and the server's CPU per request."""
     results = []
     lua = Path(tempfile.mkstemp(suffix=".lua")[1])
@@ -432,7 +438,7 @@ def measure(server, endpoints, header: str, args, use_wrk: bool, cached: bool) -
             # cores, 20 closed-loop clients see about 20 * cpu_ms / N of latency.
             cpu = server_cpu_seconds(server.pid) - cpu_before
             stats["cpu_ms"] = cpu * 1000 / max(stats["requests"], 1)
-            results.append((cached, label, len(body), stats))
+            results.append((mode, label, len(body), stats))
             print(
                 f"{label:44s} p50 {stats['p50']:7.1f} ms  p95 {stats['p95']:7.1f} ms  "
                 f"p99 {stats['p99']:7.1f} ms  {stats['rps']:6.0f} req/s  "
@@ -446,6 +452,29 @@ def measure(server, endpoints, header: str, args, use_wrk: bool, cached: bool) -
     return results
 
 
+MODES = {
+    "off": "response caches off: the cold path",
+    "drf": "response caches on, fast path off: DRF answers every request from the cache",
+    "on": "response caches on, fast path on (the defaults)",
+}
+
+
+def print_ratios(results: list[tuple]) -> None:
+    """Server CPU per request of each mode against the defaults', measured in this run."""
+    cpu = {(mode, label): stats["cpu_ms"] for mode, label, _, stats in results}
+    peers = [mode for mode in ("off", "drf") if any(m == mode for m, _ in cpu)]
+    if "on" not in {m for m, _ in cpu} or not peers:
+        return
+    print("\nserver CPU per request, ratio to the defaults (fast path on):")
+    for label in dict.fromkeys(label for _, label in cpu):
+        if ("on", label) in cpu:
+            on = max(cpu["on", label], 1e-6)
+            ratios = "  ".join(
+                f"{m} {cpu[m, label] / on:5.1f}x" for m in peers if (m, label) in cpu
+            )
+            print(f"{label:44s} on {cpu['on', label]:5.2f} ms  {ratios}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=1_000_000)
@@ -455,7 +484,9 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rebuild", action="store_true")
-    parser.add_argument("--caches", choices=["both", "on", "off"], default="both")
+    parser.add_argument(
+        "--modes", default="off,drf,on", help=f"comma-separated: {', '.join(MODES)}"
+    )
     parser.add_argument("--match", default="", help="only endpoints whose label contains this")
     args = parser.parse_args()
 
@@ -505,15 +536,15 @@ def main() -> None:
     pages = [(label, url) for label, url in pages if args.match in label]
     use_wrk = shutil.which("wrk") is not None
     results = []
-    modes = {"both": (False, True), "on": (True,), "off": (False,)}[args.caches]
-    for cached in modes:
-        print(f"\n--- response caches {'on (defaults)' if cached else 'off: the cold path'}")
+    modes = args.modes.split(",")
+    for mode in modes:
+        print(f"\n--- {MODES[mode]}")
         log_path = ROOT / "var" / "bench-api-gunicorn.log"
-        server = start_gunicorn(args.database_url, port, args.workers, log_path, cached)
+        server = start_gunicorn(args.database_url, port, args.workers, log_path, mode)
         try:
-            results += measure(server, endpoints, token, args, use_wrk, cached)
+            results += measure(server, endpoints, token, args, use_wrk, mode)
             print("dashboard pages, logged in (session cookie):")
-            results += measure(server, pages, session, args, use_wrk, cached)
+            results += measure(server, pages, session, args, use_wrk, mode)
             # One request over the whole history (buckets over 1M commits).
             started = time.perf_counter()
             fetch(f"{t}/timeline/", token)
@@ -527,9 +558,10 @@ def main() -> None:
         f"gthread workers, {client} "
         f"{args.connections} connections x {args.seconds} s per endpoint, {os.cpu_count()} CPUs"
     )
-    for cached in modes:
-        worst = max((st["p95"] for c, _, _, st in results if c == cached), default=0.0)
-        print(f"worst p95, caches {'on' if cached else 'off'}: {worst:.1f} ms (target < 50 ms)")
+    for mode in modes:
+        worst = max((st["p95"] for m, _, _, st in results if m == mode), default=0.0)
+        print(f"worst p95, {mode}: {worst:.1f} ms (target < 50 ms)")
+    print_ratios(results)
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 

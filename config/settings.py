@@ -197,6 +197,9 @@ AUDIT_API_TIMELINE_CACHE_SECONDS = env_int("AUDIT_API_TIMELINE_CACHE_SECONDS", 3
 # long, and only until what they show changes (stored version, findings generation, table rows:
 # audit/api/list_cache.py).
 AUDIT_API_LIST_CACHE_SECONDS = env_int("AUDIT_API_LIST_CACHE_SECONDS", 30)
+# Cached hot reads with a valid token are answered before sessions, routing and DRF
+# (audit/api/fast_path.py); off: DRF answers them from the same cache (the bench compares).
+AUDIT_API_FAST_PATH = env_bool("AUDIT_API_FAST_PATH", True)
 # A valid API token is remembered this long per process (a revoked one works that much longer).
 AUDIT_API_TOKEN_CACHE_SECONDS = env_int("AUDIT_API_TOKEN_CACHE_SECONDS", 10)
 # === end of API block =======================================================================

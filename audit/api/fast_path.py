@@ -77,7 +77,7 @@ def hot_reads(get_response: Callable[[HttpRequest], HttpResponse]):
 
 def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
     """(body, Allow) of a cached hot read this request may see, else None."""
-    if not settings.AUDIT_API_LIST_CACHE_SECONDS:
+    if not (settings.AUDIT_API_LIST_CACHE_SECONDS and settings.AUDIT_API_FAST_PATH):
         return None
     request.get_host()  # DisallowedHost (400) for a Host not in ALLOWED_HOSTS, as CommonMiddleware
     if not _token_user(request):
