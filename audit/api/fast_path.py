@@ -55,6 +55,7 @@ _KEY_ROW_SQL = "SELECT {} FROM {} WHERE {} = %s".format(
     Table._meta.pk.column,
 )
 _auth = CachedTokenAuthentication()
+_JSON_RANGES = {"*/*", "application/*", "application/json"}  # what ORJSONRenderer matches
 # The defaults the views' query serializers fill in (part of the keys).
 _TIMELINE_POINTS = TimelineQuerySerializer._declared_fields["max_points"].default
 _HISTORY_POINTS = HistoryQuery._declared_fields["max_points"].default
@@ -80,7 +81,7 @@ def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
     if not (settings.AUDIT_API_LIST_CACHE_SECONDS and settings.AUDIT_API_FAST_PATH):
         return None
     request.get_host()  # DisallowedHost (400) for a Host not in ALLOWED_HOSTS, as CommonMiddleware
-    if not _token_user(request):
+    if not _accepts_json(request) or not _token_user(request):
         return None
     path = request.path_info
     if _FINDINGS.match(path):
@@ -155,6 +156,18 @@ def _key_row(table_id: int) -> Table | None:
         cursor.execute(_KEY_ROW_SQL, [table_id])
         row = cursor.fetchone()
     return None if row is None else Table(**dict(zip(_TABLE_FIELDS, row, strict=True)))
+
+
+def _accepts_json(request: HttpRequest) -> bool:
+    """Whether DRF's content negotiation would pick the JSON renderer: no `?format=` and an
+    Accept header that is absent or names JSON or a wildcard (else DRF answers 404 or 406)."""
+    if "format" in request.GET:
+        return False
+    accept = request.headers.get("Accept", "")
+    if not accept.strip():
+        return True
+    ranges = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+    return not ranges.isdisjoint(_JSON_RANGES)
 
 
 def _hit(body: bytes | None, allow: str) -> tuple[bytes, str] | None:

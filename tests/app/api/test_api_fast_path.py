@@ -199,3 +199,35 @@ def test_a_host_not_allowed_is_refused_before_the_cache(reorder_table, member):
     url = f"/api/tables/{reorder_table.id}/timeline/?from_version=0&to_version=4"
     assert client.get(url).status_code == 200  # cached
     assert client.get(url, HTTP_HOST="evil.example").status_code == 400
+
+
+@pytest.mark.parametrize(
+    "accept, query",
+    [
+        ("text/html", ""),
+        ("application/xml", ""),
+        ("", "&format=xml"),
+        ("text/html", "&format=json"),
+    ],
+)
+def test_content_negotiation_drf_refuses_is_refused(reorder_table, member, accept, query):
+    client = token_client(member)
+    for url in hot_urls(reorder_table.id):
+        assert client.get(url).status_code == 200  # cached
+        separator = "&" if "?" in url else "?"
+        with drf_calls() as calls:
+            response = client.get(
+                f"{url}{separator}{query[1:]}" if query else url, HTTP_ACCEPT=accept
+            )
+        assert calls, url
+        assert response.status_code in (404, 406), (url, response.status_code)
+
+
+def test_browsers_and_json_clients_are_served_from_the_cache(reorder_table, member):
+    client = token_client(member)
+    url = f"/api/tables/{reorder_table.id}/commits/"
+    first = client.get(url)
+    for accept in ("text/html,application/xhtml+xml,*/*;q=0.8", "application/json", "*/*"):
+        with drf_calls() as calls:
+            response = client.get(url, HTTP_ACCEPT=accept)
+        assert not calls and response.content == first.content
