@@ -452,6 +452,41 @@ def measure(server, endpoints, header: str, args, use_wrk: bool, mode: str) -> l
     return results
 
 
+def endpoint_lists(port: int, table_id: int, n: int) -> tuple[list, list]:
+    """(label, URL) of every API endpoint measured, and of the dashboard pages."""
+    base = f"http://127.0.0.1:{port}/api"
+    t = f"{base}/tables/{table_id}"
+    endpoints = [
+        ("commits, first page (100, newest)", f"{t}/commits/"),
+        ("commits, deep page (cursor near v1000)", f"{t}/commits/?cursor={cursor_at(1100)}"),
+        ("commits, oldest first from min_version", f"{t}/commits/?order=asc&min_version={n - 150}"),
+        ("commits, operation=DELETE,MERGE filter", f"{t}/commits/?operation=DELETE,MERGE"),
+        ("commits, has_concurrent=true", f"{t}/commits/?has_concurrent=true"),
+        ("timeline, 2,000-version window (rows)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 1999}"),
+        ("timeline, 20,000-version window (buckets)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 19999}"),
+        ("commits, version range (max_version)", f"{t}/commits/?min_version={n // 3}&max_version={n // 3 + 5000}"),
+        ("commits, time window (since/until, ms)", f"{t}/commits/?since={1_700_000_000_000 + n * 750}&until={1_700_000_000_000 + n * 900}"),
+        ("timeline, 200-version window (rows)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 199}"),
+        ("findings, first page (50)", f"{base}/findings/"),
+        ("findings, open critical of the table", f"{base}/findings/?table={table_id}&status=open&min_severity=critical"),
+        ("findings, kind + severity + confirmed", f"{base}/findings/?kind=conflict_hotspot&severity=warning,critical&confirmed=true"),
+        ("findings, unacknowledged in a version range", f"{base}/findings/?acknowledged=false&min_version={n // 4}&max_version={n // 2}"),
+        ("tables list", f"{base}/tables/"),
+        ("tables list, by open findings", f"{base}/tables/?ordering=open_findings&status=ok"),
+        ("health (latest)", f"{t}/health/"),
+        ("health history (400 points)", f"{t}/health/history/"),
+        ("changes", f"{t}/changes/"),
+    ]  # fmt: skip
+    pages = [
+        ("page: tables overview", f"http://127.0.0.1:{port}/"),
+        ("page: table", f"http://127.0.0.1:{port}/tables/{table_id}/"),
+        ("page: table status (live refresh)", f"http://127.0.0.1:{port}/tables/{table_id}/status/"),
+        ("page: findings", f"http://127.0.0.1:{port}/findings/"),
+        ("page: findings of the table", f"http://127.0.0.1:{port}/findings/?table={table_id}"),
+    ]  # fmt: skip
+    return endpoints, pages
+
+
 MODES = {
     "off": "response caches off: the cold path",
     "drf": "response caches on, fast path off: DRF answers every request from the cache",
@@ -502,36 +537,8 @@ def main() -> None:
 
     n = args.commits
     port = free_port()
-    base = f"http://127.0.0.1:{port}/api"
-    t = f"{base}/tables/{table_id}"
-    endpoints = [
-        ("commits, first page (100, newest)", f"{t}/commits/"),
-        ("commits, deep page (cursor near v1000)", f"{t}/commits/?cursor={cursor_at(1100)}"),
-        ("commits, oldest first from min_version", f"{t}/commits/?order=asc&min_version={n - 150}"),
-        ("commits, operation=DELETE,MERGE filter", f"{t}/commits/?operation=DELETE,MERGE"),
-        ("commits, has_concurrent=true", f"{t}/commits/?has_concurrent=true"),
-        ("timeline, 2,000-version window (rows)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 1999}"),
-        ("timeline, 20,000-version window (buckets)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 19999}"),
-        ("commits, version range (max_version)", f"{t}/commits/?min_version={n // 3}&max_version={n // 3 + 5000}"),
-        ("commits, time window (since/until, ms)", f"{t}/commits/?since={1_700_000_000_000 + n * 750}&until={1_700_000_000_000 + n * 900}"),
-        ("timeline, 200-version window (rows)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 199}"),
-        ("findings, first page (50)", f"{base}/findings/"),
-        ("findings, open critical of the table", f"{base}/findings/?table={table_id}&status=open&min_severity=critical"),
-        ("findings, kind + severity + confirmed", f"{base}/findings/?kind=conflict_hotspot&severity=warning,critical&confirmed=true"),
-        ("findings, unacknowledged in a version range", f"{base}/findings/?acknowledged=false&min_version={n // 4}&max_version={n // 2}"),
-        ("tables list", f"{base}/tables/"),
-        ("tables list, by open findings", f"{base}/tables/?ordering=open_findings&status=ok"),
-        ("health (latest)", f"{t}/health/"),
-        ("health history (400 points)", f"{t}/health/history/"),
-        ("changes", f"{t}/changes/"),
-    ]  # fmt: skip
-    pages = [
-        ("page: tables overview", f"http://127.0.0.1:{port}/"),
-        ("page: table", f"http://127.0.0.1:{port}/tables/{table_id}/"),
-        ("page: table status (live refresh)", f"http://127.0.0.1:{port}/tables/{table_id}/status/"),
-        ("page: findings", f"http://127.0.0.1:{port}/findings/"),
-        ("page: findings of the table", f"http://127.0.0.1:{port}/findings/?table={table_id}"),
-    ]  # fmt: skip
+    endpoints, pages = endpoint_lists(port, table_id, n)
+    t = f"http://127.0.0.1:{port}/api/tables/{table_id}"
     endpoints = [(label, url) for label, url in endpoints if args.match in label]
     pages = [(label, url) for label, url in pages if args.match in label]
     use_wrk = shutil.which("wrk") is not None
