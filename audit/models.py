@@ -298,6 +298,16 @@ class Finding(models.Model):
                 fields=["table", "status", "version", "severity"], name="audit_finding_window"
             ),
             models.Index(fields=["status", "severity"], name="audit_finding_open"),
+            # The dashboard's needs-attention list and count (status, unacknowledged), newest
+            # first, without sorting every open finding: of all tables, and of one.
+            models.Index(
+                fields=["status", "acknowledged_at", "-last_seen", "-id"],
+                name="audit_finding_attention",
+            ),
+            models.Index(
+                fields=["table", "status", "acknowledged_at", "-last_seen", "-id"],
+                name="audit_finding_table_attn",
+            ),
         ]
 
     def __str__(self) -> str:

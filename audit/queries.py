@@ -30,8 +30,9 @@ from django.db.models import (
 )
 from django.db.models.expressions import RawSQL
 
+from audit import rollups
 from audit.core.vocab import SEVERITY_ORDER
-from audit.models import NEEDS_ATTENTION, OPEN, Finding, Table
+from audit.models import NEEDS_ATTENTION, OPEN, Commit, CommitRollup, Finding, Table
 from audit.timeline import table_key, timeline_json
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ __all__ = [
     "OPEN",
     "acknowledge",
     "attention_totals",
+    "commit_time_bounds",
     "enqueue_tail",
     "finding_counts",
     "findings_by_status",
@@ -266,3 +268,45 @@ def enqueue_tail(table_id: int) -> bool:
         log.warning("could not queue the tail of table %s: %s", table_id, err)
         return False
     return True
+
+
+_ROLLUP_BOUNDS = (
+    f"SELECT SUM(commits), MIN(CASE WHEN max_timestamp >= %s THEN bucket_start END), "
+    f"MAX(CASE WHEN min_timestamp <= %s THEN bucket_start END) "
+    f"FROM {CommitRollup._meta.db_table} WHERE table_id = %s"
+)
+_VERSION_SPAN = (
+    f"SELECT (SELECT MIN(version) FROM {Commit._meta.db_table} WHERE table_id = %s), "
+    f"(SELECT MAX(version) FROM {Commit._meta.db_table} WHERE table_id = %s)"
+)
+_EARLIEST = -(2**63)
+_LATEST = 2**63 - 1
+
+
+def commit_time_bounds(
+    table_id: int, since: int | None, until: int | None
+) -> tuple[int, int] | None:
+    """Versions [lo, hi] holding every commit of the table with since <= timestamp <= until
+    (ms; None is open), from the rollups' min/max timestamps; None when they cannot tell.
+
+    Commit timestamps need not grow with the version, so these bounds only narrow the
+    scan: the timestamp filter still applies inside them, and the commits query walks the
+    (table, version) index in page order instead of reading the whole time window through
+    the timestamp index and sorting it (101 ms of CPU for a 150,000-commit window).
+    The bounds are exact only if every commit is counted in its rollup (the ingest keeps
+    them in one transaction; a bulk load might not): the rollups' commit total must equal
+    the version span, which every stored version filling it proves (versions are unique).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _ROLLUP_BOUNDS,
+            [_EARLIEST if since is None else since, _LATEST if until is None else until, table_id],
+        )
+        counted, first_bucket, last_bucket = cursor.fetchone()
+        cursor.execute(_VERSION_SPAN, [table_id, table_id])
+        low, high = cursor.fetchone()
+    if low is None or counted != high - low + 1:
+        return None  # no commits, or commits outside the rollups: filter by time alone
+    if first_bucket is None or last_bucket is None:
+        return (1, 0)  # no rollup overlaps the window: no commit can be in it
+    return (first_bucket, last_bucket + rollups.rollup_size() - 1)
