@@ -290,14 +290,35 @@ class Finding(models.Model):
         ordering = ["-version", "id"]
         constraints = [models.UniqueConstraint(fields=["table", "key"], name="audit_finding_key")]
         indexes = [
-            models.Index(fields=["table", "status", "severity"], name="audit_finding_status"),
+            # Severity counts (open, and unacknowledged) of a table and of all tables, read
+            # from the index alone.
+            models.Index(
+                fields=["table", "status", "severity", "acknowledged_at"],
+                name="audit_finding_status",
+            ),
             models.Index(fields=["kind"], name="audit_finding_kind"),
             models.Index(fields=["table", "version"], name="audit_finding_version"),
             # Covers the timeline's scan of a window's open findings (id is implied).
             models.Index(
                 fields=["table", "status", "version", "severity"], name="audit_finding_window"
             ),
-            models.Index(fields=["status", "severity"], name="audit_finding_open"),
+            models.Index(
+                fields=["status", "severity", "acknowledged_at"], name="audit_finding_open"
+            ),
+            # The dashboard's needs-attention lists without sorting every open finding: all
+            # tables' and one table's newest first, and the table page's by version.
+            models.Index(
+                fields=["status", "acknowledged_at", "-last_seen", "-id"],
+                name="audit_finding_attention",
+            ),
+            models.Index(
+                fields=["table", "status", "acknowledged_at", "-last_seen", "-id"],
+                name="audit_finding_table_attn",
+            ),
+            models.Index(
+                fields=["table", "status", "acknowledged_at", "-version"],
+                name="audit_finding_table_attn_v",
+            ),
         ]
 
     def __str__(self) -> str:

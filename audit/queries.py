@@ -23,17 +23,16 @@ from django.db.models import (
     Case,
     Count,
     IntegerField,
-    Max,
     Q,
     QuerySet,
-    Sum,
     Value,
     When,
 )
 from django.db.models.expressions import RawSQL
 
+from audit import rollups
 from audit.core.vocab import SEVERITY_ORDER
-from audit.models import NEEDS_ATTENTION, OPEN, Finding, Table
+from audit.models import NEEDS_ATTENTION, OPEN, Commit, CommitRollup, Finding, Table
 from audit.timeline import table_key, timeline_json
 
 log = logging.getLogger(__name__)
@@ -43,6 +42,7 @@ __all__ = [
     "OPEN",
     "acknowledge",
     "attention_totals",
+    "commit_time_bounds",
     "enqueue_tail",
     "finding_counts",
     "findings_by_status",
@@ -177,30 +177,74 @@ def findings_list_generation(table_id: int | None) -> str:
     Finding rows), identity and stored version. Otherwise every table's: their count, newest
     id and creation time name the set of tables (a table is only ever added after the newest
     one, or removed), and the sum of their generations, each only ever growing, moves with any
-    change. One aggregate over Table either way, not a scan of the findings.
+    change. One aggregate over Table either way, not a scan of the findings. Plain SQL
+    compiled once per process (these run on every cached read: the ORM's compilation of them
+    cost more than the rest of the answer); values as the driver returns them, which only
+    ever go into a key.
     """
     if table_id is not None:
-        row = (
-            Table.objects.filter(pk=table_id)
-            .only("id", "uri", "created_at", "findings_generation", "last_seen_version")
-            .first()
-        )
-        if row is None:
+        row = _fetch("one_table", _one_table_sql, [table_id])
+        if not row:
             return f"table:{table_id}:none"
-        created = row.created_at.timestamp() if row.created_at else None
-        return f"table:{table_key(row)}:{created}:{row.findings_generation}:{row.last_seen_version}"
-    every = Table.objects.aggregate(
-        n=Count("id"), top=Max("id"), created=Max("created_at"), gen=Sum("findings_generation")
-    )
-    created = every["created"].timestamp() if every["created"] else None
-    return f"all:{every['n']}:{every['top']}:{created}:{every['gen']}"
+        found, uri, created, generation, last_seen = row[0]
+        created = _key_text(created)
+        return f"table:{table_key(Table(id=found, uri=uri))}:{created}:{generation}:{last_seen}"
+    ((n, top, created, generation),) = _fetch("all_tables", _all_tables_sql, [])
+    return f"all:{n}:{top}:{_key_text(created)}:{generation}"
+
+
+def _key_text(value: Any) -> str:
+    # A time as the driver returns it, without the space cache backends refuse in keys.
+    return str(value).replace(" ", "T")
 
 
 def tables_list_generation(columns: tuple[str, ...]) -> str:
     """A cache-key part for the tables list: a digest of every table's `columns` (what the
     list shows, health__* included) and findings generation (its open counts)."""
-    rows = Table.objects.order_by("id").values_list("id", "findings_generation", *columns)
-    return hashlib.sha1(repr(list(rows)).encode()).hexdigest()
+
+    def sql() -> str:
+        rows = Table.objects.order_by("id").values_list("id", "findings_generation", *columns)
+        return _sql_without_params(rows)
+
+    rows = _fetch(("tables_list", columns), sql, [])
+    return hashlib.sha1(repr(rows).encode()).hexdigest()
+
+
+_SQL: dict[Any, str] = {}
+
+
+def _fetch(name: Any, build, params: list) -> list[tuple]:
+    """Rows of the SQL `build()` returns, built once per process under `name`."""
+    sql = _SQL.get(name)
+    if sql is None:
+        sql = _SQL[name] = build()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _one_table_sql() -> str:
+    columns = _columns("id", "uri", "created_at", "findings_generation", "last_seen_version")
+    return f"SELECT {', '.join(columns)} FROM {Table._meta.db_table} WHERE {columns[0]} = %s"
+
+
+def _all_tables_sql() -> str:
+    pk, created, generation = _columns("id", "created_at", "findings_generation")
+    return (
+        f"SELECT COUNT({pk}), MAX({pk}), MAX({created}), SUM({generation}) "
+        f"FROM {Table._meta.db_table}"
+    )
+
+
+def _columns(*fields: str) -> list[str]:
+    quote = connection.ops.quote_name
+    return [quote(Table._meta.get_field(field).column) for field in fields]
+
+
+def _sql_without_params(queryset) -> str:
+    sql, params = queryset.query.sql_with_params()
+    assert not params, "only parameterless queries are compiled once"
+    return sql
 
 
 # --------------------------------------------------------------------------- timeline, tails
@@ -224,3 +268,45 @@ def enqueue_tail(table_id: int) -> bool:
         log.warning("could not queue the tail of table %s: %s", table_id, err)
         return False
     return True
+
+
+_ROLLUP_BOUNDS = (
+    f"SELECT SUM(commits), MIN(CASE WHEN max_timestamp >= %s THEN bucket_start END), "
+    f"MAX(CASE WHEN min_timestamp <= %s THEN bucket_start END) "
+    f"FROM {CommitRollup._meta.db_table} WHERE table_id = %s"
+)
+_VERSION_SPAN = (
+    f"SELECT (SELECT MIN(version) FROM {Commit._meta.db_table} WHERE table_id = %s), "
+    f"(SELECT MAX(version) FROM {Commit._meta.db_table} WHERE table_id = %s)"
+)
+_EARLIEST = -(2**63)
+_LATEST = 2**63 - 1
+
+
+def commit_time_bounds(
+    table_id: int, since: int | None, until: int | None
+) -> tuple[int, int] | None:
+    """Versions [lo, hi] holding every commit of the table with since <= timestamp <= until
+    (ms; None is open), from the rollups' min/max timestamps; None when they cannot tell.
+
+    Commit timestamps need not grow with the version, so these bounds only narrow the
+    scan: the timestamp filter still applies inside them, and the commits query walks the
+    (table, version) index in page order instead of reading the whole time window through
+    the timestamp index and sorting it (101 ms of CPU for a 150,000-commit window).
+    The bounds are exact only if every commit is counted in its rollup (the ingest keeps
+    them in one transaction; a bulk load might not): the rollups' commit total must equal
+    the version span, which every stored version filling it proves (versions are unique).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _ROLLUP_BOUNDS,
+            [_EARLIEST if since is None else since, _LATEST if until is None else until, table_id],
+        )
+        counted, first_bucket, last_bucket = cursor.fetchone()
+        cursor.execute(_VERSION_SPAN, [table_id, table_id])
+        low, high = cursor.fetchone()
+    if low is None or counted != high - low + 1:
+        return None  # no commits, or commits outside the rollups: filter by time alone
+    if first_bucket is None or last_bucket is None:
+        return (1, 0)  # no rollup overlaps the window: no commit can be in it
+    return (first_bucket, last_bucket + rollups.rollup_size() - 1)

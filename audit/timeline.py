@@ -82,11 +82,16 @@ def timeline_json(
     generation (moved with every change of the table's findings: a re-audit resolving one, a
     health finding), so a hit is what a fresh computation would answer."""
     return cached_json(
-        f"timeline:{table_key(table)}:{table.last_seen_version}:{table.findings_generation}",
+        timeline_generation(table),
         f"{from_version}:{to_version}:{max_points}",
         lambda: orjson.dumps(_timeline(table.id, from_version, to_version, max_points)),
         settings.AUDIT_API_TIMELINE_CACHE_SECONDS,
     )
+
+
+def timeline_generation(table: Table) -> str:
+    """What a timeline body depends on (needs id, uri, last_seen_version, findings_generation)."""
+    return f"timeline:{table_key(table)}:{table.last_seen_version}:{table.findings_generation}"
 
 
 def cached_json(generation: str, request: str, compute: Callable[[], bytes], seconds: int) -> bytes:
@@ -97,12 +102,22 @@ def cached_json(generation: str, request: str, compute: Callable[[], bytes], sec
     """
     if not seconds:
         return compute()
-    key = f"audit:json:v1:{generation}:{hashlib.sha1(request.encode()).hexdigest()}"
+    key = _json_key(generation, request)
     body = cache.get(key)
     if body is None:
         body = compute()
         cache.set(key, body, seconds)
     return body
+
+
+def cached_only(generation: str, request: str) -> bytes | None:
+    """What `cached_json` holds for (generation, request), or None: never computes (the API's
+    fast path answers hits only and leaves misses to the view that fills the cache)."""
+    return cache.get(_json_key(generation, request))
+
+
+def _json_key(generation: str, request: str) -> str:
+    return f"audit:json:v1:{generation}:{hashlib.sha1(request.encode()).hexdigest()}"
 
 
 def _timeline(

@@ -2,18 +2,22 @@
 
     .venv/bin/python bench/bench_api.py [--commits 1000000] [--findings 5000]
         [--database-url sqlite:///var/bench-api.sqlite3 | postgres://postgres@127.0.0.1/bench]
-        [--workers 5] [--connections 20] [--seconds 10] [--rebuild]
+        [--workers 5] [--connections 20] [--seconds 10] [--rebuild] [--modes off,drf,on]
+        [--match <label part>]
 
 1. Fills a dedicated database (migrated here; never the dev or test one) with one table of
    `--commits` Commit rows, written with executemany/COPY (a Spark-like mix: ~70% blind
    appends, DELETE/UPDATE/MERGE/OPTIMIZE, ~10% of commits with concurrent versions), plus
    `--findings` findings. Reused on the next run unless --rebuild.
-2. Starts gunicorn with config/gunicorn.conf.py (what scripts/run.sh runs) on 127.0.0.1,
-   twice: with the response caches switched off (every request computes its answer: the
-   cold path) and with them on (what 20 clients reading the same pages get).
+2. Starts gunicorn with config/gunicorn.conf.py (what scripts/run.sh and compose run) on
+   127.0.0.1, once per `--modes`: `off` (response caches off: every request computes its
+   answer, the cold path), `drf` (caches on, fast path off: the peer the fast path is compared
+   with) and `on` (the defaults: what 20 clients reading the same pages get).
 3. Drives each endpoint with wrk (a separate process; `apt-get install wrk`) at
-   `--connections` concurrent connections for `--seconds`, token-authenticated, and prints
-   p50/p95/p99 latency and requests/s. Without wrk, a thread-pool client in a subprocess.
+   `--connections` concurrent connections for `--seconds`, token-authenticated (the dashboard
+   pages with a logged-in session), and prints p50/p95/p99 latency, requests/s and the server's
+   CPU per request, then each mode's CPU per request as a ratio to the defaults'. Without wrk,
+   a thread-pool client in a subprocess.
 """
 
 from __future__ import annotations
@@ -110,6 +114,7 @@ def build(n_commits: int, n_findings: int, rebuild: bool) -> int:
     table = Table.objects.filter(uri=TABLE_URI).first()
     if table is not None and not rebuild and table.last_seen_version == n_commits - 1:
         print(f"reusing table {table.id} with {n_commits:,} commits")
+        store_health(table, n_commits)
         return table.id
     Table.objects.filter(uri=TABLE_URI).delete()
     now = timezone.now()
@@ -151,10 +156,69 @@ def build(n_commits: int, n_findings: int, rebuild: bool) -> int:
             )  # fmt: skip
         )
     Finding.objects.bulk_create(findings, batch_size=2000)
+    store_health(table, n_commits)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     print(f"stored {n_findings:,} findings; {Commit.objects.filter(table=table).count():,} commits")
     return table.id
+
+
+def store_health(table, n_commits: int) -> None:
+    """What the tail stores with the commits for the health and changes endpoints: a health
+    point per version, the latest health document, a schema or property change every 20,000
+    versions (with a concurrent_metadata_change finding on every other one)."""
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from audit.health_models import HealthPoint, TableChange, TableHealth
+    from audit.health_store import health_fields
+    from audit.models import Finding
+
+    if TableHealth.objects.filter(table=table).exists():
+        return
+    started = time.perf_counter()
+    sql = (
+        "INSERT INTO audit_healthpoint (table_id, version, timestamp, num_files, total_bytes, "
+        "small_files) VALUES (%s, %s, %s, %s, %s, %s)"
+    )
+    points = ((table.id, v, 1_700_000_000_000 + v * 1500, 1000 + v // 10, 2**30 + v * 4096,
+               100 + v // 100) for v in range(n_commits))  # fmt: skip
+    with transaction.atomic(), connection.cursor() as cursor:
+        batch = []
+        for row in points:
+            batch.append(row)
+            if len(batch) == 50_000:
+                cursor.executemany(sql, batch)
+                batch.clear()
+        cursor.executemany(sql, batch)
+        last = n_commits - 1
+        partitions = [{"values": {"day": f"2024-01-{d:02d}"}, "files": 40, "bytes": 2**24}
+                      for d in range(1, 29)]  # fmt: skip
+        health = {
+            "version": last, "num_files": 1000 + last // 10, "total_bytes": 2**30 + last * 4096,
+            "small_files": {"count": 100 + last // 100, "limit_bytes": 2**25},
+            "tombstones": {"count": 500, "vacuumable_bytes": 2**28},
+            "checkpoint": {"version": last - last % 10, "commits_since": last % 10},
+            "partitions": partitions, "recommendations": ["OPTIMIZE the small files"],
+        }  # fmt: skip
+        TableHealth.objects.create(table=table, **health_fields(health))
+        kinds = ["schema", "properties"]
+        TableChange.objects.bulk_create(
+            TableChange(table=table, version=v, timestamp=1_700_000_000_000 + v * 1500,
+                        kind=kinds[i % 2], before={"a": i}, after={"a": i + 1},
+                        summary=f"change {i} at v{v}")
+            for i, v in enumerate(range(1, n_commits, 20_000))
+        )  # fmt: skip
+        Finding.objects.bulk_create(
+            Finding(table=table, kind="concurrent_metadata_change", severity="warning",
+                    version=v, related_versions=[v - 1], summary=f"metadata change at v{v}",
+                    explanation="generated for the benchmark", key=f"cmc:{v}",
+                    last_seen=timezone.now(), status="open")
+            for v in range(1, n_commits, 40_000)
+        )  # fmt: skip
+    print(f"stored {HealthPoint.objects.filter(table=table).count():,} health points and "
+          f"{TableChange.objects.filter(table=table).count()} changes "
+          f"in {time.perf_counter() - started:.1f} s")  # fmt: skip
 
 
 def _insert_sqlite(cursor, rows) -> None:
@@ -179,6 +243,27 @@ def _copy_postgres(cursor, rows) -> None:
             copy.write_row(row)
 
 
+def session_cookie_for_bench_user() -> str:
+    """A logged-in session of the bench user, as the login page leaves it (a Cookie value)."""
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.contrib.auth import (
+        BACKEND_SESSION_KEY,
+        HASH_SESSION_KEY,
+        SESSION_KEY,
+        get_user_model,
+    )
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-reader")
+    session = import_module(settings.SESSION_ENGINE).SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
+
+
 def token_for_bench_user() -> str:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
@@ -196,7 +281,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, cached: bool):
+def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, mode: str):
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -204,8 +289,13 @@ def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, c
         "DJANGO_DEBUG": "0",
         "DATABASE_CONN_MAX_AGE": "600",
         "LOG_LEVEL": "WARNING",
+        # An access log line per request, as scripts/run.sh and the compose file write.
+        "WEB_ACCESS_LOG": str(log_path.with_name("bench-api-access.log")),
+        "WEB_ERROR_LOG": "-",
     }
-    if not cached:  # every request computes its answer (the cold path)
+    if mode == "drf":  # cached bodies, but every request goes through DRF (the peer)
+        env["AUDIT_API_FAST_PATH"] = "0"
+    if mode == "off":  # every request computes its answer (the cold path)
         env["AUDIT_API_TIMELINE_CACHE_SECONDS"] = env["AUDIT_API_LIST_CACHE_SECONDS"] = "0"
     args = [
         str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
@@ -253,13 +343,15 @@ def server_cpu_seconds(master_pid: int) -> float:
     return total / ticks
 
 
-def fetch(url: str, token: str) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Token {token}"})
+def fetch(url: str, header: str) -> tuple[int, bytes]:
+    """GET with one header line ("Authorization: Token ..." or "Cookie: sessionid=...")."""
+    name, value = header.split(": ", 1)
+    request = urllib.request.Request(url, headers={name: value})
     with urllib.request.urlopen(request, timeout=60) as response:
         return response.status, response.read()
 
 
-def run_wrk(url: str, token: str, connections: int, seconds: int, lua: Path) -> dict:
+def run_wrk(url: str, header: str, connections: int, seconds: int, lua: Path) -> dict:
     out = subprocess.run(
         [
             "wrk",
@@ -272,7 +364,7 @@ def run_wrk(url: str, token: str, connections: int, seconds: int, lua: Path) -> 
             "--timeout",
             "10s",
             "-H",
-            f"Authorization: Token {token}",
+            header,
             "-s",
             str(lua),
             url,
@@ -288,13 +380,14 @@ def run_wrk(url: str, token: str, connections: int, seconds: int, lua: Path) -> 
 PY_CLIENT = r"""
 import json, sys, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
-url, token, conns, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+url, header, conns, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+name, value = header.split(": ", 1)
 end = time.monotonic() + seconds
 def worker(_):
     lat, bad = [], 0
     while time.monotonic() < end:
         t = time.perf_counter()
-        req = urllib.request.Request(url, headers={"Authorization": "Token " + token})
+        req = urllib.request.Request(url, headers={name: value})
         try:
             with urllib.request.urlopen(req, timeout=10) as r:
                 r.read(); bad += r.status >= 300
@@ -311,9 +404,9 @@ print(json.dumps({"p50": pct(50), "p95": pct(95), "p99": pct(99), "requests": le
 """
 
 
-def run_python_client(url: str, token: str, connections: int, seconds: int) -> dict:
+def run_python_client(url: str, header: str, connections: int, seconds: int) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", PY_CLIENT, url, token, str(connections), str(seconds)],
+        [sys.executable, "-c", PY_CLIENT, url, header, str(connections), str(seconds)],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -324,38 +417,97 @@ def cursor_at(version: int) -> str:
     return base64.b64encode(f"p={version}".encode()).decode()
 
 
-def measure(server, endpoints, token: str, args, use_wrk: bool, cached: bool) -> list[tuple]:
+def measure(server, endpoints, header: str, args, use_wrk: bool, mode: str) -> list[tuple]:
     """wrk (or threads) on each endpoint: latency percentiles and the server's CPU per request."""
     results = []
     lua = Path(tempfile.mkstemp(suffix=".lua")[1])
     lua.write_text(WRK_LUA)
     try:
-        if use_wrk:  # warm every gunicorn worker (imports, connections) first
-            run_wrk(endpoints[0][1], token, args.connections, 3, lua)
+        if use_wrk and endpoints:  # warm every gunicorn worker (imports, connections) first
+            run_wrk(endpoints[0][1], header, args.connections, 3, lua)
         for label, url in endpoints:
-            status, body = fetch(url, token)  # warm up and check
+            status, body = fetch(url, header)  # warm up and check
             assert status == 200, (label, status, body[:200])
             cpu_before = server_cpu_seconds(server.pid)
             if use_wrk:
-                stats = run_wrk(url, token, args.connections, args.seconds, lua)
+                stats = run_wrk(url, header, args.connections, args.seconds, lua)
             else:
-                stats = run_python_client(url, token, args.connections, args.seconds)
+                stats = run_python_client(url, header, args.connections, args.seconds)
             stats["rps"] = stats["requests"] / max(stats["seconds"], 1e-9)
             # Server CPU per request barely depends on what else the machine runs; on N idle
             # cores, 20 closed-loop clients see about 20 * cpu_ms / N of latency.
             cpu = server_cpu_seconds(server.pid) - cpu_before
             stats["cpu_ms"] = cpu * 1000 / max(stats["requests"], 1)
-            results.append((cached, label, len(body), stats))
+            results.append((mode, label, len(body), stats))
             print(
                 f"{label:44s} p50 {stats['p50']:7.1f} ms  p95 {stats['p95']:7.1f} ms  "
                 f"p99 {stats['p99']:7.1f} ms  {stats['rps']:6.0f} req/s  "
                 f"server CPU {stats['cpu_ms']:5.1f} ms/req  "
-                f"non-2xx {stats['non2xx']}  errors {stats['errors']}  ({len(body):,} B)",
+                f"non-2xx {stats['non2xx']}  errors {stats['errors']}  ({len(body):,} B)  "
+                f"load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
     finally:
         lua.unlink()
     return results
+
+
+def endpoint_lists(port: int, table_id: int, n: int) -> tuple[list, list]:
+    """(label, URL) of every API endpoint measured, and of the dashboard pages."""
+    base = f"http://127.0.0.1:{port}/api"
+    t = f"{base}/tables/{table_id}"
+    endpoints = [
+        ("commits, first page (100, newest)", f"{t}/commits/"),
+        ("commits, deep page (cursor near v1000)", f"{t}/commits/?cursor={cursor_at(1100)}"),
+        ("commits, oldest first from min_version", f"{t}/commits/?order=asc&min_version={n - 150}"),
+        ("commits, operation=DELETE,MERGE filter", f"{t}/commits/?operation=DELETE,MERGE"),
+        ("commits, has_concurrent=true", f"{t}/commits/?has_concurrent=true"),
+        ("timeline, 2,000-version window (rows)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 1999}"),
+        ("timeline, 20,000-version window (buckets)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 19999}"),
+        ("commits, version range (max_version)", f"{t}/commits/?min_version={n // 3}&max_version={n // 3 + 5000}"),
+        ("commits, time window (since/until, ms)", f"{t}/commits/?since={1_700_000_000_000 + n * 750}&until={1_700_000_000_000 + n * 900}"),
+        ("timeline, 200-version window (rows)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 199}"),
+        ("findings, first page (50)", f"{base}/findings/"),
+        ("findings, open critical of the table", f"{base}/findings/?table={table_id}&status=open&min_severity=critical"),
+        ("findings, kind + severity + confirmed", f"{base}/findings/?kind=conflict_hotspot&severity=warning,critical&confirmed=true"),
+        ("findings, unacknowledged in a version range", f"{base}/findings/?acknowledged=false&min_version={n // 4}&max_version={n // 2}"),
+        ("tables list", f"{base}/tables/"),
+        ("tables list, by open findings", f"{base}/tables/?ordering=open_findings&status=ok"),
+        ("health (latest)", f"{t}/health/"),
+        ("health history (400 points)", f"{t}/health/history/"),
+        ("changes", f"{t}/changes/"),
+    ]  # fmt: skip
+    pages = [
+        ("page: tables overview", f"http://127.0.0.1:{port}/"),
+        ("page: table", f"http://127.0.0.1:{port}/tables/{table_id}/"),
+        ("page: table status (live refresh)", f"http://127.0.0.1:{port}/tables/{table_id}/status/"),
+        ("page: findings", f"http://127.0.0.1:{port}/findings/"),
+        ("page: findings of the table", f"http://127.0.0.1:{port}/findings/?table={table_id}"),
+    ]  # fmt: skip
+    return endpoints, pages
+
+
+MODES = {
+    "off": "response caches off: the cold path",
+    "drf": "response caches on, fast path off: DRF answers every request from the cache",
+    "on": "response caches on, fast path on (the defaults)",
+}
+
+
+def print_ratios(results: list[tuple]) -> None:
+    """Server CPU per request of each mode against the defaults', measured in this run."""
+    cpu = {(mode, label): stats["cpu_ms"] for mode, label, _, stats in results}
+    peers = [mode for mode in ("off", "drf") if any(m == mode for m, _ in cpu)]
+    if "on" not in {m for m, _ in cpu} or not peers:
+        return
+    print("\nserver CPU per request, ratio to the defaults (fast path on):")
+    for label in dict.fromkeys(label for _, label in cpu):
+        if ("on", label) in cpu:
+            on = max(cpu["on", label], 1e-6)
+            ratios = "  ".join(
+                f"{m} {cpu[m, label] / on:5.1f}x" for m in peers if (m, label) in cpu
+            )
+            print(f"{label:44s} on {cpu['on', label]:5.2f} ms  {ratios}")
 
 
 def main() -> None:
@@ -367,12 +519,17 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument(
+        "--modes", default="off,drf,on", help=f"comma-separated: {', '.join(MODES)}"
+    )
+    parser.add_argument("--match", default="", help="only endpoints whose label contains this")
     args = parser.parse_args()
 
     (ROOT / "var").mkdir(exist_ok=True)
     setup_django(args.database_url)
     table_id = build(args.commits, args.findings, args.rebuild)
-    token = token_for_bench_user()
+    token = f"Authorization: Token {token_for_bench_user()}"
+    session = f"Cookie: {session_cookie_for_bench_user()}"
     from django.db import connection
 
     vendor = connection.vendor
@@ -380,28 +537,21 @@ def main() -> None:
 
     n = args.commits
     port = free_port()
-    base = f"http://127.0.0.1:{port}/api"
-    t = f"{base}/tables/{table_id}"
-    endpoints = [
-        ("commits, first page (100, newest)", f"{t}/commits/"),
-        ("commits, deep page (cursor near v1000)", f"{t}/commits/?cursor={cursor_at(1100)}"),
-        ("commits, oldest first from min_version", f"{t}/commits/?order=asc&min_version={n - 150}"),
-        ("commits, operation=DELETE,MERGE filter", f"{t}/commits/?operation=DELETE,MERGE"),
-        ("commits, has_concurrent=true", f"{t}/commits/?has_concurrent=true"),
-        ("timeline, 2,000-version window (rows)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 1999}"),
-        ("timeline, 20,000-version window (buckets)", f"{t}/timeline/?from_version={n // 2}&to_version={n // 2 + 19999}"),
-        ("findings, first page (50)", f"{base}/findings/"),
-        ("findings, open critical of the table", f"{base}/findings/?table={table_id}&status=open&min_severity=critical"),
-        ("tables list", f"{base}/tables/"),
-    ]  # fmt: skip
+    endpoints, pages = endpoint_lists(port, table_id, n)
+    t = f"http://127.0.0.1:{port}/api/tables/{table_id}"
+    endpoints = [(label, url) for label, url in endpoints if args.match in label]
+    pages = [(label, url) for label, url in pages if args.match in label]
     use_wrk = shutil.which("wrk") is not None
     results = []
-    for cached in (False, True):
-        print(f"\n--- response caches {'on (defaults)' if cached else 'off: the cold path'}")
+    modes = args.modes.split(",")
+    for mode in modes:
+        print(f"\n--- {MODES[mode]}")
         log_path = ROOT / "var" / "bench-api-gunicorn.log"
-        server = start_gunicorn(args.database_url, port, args.workers, log_path, cached)
+        server = start_gunicorn(args.database_url, port, args.workers, log_path, mode)
         try:
-            results += measure(server, endpoints, token, args, use_wrk, cached)
+            results += measure(server, endpoints, token, args, use_wrk, mode)
+            print("dashboard pages, logged in (session cookie):")
+            results += measure(server, pages, session, args, use_wrk, mode)
             # One request over the whole history (buckets over 1M commits).
             started = time.perf_counter()
             fetch(f"{t}/timeline/", token)
@@ -412,12 +562,13 @@ def main() -> None:
     client = "wrk" if use_wrk else "python threads"
     print(
         f"\n{vendor}, {n:,} commits, gunicorn {args.workers or 'config/gunicorn.conf.py'} "
-        f"sync workers, {client} "
+        f"gthread workers, {client} "
         f"{args.connections} connections x {args.seconds} s per endpoint, {os.cpu_count()} CPUs"
     )
-    for cached in (False, True):
-        worst = max(st["p95"] for c, _, _, st in results if c == cached)
-        print(f"worst p95, caches {'on' if cached else 'off'}: {worst:.1f} ms (target < 50 ms)")
+    for mode in modes:
+        worst = max((st["p95"] for m, _, _, st in results if m == mode), default=0.0)
+        print(f"worst p95, {mode}: {worst:.1f} ms (target < 50 ms)")
+    print_ratios(results)
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 

@@ -136,9 +136,10 @@ setsid "$PY" -m celery -A workers worker --beat --schedule "$VAR/celerybeat-sche
     --loglevel INFO --concurrency 2 --without-gossip --without-mingle >"$VAR/worker.log" 2>&1 &
 PIDS+=($!)
 echo "==> worker + beat started (log: $VAR/worker.log); demo writer running ($VAR/demo-writer.log)"
-setsid "$PY" -m gunicorn config.wsgi:application -c config/gunicorn.conf.py --bind "$WEB_BIND" \
-    --graceful-timeout "$GRACE" --access-logfile "$VAR/web-access.log" \
-    --error-logfile "$VAR/web.log" &
+# The server's whole configuration is config/gunicorn.conf.py (what bench/bench_api.py measures);
+# only where it listens and logs, and the shutdown grace, come from here.
+WEB_GRACEFUL_TIMEOUT="$GRACE" WEB_ACCESS_LOG="$VAR/web-access.log" WEB_ERROR_LOG="$VAR/web.log" \
+    setsid "$PY" -m gunicorn config.wsgi:application -c config/gunicorn.conf.py --bind "$WEB_BIND" &
 PIDS+=($!)
 for _ in $(seq 1 30); do
     curl -fsS -o /dev/null "http://$WEB_BIND/login/" 2>/dev/null && break

@@ -15,6 +15,7 @@ from django import forms
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 
+from audit import queries
 from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_ORDER, FindingKind, Severity
 from audit.models import Commit, Finding, Table
 
@@ -182,6 +183,19 @@ class CommitFilter(django_filters.FilterSet):
     class Meta:
         model = Commit
         fields: list[str] = []
+
+    def filter_queryset(self, queryset):
+        queryset = super().filter_queryset(queryset)
+        since, until = self.form.cleaned_data.get("since"), self.form.cleaned_data.get("until")
+        if since is None and until is None:
+            return queryset
+        # The same rows, read in version order from versions the window can hold (see
+        # queries.commit_time_bounds); the view's queryset is one table's, by URL.
+        table_id = int(self.request.parser_context["kwargs"]["pk"])
+        bounds = queries.commit_time_bounds(table_id, since, until)
+        if bounds is None:
+            return queryset
+        return queryset.filter(version__gte=bounds[0], version__lte=bounds[1])
 
     def filter_has_concurrent(self, queryset, name, value):
         if value is None:

@@ -16,11 +16,12 @@ from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from audit.api import list_cache
 from audit.api.exceptions import BadRequest, readable_log
 from audit.api.renderers import ORJSONRenderer
 from audit.health_queries import health_history, table_changes, table_diff, table_health
 from audit.models import Table
-from audit.timeline import cached_json, table_key
+from audit.timeline import cached_json
 
 INT64_MAX = 2**63 - 1
 ERROR = OpenApiResponse(response=OpenApiTypes.OBJECT, description='`{"error": "<message>"}`')
@@ -128,7 +129,7 @@ class TableHealthActions:
         # bytes under the table's stored version.
         with readable_log():
             body = cached_json(
-                f"health:{table_key(table)}:{table.last_seen_version}",
+                list_cache.health_generation(table),
                 str(version),
                 lambda: ORJSONRenderer().render(table_health(table, version)),
                 settings.AUDIT_API_LIST_CACHE_SECONDS,
@@ -144,8 +145,17 @@ class TableHealthActions:
     )
     def health_history(self, request, pk=None):
         table = self.table()
-        params = _parse(HistoryQuery(data=request.query_params))
-        return Response({"table": table.id, "points": health_history(table, params["max_points"])})
+        points = _parse(HistoryQuery(data=request.query_params))["max_points"]
+        # Points are stored with the commits: exact until the stored version moves.
+        body = cached_json(
+            list_cache.health_history_generation(table),
+            str(points),
+            lambda: ORJSONRenderer().render(
+                {"table": table.id, "points": health_history(table, points)}
+            ),
+            settings.AUDIT_API_LIST_CACHE_SECONDS,
+        )
+        return HttpResponse(body, content_type="application/json")
 
     @_sub_resource(
         "Every version that changed the schema, protocol, properties or "
@@ -154,7 +164,14 @@ class TableHealthActions:
     )
     def changes(self, request, pk=None):
         table = self.table()
-        return Response({"table": table.id, "changes": table_changes(table)})
+        # Changes are stored with the commits, their findings move the findings generation.
+        body = cached_json(
+            list_cache.changes_generation(table),
+            "",
+            lambda: ORJSONRenderer().render({"table": table.id, "changes": table_changes(table)}),
+            settings.AUDIT_API_LIST_CACHE_SECONDS,
+        )
+        return HttpResponse(body, content_type="application/json")
 
     @_sub_resource(
         "Files added/removed, rows, schema and property changes and the commits "

@@ -18,11 +18,13 @@ from datetime import datetime
 
 import orjson
 from django.conf import settings
+from django.http import HttpRequest
 from rest_framework.request import Request
 
 from audit import queries
 from audit.api import serializers as s
-from audit.timeline import cached_json
+from audit.models import Table
+from audit.timeline import cached_json, table_key
 
 # A NUL cannot reach a table's name or URI (DRF refuses it), so no stored text renders as this.
 _MARK = "\x00since\x00"
@@ -47,9 +49,9 @@ TABLE_LIST_COLUMNS = (
 )  # fmt: skip
 
 
-def table_param(request: Request) -> int | None:
+def table_param(request: Request | HttpRequest) -> int | None:
     """The `?table=` of a findings list when it is one plain id (else every table's key)."""
-    raw = request.query_params.get("table", "")
+    raw = request.GET.get("table", "")  # a DRF Request or a plain HttpRequest
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else None
 
 
@@ -57,9 +59,39 @@ def findings_body(request: Request, compute: Callable[[], bytes], table_id: int 
     """A response showing findings of one table (or of any, `table_id` None) as JSON bytes,
     cached until a finding it could show changes: `GET /api/findings/?...` and a commit's
     detail (its commit never changes once stored; its "findings involving" do)."""
-    return _cached(
-        request, compute, lambda: f"findings:{queries.findings_list_generation(table_id)}"
-    )
+    return _cached(request, compute, lambda: findings_generation(table_id))
+
+
+def findings_generation(table_id: int | None) -> str:
+    """The generation of `findings_body` (the view and the fast path share it)."""
+    return f"findings:{queries.findings_list_generation(table_id)}"
+
+
+def commits_generation(table: Table) -> str:
+    """The generation of a table's commit pages: stored commits never change, so a page is
+    exact until the table's stored version moves (needs id, uri, last_seen_version)."""
+    return f"commits:{table_key(table)}:{table.last_seen_version}"
+
+
+def health_generation(table: Table) -> str:
+    """A table's stored health documents: kept with the commits (`audit.health_store`)."""
+    return f"health:{table_key(table)}:{table.last_seen_version}"
+
+
+def health_history_generation(table: Table) -> str:
+    """A table's health points: stored with the commits."""
+    return f"health_history:{table_key(table)}:{table.last_seen_version}"
+
+
+def changes_generation(table: Table) -> str:
+    """A table's changes (stored with the commits) with their findings (needs
+    findings_generation too)."""
+    return f"changes:{table_key(table)}:{table.last_seen_version}:{table.findings_generation}"
+
+
+def tables_generation() -> str:
+    """The generation of `tables_list_body`."""
+    return f"tables:{queries.tables_list_generation(TABLE_LIST_COLUMNS)}"
 
 
 def marked_since(when: datetime) -> str:
@@ -70,9 +102,11 @@ def marked_since(when: datetime) -> str:
 def tables_list_body(request: Request, compute: Callable[[], bytes]) -> bytes:
     """`GET /api/tables/?...` as JSON bytes. `compute` renders the list with `marked_since`
     in the serializer's context; the marks become seconds since, as of this request."""
-    body = _cached(
-        request, compute, lambda: f"tables:{queries.tables_list_generation(TABLE_LIST_COLUMNS)}"
-    )
+    return with_seconds(_cached(request, compute, tables_generation))
+
+
+def with_seconds(body: bytes) -> bytes:
+    """A cached tables list with its marks replaced by the seconds since, as of now."""
     return _MARKED.sub(_seconds, body)
 
 

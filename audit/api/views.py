@@ -40,7 +40,7 @@ from audit.limits import limit_text
 from audit.models import Commit, Finding, Table
 from audit.orphan_scans import orphan_report
 from audit.paths import check_allowed
-from audit.timeline import cached_json, table_key
+from audit.timeline import cached_json
 
 ERROR_RESPONSE = OpenApiResponse(
     response=OpenApiTypes.OBJECT, description='`{"error": "<message>", "detail": ...}`'
@@ -102,7 +102,10 @@ class TableViewSet(
 
     def get_queryset(self):
         if self.action == "list":
-            return fleet_ordering(_tables_with_counts().defer("settings_snapshot"), self.request)
+            # The health columns in the same query: the serializer reads every table's health
+            # (one query per table otherwise).
+            listed = _tables_with_counts().select_related("health")
+            return fleet_ordering(listed.defer("settings_snapshot", "health__data"), self.request)
         if self.action == "retrieve":
             return _tables_with_counts().select_related("health").defer("health__data")
         if self.action == "commits":  # the model its filters and schema are about
@@ -188,7 +191,7 @@ class TableViewSet(
 
         # Stored commits never change: a page is exact until the table's stored version moves.
         body = cached_json(
-            f"commits:{table_key(table)}:{table.last_seen_version}",
+            list_cache.commits_generation(table),
             request.build_absolute_uri(),
             page,
             settings.AUDIT_API_LIST_CACHE_SECONDS,

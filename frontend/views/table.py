@@ -16,6 +16,7 @@ from audit.core import storage_errors
 from audit.core.storage_config import describe_storage
 from audit.health_models import TableHealth
 from audit.models import Finding, Table
+from frontend.templatetags.findings_rows import ROW_FIELDS
 from frontend.views.overview import risk_level, show_attention
 
 
@@ -67,9 +68,9 @@ def table_header(table: Table) -> dict[str, Any]:
 def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
     table = get_object_or_404(Table, id=table_id)
     findings = list(
-        queries.findings_by_status(Finding.objects.filter(table=table), "open").order_by(
-            "-version", "id"
-        )[:50]
+        queries.findings_by_status(Finding.objects.filter(table=table), "open")
+        .order_by("-version", "id")[:50]
+        .only(*ROW_FIELDS)
     )
     first = table.first_available_version if table.first_available_version is not None else 0
     config = {

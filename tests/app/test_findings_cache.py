@@ -2,7 +2,9 @@
 table's findings is in the very next list request, and a cached body is the uncached one.
 
 Findings are written by the real writers (ingest's upsert, health rules, change findings, the
-orphan scan's kinds, the API's acknowledge / re-open), which move the table's generation."""
+orphan scan's kinds, the API's acknowledge / re-open), which move the table's generation.
+Every freshness test reads once with a session (the DRF views) and once with a token (cached
+hits then come from the fast path, audit/api/fast_path.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from audit.health_alerts import evaluate_health_rules, raise_change_findings
 from audit.ingest import rebuild_rollups, upsert_findings
 from audit.models import Commit, Finding, Table
 from tests.support.alerting import rule_for, webhook
-from tests.support.clients import session_client
+from tests.support.clients import session_client, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -34,6 +36,12 @@ def caches_on(settings):
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture(params=["session", "token"])
+def reader(request):
+    """How the lists are read: a session (DRF) or a token (hits answered by the fast path)."""
+    return session_client if request.param == "session" else token_client
 
 
 @pytest.fixture
@@ -75,8 +83,8 @@ def open_critical(bodies: dict[str, dict]) -> int:
     return bodies["/api/tables/"]["results"][0]["attention_findings"]["critical"]
 
 
-def test_acknowledging_and_reopening_show_at_once(table, owner, member):
-    client = session_client(member)
+def test_acknowledging_and_reopening_show_at_once(reader, table, owner, member):
+    client = reader(member)
     before = lists(client, table)
     critical = Finding.objects.get(table=table, version=5)
     assert open_critical(before) == 1
@@ -100,8 +108,8 @@ def test_acknowledging_and_reopening_show_at_once(table, owner, member):
     assert open_critical(again) == 1
 
 
-def test_a_reaudit_that_resolves_or_raises_shows_at_once(table, member):
-    client = session_client(member)
+def test_a_reaudit_that_resolves_or_raises_shows_at_once(reader, table, member):
+    client = reader(member)
     lists(client, table)
     detail = client.get(f"/api/tables/{table.id}/commits/3/").json()
     assert [(f["version"], f["status"]) for f in detail["findings"]] == [(3, "open")]
@@ -117,8 +125,8 @@ def test_a_reaudit_that_resolves_or_raises_shows_at_once(table, member):
     assert [(f["version"], f["status"]) for f in detail["findings"]] == [(3, "resolved")]
 
 
-def test_health_change_and_orphan_findings_show_at_once(table, member):
-    client = session_client(member)
+def test_health_change_and_orphan_findings_show_at_once(reader, table, member):
+    client = reader(member)
     seen = lambda: {f["kind"] for f in rows(lists(client, table), "/api/findings/").values()}  # noqa: E731
     assert seen() == {REORDER}
 
@@ -139,8 +147,8 @@ def test_health_change_and_orphan_findings_show_at_once(table, member):
     assert FindingKind.ORPHAN_FILES in seen()
 
 
-def test_renaming_an_acknowledger_shows_at_once(table, owner, member):
-    client = session_client(member)
+def test_renaming_an_acknowledger_shows_at_once(reader, table, owner, member):
+    client = reader(member)
     critical = Finding.objects.get(table=table, version=5)
     critical.acknowledge(owner)
     assert rows(lists(client, table), "/api/findings/")[critical.id]["acknowledged_by"] == "alice"
@@ -149,9 +157,9 @@ def test_renaming_an_acknowledger_shows_at_once(table, owner, member):
     assert rows(lists(client, table), "/api/findings/")[critical.id]["acknowledged_by"] == "alicia"
 
 
-def test_a_cached_body_is_the_uncached_body(table, member, settings):
+def test_a_cached_body_is_the_uncached_body(reader, table, member, settings):
     Table.objects.create(uri="/data/empty", name="empty")  # no commit yet: lag seconds null
-    client = session_client(member)
+    client = reader(member)
     urls = [*lists(client, table), "/api/findings/?min_severity=critical&table=abc"]
     urls += [f"/api/tables/{table.id}/commits/3/", f"/api/tables/{table.id}/commits/4/"]
     now = timezone.now()
@@ -169,8 +177,8 @@ def test_outsiders_and_anonymous_still_get_what_they_got(table, outsider):
     assert len(body["results"]) == 2
 
 
-def test_edits_and_deletions_in_the_admin_show_at_once(table, owner, member, client):
-    api = session_client(member)
+def test_edits_and_deletions_in_the_admin_show_at_once(reader, table, owner, member, client):
+    api = reader(member)
     critical = Finding.objects.get(table=table, version=5)
     assert critical.id in rows(lists(api, table), "/api/findings/")
     client.force_login(owner)
@@ -195,13 +203,16 @@ def test_edits_and_deletions_in_the_admin_show_at_once(table, owner, member, cli
     assert rows(lists(api, table), "/api/findings/") == {}
 
 
-def test_a_timeline_shows_a_resolved_finding_at_once(table, member, settings):
+def test_a_timeline_shows_a_resolved_finding_at_once(reader, table, member, settings):
     settings.AUDIT_API_TIMELINE_CACHE_SECONDS = 300
     for version in (4, 5):
         Commit.objects.create(table=table, version=version, operation="WRITE")
     rebuild_rollups(table.id)
-    client = session_client(member)
-    url = f"/api/tables/{table.id}/timeline/"
-    assert {f["version"] for f in client.get(url).json()["findings"]} == {3, 5}
+    client = reader(member)
+    whole = f"/api/tables/{table.id}/timeline/"
+    window = f"{whole}?from_version=0&to_version=9"  # a window: the fast path answers its hits
+    for url in (whole, window, window):
+        assert {f["version"] for f in client.get(url).json()["findings"]} == {3, 5}
     upsert_findings(table, [finding(5, Severity.CRITICAL)], scope=(0, 9))  # v3's is resolved
-    assert {f["version"] for f in client.get(url).json()["findings"]} == {5}
+    for url in (whole, window):
+        assert {f["version"] for f in client.get(url).json()["findings"]} == {5}

@@ -434,3 +434,28 @@ def test_it_answers_unknown_commits_with_404(reorder_table, member_client):
         response = member_client.get(f"/api/tables/{reorder_table.id}/commits/{version}/")
         assert response.status_code == 404
         error_of(response)
+
+
+def test_the_tables_list_reads_every_tables_health_in_one_query(reorder_table, member, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from audit.health_models import TableHealth
+
+    settings.AUDIT_API_LIST_CACHE_SECONDS = 0  # the computation, not a cached body
+    client = session_client(member)
+
+    def queries_and_health() -> tuple[int, dict]:
+        with CaptureQueriesContext(connection) as queries:
+            body = client.get("/api/tables/").json()
+        return len(queries.captured_queries), {t["name"]: t["health"] for t in body["results"]}
+
+    one, _ = queries_and_health()
+    for i in range(4):
+        table = Table.objects.create(uri=f"/data/more-{i}", name=f"more-{i}")
+        TableHealth.objects.create(
+            table=table, version=i, computed_at=timezone.now(), num_files=10 + i, small_files=i
+        )
+    five, health = queries_and_health()
+    assert five == one
+    assert [health[f"more-{i}"]["num_files"] for i in range(4)] == [10, 11, 12, 13]

@@ -1,0 +1,77 @@
+"""The findings table's rows, rendered in Python: one page of 50 rows through the template
+engine cost ~12 ms of CPU (three `{% url %}` and ~20 variable lookups per row); this builds
+the same HTML with each link reversed once per page. Every text from the data is escaped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django import template
+from django.urls import reverse
+from django.utils.html import conditional_escape
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import Truncator
+
+register = template.Library()
+
+# What a row reads: the views load only these (`.only(*ROW_FIELDS)`), not the witness,
+# details, explanation or the table's settings (a third of a page's CPU went to those).
+ROW_FIELDS = (
+    "id", "table", "kind", "severity", "version", "confirmed", "summary", "status",
+    "acknowledged_at",
+)  # fmt: skip
+TABLE_ROW_FIELDS = (*ROW_FIELDS, "table__name", "table__uri")
+
+_MARK = 918273645  # a number no real id is compared against: only split on
+_MARK2 = 546372819
+
+
+def _link(name: str, *marks: int) -> Iterator[str]:
+    """The URL of `name` cut at its arguments' places (reversed once, joined per row)."""
+    url = reverse(name, args=marks)
+    for mark in marks:
+        head, url = url.split(str(mark), 1)
+        yield head
+    yield url
+
+
+def _e(value: Any) -> str:
+    return conditional_escape(value)
+
+
+@register.simple_tag
+def findings_rows(findings: Iterable[Any], show_table: bool) -> SafeString:
+    """The rows of frontend/_findings_rows.html (byte for byte what its loop rendered)."""
+    fin = list(_link("frontend:finding", _MARK))
+    tab = list(_link("frontend:table", _MARK))
+    com = list(_link("frontend:commit", _MARK, _MARK2))
+    out: list[str] = []
+    for f in findings:
+        sev = _e(f.severity)
+        confirmed = (
+            ' <span class="tag tag-bad" title="rows found in the data files">confirmed</span>'
+            if f.confirmed
+            else ""
+        )
+        table = ""
+        if show_table:
+            name = f.table.name or f.table.uri
+            table = f'<td><a href="{tab[0]}{f.table_id}{tab[1]}">{_e(name)}</a></td>'
+        if f.acknowledged_at:
+            state = '<span class="tag">acknowledged</span>'
+        elif f.status == "resolved":
+            state = '<span class="tag tag-ok">resolved</span>'
+        else:
+            state = '<span class="tag tag-accent">open</span>'
+        summary = _e(Truncator(f.summary).chars(220))
+        out.append(
+            f'\n  <tr>\n    <td><span class="badge sev-{sev}">{sev}</span></td>\n'
+            f'    <td class="nowrap"><a href="{fin[0]}{f.id}{fin[1]}">{_e(f.kind)}</a>'
+            f"{confirmed}</td>\n    {table}\n"
+            f'    <td class="num mono"><a href="{com[0]}{f.table_id}{com[1]}{f.version}{com[2]}">'
+            f"{_e(f.version)}</a></td>\n"
+            f'    <td class="summary">{summary}</td>\n'
+            f'    <td class="nowrap">{state}</td>\n  </tr>\n  '
+        )
+    return mark_safe("".join(out))  # noqa: S308 - every value above went through escape
