@@ -24,6 +24,7 @@ import operator
 import os
 import pickle
 import signal
+import time
 from typing import Any
 
 from audit.core.digest import Interner
@@ -51,19 +52,54 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(CommitSummary))
 _as_row = operator.attrgetter(*_FIELDS)
 
 
-def spare_core() -> bool:
-    """True when a second process would get a core of its own (load below cores - 1).
+def spare_core(sample_seconds: float = 0.1) -> bool:
+    """True when a second process would get a core of its own right now.
 
     On a loaded machine the child only competes with the parent (Linux autogroup scheduling
     gives a session one share, however many processes it runs) and its pickling is pure
     overhead: measured at load 5-6 on 2 cores, the forked path took 8-11 s against 6-7 s.
+    "Right now" is a short sample of the kernel's CPU counters: the 1-minute load average
+    lags by a minute, so it kept an idle machine on one process after any burst (e.g. the
+    bench's own deltalake run just before) and forked on a machine that had just got busy.
+    The load average is the fallback where /proc/stat cannot be read.
     """
     cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
+    before = _cpu_times()
+    if before is not None:
+        time.sleep(sample_seconds)
+        after = _cpu_times()
+        if after is not None:
+            return busy_cores(before, after, cores) <= cores - 1 - SPARE_MARGIN
     try:
-        load = os.getloadavg()[0]
+        return os.getloadavg()[0] <= cores - 1
     except OSError:
         return False
-    return cores > 1 and load <= cores - 1
+
+
+# How much of a core must be idle beyond the parent's own to count as spare.
+SPARE_MARGIN = 0.2
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies over all CPUs from /proc/stat's first line; None if unreadable."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    ticks = [int(x) for x in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    idle = ticks[3] + ticks[4]
+    return sum(ticks) - idle, sum(ticks)
+
+
+def busy_cores(before: tuple[int, int], after: tuple[int, int], cores: int) -> float:
+    """Cores in use between two `_cpu_times` readings (0 when no time passed)."""
+    total = after[1] - before[1]
+    return cores * (after[0] - before[0]) / total if total > 0 else 0.0
 
 
 def summarize_log_parallel(
