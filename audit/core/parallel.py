@@ -71,15 +71,17 @@ def spare_core(sample_seconds: float = 0.1) -> bool:
         time.sleep(sample_seconds)
         after = _cpu_times()
         if after is not None:
-            return busy_cores(before, after, cores) <= cores - 1 - SPARE_MARGIN
+            return cores - busy_cores(before, after, cores) >= IDLE_NEEDED
     try:
         return os.getloadavg()[0] <= cores - 1
     except OSError:
         return False
 
 
-# How much of a core must be idle beyond the parent's own to count as spare.
-SPARE_MARGIN = 0.2
+# Idle cores needed to fork: one for the parent and most of one for the child. With less, the
+# two processes share what is left (autogroup: a session's processes share one slice) and the
+# child's pickling and the parent's replay make the pair slower than one process.
+IDLE_NEEDED = 1.5
 
 
 def _cpu_times() -> tuple[int, int] | None:
