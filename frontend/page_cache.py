@@ -19,23 +19,45 @@ The key also holds the full path (every filter, sort and page). Cached for at mo
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
+from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.timesince import timesince
 
 from audit import queries
 from audit.models import Table
 
+# NUL reaches no stored text (form fields and the API refuse it), so no data renders as these.
+REGISTER_MARK = "\x00register\x00"
+_SINCE = re.compile("\x00since:([^\x00]+)\x00")
 
-def fragment(generation: Callable[[], str], request: HttpRequest, render: Callable[[], str]):
-    """The HTML `render()` gives, cached under (`generation()`, the request's full path)."""
+# What the overview shows of a table (its id and findings generation are always in the key:
+# the open counts and the totals).
+OVERVIEW_COLUMNS = (
+    "name", "uri", "status", "last_error", "risk", "last_seen_version",
+    "latest_version_in_log", "first_available_version", "last_commit_at", "last_tail_at",
+    "backfill_target_version", "backfill_done", "health__id", "health__small_files",
+    "health__vacuumable_bytes", "health__checkpoint_lag",
+)  # fmt: skip
+
+
+def fragment(
+    generation: Callable[[], str],
+    request: HttpRequest,
+    render: Callable[[], str],
+    variant: str = "",
+) -> SafeString:
+    """The HTML `render()` gives, cached under (`generation()`, the request's full path,
+    `variant`: what else of the reader the content shows)."""
     seconds = settings.AUDIT_PAGE_CACHE_SECONDS
     if not seconds:  # off: not even the generation query
         return mark_safe(render())  # noqa: S308 - rendered by the template engine (escaped)
-    path = hashlib.sha1(request.get_full_path().encode()).hexdigest()
+    path = hashlib.sha1(f"{variant}:{request.get_full_path()}".encode()).hexdigest()
     key = f"audit:page:v1:{generation()}:{path}"
     html = cache.get(key)
     if html is None:
@@ -55,3 +77,18 @@ def table_generation(table: Table, has_health: bool) -> str:
     values = [getattr(table, f.attname) for f in Table._meta.concrete_fields]
     digest = hashlib.sha1(repr((values, has_health)).encode()).hexdigest()
     return f"table:{table.pk}:{digest}"
+
+
+def overview_generation() -> str:
+    """What the overview depends on: every table's shown columns, health and findings."""
+    return "overview:" + queries.tables_list_generation(OVERVIEW_COLUMNS)
+
+
+def since_mark(value: object) -> str:
+    """The place of `value|timesince` in a cached page ("" where timesince gives "")."""
+    return f"\x00since:{value.isoformat()}\x00" if isinstance(value, datetime) else ""
+
+
+def with_times(html: str) -> SafeString:
+    """A cached page with its `since_mark`s replaced by the time since, as of now."""
+    return SafeString(_SINCE.sub(lambda m: timesince(datetime.fromisoformat(m[1])), html))

@@ -51,7 +51,17 @@ def finding(version: int, severity: Severity = Severity.WARNING) -> model.Findin
 
 def pages(table: Table) -> list[str]:
     t = table.id
-    return ["/findings/", f"/findings/?table={t}", "/findings/?status=all", f"/tables/{t}/"]
+    return ["/", "/?sort=name", "/findings/", f"/findings/?table={t}", "/findings/?status=all",
+            f"/tables/{t}/"]  # fmt: skip
+
+
+def content_of(url: str) -> str:
+    """The function that builds the cached content of the page at `url`."""
+    if url.startswith("/tables/"):
+        return "frontend.views.table._table_content"
+    if url.startswith("/findings/"):
+        return "frontend.views.findings._findings_content"
+    return "frontend.views.overview._overview_content"
 
 
 def load(client, url: str) -> str:
@@ -71,8 +81,7 @@ def test_a_cached_page_is_the_uncached_page(request, table, persona, settings):
     client = session_client(user)
     for url in pages(table):
         filled = load(client, url)
-        content = "table" if url.startswith("/tables/") else "findings"
-        with mock.patch(f"frontend.views.{content}._{content}_content", side_effect=AssertionError):
+        with mock.patch(content_of(url), side_effect=AssertionError):
             hit = load(client, url)  # from the cache: the content is not built again
         settings.AUDIT_PAGE_CACHE_SECONDS = 0
         assert hit == filled == load(client, url), url
@@ -97,6 +106,7 @@ def test_acknowledging_and_reopening_show_at_once(table, owner, member):
     assert queries.acknowledge(critical, owner)
     assert all(link(critical) not in load(client, url) for url in open_pages)
     assert 'id="stat-critical">0<' in load(client, f"/tables/{table.id}/")
+    assert 'title="critical">0<' in load(client, "/")
     everything = load(client, "/findings/?status=all")
     assert link(critical) in everything and '<span class="tag">acknowledged</span>' in everything
 
@@ -134,3 +144,26 @@ def test_a_cached_page_still_needs_a_login(table, member):
         load(session_client(member), url)  # cached now
         response = session_client(None).get(url)
         assert response.status_code == 302 and "/login/" in response["Location"], url
+
+
+def test_the_overview_times_move_with_the_clock_and_admins_get_the_register_form(table, owner):
+    client = session_client(owner)
+    assert "5\xa0minutes ago" in load(client, "/")
+    with (
+        mock.patch(content_of("/"), side_effect=AssertionError),
+        mock.patch("frontend.page_cache.timesince", return_value="MOCKED"),
+    ):
+        html = load(client, "/")  # from the cache, the time since computed now
+    assert "MOCKED ago" in html and "\x00" not in html
+    assert 'class="register-form"' in html and html.count("CSRF") == 2  # logout, register
+    response = client.post("/", {"uri": "relative/not/allowed", "name": "x"})
+    assert response.status_code == 200 and '<details class="card register" open>' in (
+        response.content.decode()
+    )
+
+
+def test_a_new_table_shows_on_the_overview_at_once(table, member):
+    client = session_client(member)
+    assert "/data/other" not in load(client, "/")
+    Table.objects.create(uri="/data/other", name="other", status="ok")
+    assert "/data/other" in load(client, "/")
