@@ -32,9 +32,12 @@ from django.utils.timesince import timesince
 from audit import queries
 from audit.models import Table
 
-# NUL reaches no stored text (form fields and the API refuse it), so no data renders as these.
-REGISTER_MARK = "\x00register\x00"
-_SINCE = re.compile("\x00since:([^\x00]+)\x00")
+# Places filled in per request. Forms and the API refuse NUL, but an ingestion error's text
+# comes from a log: the marks also carry a tag derived from the secret key, so no stored text
+# can forge one (and a mark's time that does not parse shows as timesince shows junk: "").
+_TAG = hashlib.sha256(f"page-marks:{settings.SECRET_KEY}".encode()).hexdigest()[:16]
+REGISTER_MARK = f"\x00{_TAG}:register\x00"
+_SINCE = re.compile(f"\x00{_TAG}:since:([0-9T:+.-]+)\x00")
 
 # What the overview shows of a table (its id and findings generation are always in the key:
 # the open counts and the totals).
@@ -86,9 +89,16 @@ def overview_generation() -> str:
 
 def since_mark(value: object) -> str:
     """The place of `value|timesince` in a cached page ("" where timesince gives "")."""
-    return f"\x00since:{value.isoformat()}\x00" if isinstance(value, datetime) else ""
+    return f"\x00{_TAG}:since:{value.isoformat()}\x00" if isinstance(value, datetime) else ""
 
 
 def with_times(html: str) -> SafeString:
     """A cached page with its `since_mark`s replaced by the time since, as of now."""
-    return SafeString(_SINCE.sub(lambda m: timesince(datetime.fromisoformat(m[1])), html))
+    return SafeString(_SINCE.sub(_since, html))
+
+
+def _since(match: re.Match) -> str:
+    try:
+        return timesince(datetime.fromisoformat(match[1]))
+    except (ValueError, TypeError):
+        return ""
