@@ -10,8 +10,8 @@
    appends, DELETE/UPDATE/MERGE/OPTIMIZE, ~10% of commits with concurrent versions), plus
    `--findings` findings. Reused on the next run unless --rebuild.
 2. Starts gunicorn with config/gunicorn.conf.py (what scripts/run.sh and compose run) on
-   127.0.0.1, once per `--modes`: `off` (response caches off: every request computes its
-   answer, the cold path), `drf` (caches on, fast path off: the peer the fast path is compared
+   127.0.0.1, once per `--modes`: `off` (response and page caches off: every request computes
+   its answer, the cold path), `drf` (caches on, fast path off: the peer the fast path is compared
    with) and `on` (the defaults: what 20 clients reading the same pages get).
 3. Drives each endpoint with wrk (a separate process; `apt-get install wrk`) at
    `--connections` concurrent connections for `--seconds`, token-authenticated (the dashboard
@@ -296,7 +296,9 @@ def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, m
     if mode == "drf":  # cached bodies, but every request goes through DRF (the peer)
         env["AUDIT_API_FAST_PATH"] = "0"
     if mode == "off":  # every request computes its answer (the cold path)
-        env["AUDIT_API_TIMELINE_CACHE_SECONDS"] = env["AUDIT_API_LIST_CACHE_SECONDS"] = "0"
+        for name in ("AUDIT_API_TIMELINE_CACHE_SECONDS", "AUDIT_API_LIST_CACHE_SECONDS"):
+            env[name] = "0"
+        env["AUDIT_PAGE_CACHE_SECONDS"] = "0"  # the dashboard pages' cached content too
     args = [
         str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
         "-c", str(ROOT / "config" / "gunicorn.conf.py"),  # what scripts/run.sh runs

@@ -197,6 +197,10 @@ AUDIT_API_TIMELINE_CACHE_SECONDS = env_int("AUDIT_API_TIMELINE_CACHE_SECONDS", 3
 # long, and only until what they show changes (stored version, findings generation, table rows:
 # audit/api/list_cache.py).
 AUDIT_API_LIST_CACHE_SECONDS = env_int("AUDIT_API_LIST_CACHE_SECONDS", 30)
+# The reader-independent part of the findings pages and of a table's page is cached this long,
+# and only until what it shows changes (tables' names and findings, the table's row:
+# frontend/page_cache.py). 0 renders every page.
+AUDIT_PAGE_CACHE_SECONDS = env_int("AUDIT_PAGE_CACHE_SECONDS", 30)
 # Cached hot reads with a valid token are answered before sessions, routing and DRF
 # (audit/api/fast_path.py); off: DRF answers them from the same cache (the bench compares).
 AUDIT_API_FAST_PATH = env_bool("AUDIT_API_FAST_PATH", True)

@@ -7,6 +7,8 @@ from typing import Any
 
 from django import template
 
+from frontend import page_cache
+
 register = template.Library()
 
 _UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
@@ -85,3 +87,10 @@ def duration(seconds: Any) -> str:
     if minutes < 90:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60} min"
+
+
+@register.filter
+def since_mark(value: Any) -> str:
+    """A cached page's place for `value|timesince` (it moves with the clock): filled in on
+    every request by `frontend.page_cache.with_times`."""
+    return page_cache.since_mark(value)

@@ -9,11 +9,13 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from audit import queries
 from audit.core.vocab import HEALTH_FINDING_PREFIX, FindingKind
 from audit.models import Commit, Finding
+from frontend import page_cache
 from frontend.forms import FindingFilterForm
 from frontend.templatetags.findings_rows import ROW_FIELDS, TABLE_ROW_FIELDS
 from frontend.views.common import is_admin, pretty, require_admin
@@ -52,6 +54,15 @@ def kind_choices() -> list[str]:
 
 @login_required
 def findings_list(request: HttpRequest) -> HttpResponse:
+    # The page's content is the same for every reader: cached (frontend/page_cache.py).
+    content = page_cache.fragment(
+        page_cache.findings_generation, request, lambda: _findings_content(request)
+    )
+    return render(request, "frontend/findings.html", {"content": content})
+
+
+def _findings_content(request: HttpRequest) -> str:
+    """The findings page's content block: filters, rows and pager."""
     form = FindingFilterForm(request.GET or None)
     rows, status = _filtered(form)
     table = form.cleaned_data.get("table") if form.is_valid() else None
@@ -71,7 +82,7 @@ def findings_list(request: HttpRequest) -> HttpResponse:
         "querystring": query.urlencode(),
         "filter_qs": filters.urlencode(),
     }
-    return render(request, "frontend/findings.html", ctx)
+    return render_to_string("frontend/_findings_content.html", ctx)
 
 
 def cycle_edges(witness: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -11,12 +11,14 @@ from django.core.paginator import Paginator
 from django.db.models import F, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods
 
 from audit import queries
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.vocab import SEVERITY_ORDER
 from audit.models import Table
+from frontend import page_cache
 from frontend.forms import RegisterTableForm
 from frontend.views.common import is_admin, require_admin
 
@@ -82,6 +84,25 @@ def index(request: HttpRequest) -> HttpResponse:
             if table is not None:
                 return redirect("frontend:table", table_id=table.id)
 
+    admin = is_admin(request.user)
+    # The list is the same for every reader (an administrator sees one more sentence), cached;
+    # the register form (CSRF token) and the times since are filled in per request.
+    content = page_cache.fragment(
+        page_cache.overview_generation,
+        request,
+        lambda: _overview_content(request, admin),
+        str(admin),
+    )
+    register = ""
+    if admin:
+        ctx = {"form": form, "show_form": request.method == "POST"}
+        register = render_to_string("frontend/_register_form.html", ctx, request=request)
+    content = page_cache.with_times(content.replace(page_cache.REGISTER_MARK, register))
+    return render(request, "frontend/index.html", {"content": content})
+
+
+def _overview_content(request: HttpRequest, admin: bool) -> str:
+    """The overview's content block: totals and the page of tables."""
     query = request.GET.get("q", "").strip()[:200]
     sort = request.GET.get("sort", "findings")
     if sort not in TABLE_SORTS:
@@ -99,14 +120,13 @@ def index(request: HttpRequest) -> HttpResponse:
         "query": query,
         "sort": sort,
         "sorts": list(TABLE_SORTS),
-        "form": form,
-        "show_form": request.method == "POST",
+        "register": page_cache.REGISTER_MARK,
         "totals": queries.attention_totals(),
         "n_tables": Table.objects.count(),
         "n_errors": Table.objects.filter(status=Table.Status.ERROR).count(),
-        "is_admin": is_admin(request.user),
+        "is_admin": admin,
     }
-    return render(request, "frontend/index.html", ctx)
+    return render_to_string("frontend/_index_content.html", ctx)
 
 
 def _register(request: HttpRequest, form: RegisterTableForm) -> Table | None:

@@ -16,16 +16,17 @@ from audit.core import storage_errors
 from audit.core.storage_config import describe_storage
 from audit.health_models import TableHealth
 from audit.models import Finding, Table
+from frontend import page_cache
 from frontend.templatetags.findings_rows import ROW_FIELDS
 from frontend.views.overview import risk_level, show_attention
 
 
-def health_config(table: Table) -> dict[str, Any]:
+def health_config(table: Table, has_health: bool) -> dict[str, Any]:
     """What health.js needs (URLs only; data comes from the API, as text)."""
     return {
         "table": table.id,
         "latestVersion": table.last_seen_version,
-        "hasHealth": TableHealth.objects.filter(table=table).exists(),
+        "hasHealth": has_health,
         "healthUrl": f"/api/tables/{table.id}/health/",
         "historyUrl": f"/api/tables/{table.id}/health/history/",
         "changesUrl": f"/api/tables/{table.id}/changes/",
@@ -67,6 +68,18 @@ def table_header(table: Table) -> dict[str, Any]:
 @login_required
 def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
     table = get_object_or_404(Table, id=table_id)
+    has_health = TableHealth.objects.filter(table=table).exists()
+    # The content is the same for every reader: cached (frontend/page_cache.py).
+    content = page_cache.fragment(
+        lambda: page_cache.table_generation(table, has_health),
+        request,
+        lambda: _table_content(table, has_health),
+    )
+    return render(request, "frontend/table.html", {"table": table, "content": content})
+
+
+def _table_content(table: Table, has_health: bool) -> str:
+    """The table page's content block: header, timeline, open findings, health panel."""
     findings = list(
         queries.findings_by_status(Finding.objects.filter(table=table), "open")
         .order_by("-version", "id")[:50]
@@ -84,8 +97,8 @@ def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
         "refreshSeconds": settings.FRONTEND_REFRESH_SECONDS,
     }
     ctx = {**table_header(table), "findings": findings, "config": config, "tab": "timeline"}
-    ctx["health_config"] = health_config(table)  # the health panel (views/health.py)
-    return render(request, "frontend/table.html", ctx)
+    ctx["health_config"] = health_config(table, has_health)  # the health panel (views/health.py)
+    return render_to_string("frontend/_table_content.html", ctx)
 
 
 @login_required

@@ -28,6 +28,10 @@ FINDINGS = [
 @pytest.fixture
 def lake(tmp_path, settings) -> Table:
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    # The dashboard's numbers are read from the pages' template context, which a cached page
+    # (frontend/page_cache.py) does not render again: tests/app/test_page_cache.py shows a
+    # cached page is the page rendered afresh.
+    settings.AUDIT_PAGE_CACHE_SECONDS = 0
     table = Table.objects.create(
         uri=str(tmp_path / "orders"), name="orders", status="ok", last_seen_version=9
     )
