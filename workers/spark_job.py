@@ -221,7 +221,7 @@ def audit_fleet(
         task = spark_units.run_units(wave, listings, check_data, paths, setup)
         ids = spark.range(0, len(wave), 1, len(wave))
         rows = ids.mapInArrow(task, _spark_schema(spark_units.RESULT_SCHEMA)).toArrow()
-        yield from _outcomes(rows.to_pylist(), expected, listings, pending)
+        yield from _outcomes(rows.to_pylist(), expected, listings, pending, (check_data, paths))
     if pending:  # would mean Spark lost rows: never store half a table
         raise RuntimeError(f"results of {sorted(pending)[0]} are incomplete")
 
@@ -238,6 +238,7 @@ def _outcomes(
     expected: dict[str, int],
     listings: dict[str, LogListing],
     pending: dict[str, list[dict[str, Any]]],
+    options: tuple[bool, bool] = (True, True),
 ) -> Iterator[TableOutcome]:
     """A table's outcome as soon as all its units' rows have arrived (`pending` holds the
     units of tables still incomplete, across waves)."""
@@ -247,17 +248,25 @@ def _outcomes(
         units.append(row)
         if len(units) == expected[uri]:
             del pending[uri]
-            yield outcome_from_units(uri, units, listings[uri])
+            yield outcome_from_units(uri, units, listings[uri], *options)
 
 
-def outcome_from_units(uri: str, units: list[dict[str, Any]], listing: LogListing) -> TableOutcome:
-    """A table's outcome from its units' rows: one whole table, or ranges + table-level."""
+def outcome_from_units(
+    uri: str,
+    units: list[dict[str, Any]],
+    listing: LogListing,
+    check_data: bool = True,
+    paths: bool = True,
+) -> TableOutcome:
+    """A table's outcome from its units' rows: one whole table, or ranges (+ table-level)."""
     # Unpickling builds many long-lived objects: the collector would re-walk them (7x slower).
     with paused_gc():
-        return _outcome_from_units(uri, units, listing)
+        return _outcome_from_units(uri, units, listing, check_data, paths)
 
 
-def _outcome_from_units(uri: str, units: list[dict[str, Any]], listing: LogListing) -> TableOutcome:
+def _outcome_from_units(
+    uri: str, units: list[dict[str, Any]], listing: LogListing, check_data: bool, paths: bool
+) -> TableOutcome:
     decoded = sorted(
         # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
         ((u["start"], u["kind"], pickle.loads(u["payload"])) for u in units),
@@ -268,19 +277,43 @@ def _outcome_from_units(uri: str, units: list[dict[str, Any]], listing: LogListi
         # The whole-history unit reads what the Python path reads: its error is that path's.
         errors.sort(key=lambda e: e[0] == RANGE)
         return TableOutcome(uri, error=errors[0][1])
-    table = next(d["table"] for _, kind, d in decoded if kind in (TABLE, TABLE_LEVEL))
-    summaries, audits, findings = [], {}, []
-    for _, _, payload in decoded:
+    table = next((d["table"] for _, kind, d in decoded if kind in (TABLE, TABLE_LEVEL)), None)
+    summaries, audits, findings, parts = [], {}, [], []
+    for start, _, payload in decoded:
         more_summaries, more_audits = spark_units.decode_results(payload)
         summaries += more_summaries
         audits.update(more_audits)
         findings += payload["findings"]
+        if "records" in payload:
+            parts.append(spark_units.range_part(start, payload, more_summaries))
+    if table is None:  # ranges only: the whole-history part from what they sent
+        try:
+            table, table_findings = _table_level(uri, listing, parts, check_data)
+        except DeltaAuditError as err:
+            return TableOutcome(uri, error=one_line(str(err)))
+        findings += table_findings
+        if not paths:
+            summaries = spark_units.strip_paths(summaries)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))  # audit_history's order
     state = _state(table)
     history = History(listing.table_uri, _clamp_listing(listing, state.version), state, summaries)
     return TableOutcome(
         uri, history, FleetAudit(findings, audits), settings_payload=orjson.dumps(table).decode()
     )
+
+
+def _table_level(
+    uri: str, listing: LogListing, parts: list[Any], check_data: bool
+) -> tuple[dict[str, Any], list[Finding]]:
+    """A split table's settings and whole-history findings, from its ranges' parts: the
+    whole-log History assembled (no commit read again) and audited once, here."""
+    from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
+    from audit.core.split_history import assemble_history  # noqa: PLC0415
+
+    history = assemble_history(spark_units.ListedLog(uri, listing), parts)
+    result = audit_history(history, check_data=check_data)
+    kept = [f for f in result.findings if f.kind in TABLE_LEVEL_KINDS]
+    return spark_units.table_payload(history), kept
 
 
 def _state(table: dict[str, Any]) -> TableState:

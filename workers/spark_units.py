@@ -21,6 +21,7 @@ Each unit yields one result row whose payload is its results, pickled.
 from __future__ import annotations
 
 import heapq
+import os
 import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
@@ -41,6 +42,10 @@ RESULT_SCHEMA = pa.schema(
     [*arrow_schema("table_uri:str kind:str start:int end:int"), pa.field("payload", pa.binary())]
 )
 UNITS_PER_CORE = 2  # two tasks per core: LPT packing balances them; each task costs ~0.1 s
+# A split table's whole-history findings: assembled on the driver from what the ranges send
+# (audit.core.split_history, no second read of the log), or (False, the old way) one more
+# unit that reads and audits the whole history again.
+ASSEMBLE_TABLE_LEVEL = os.environ.get("AUDIT_SPARK_TABLE_LEVEL_UNIT", "") in ("", "0")
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,9 @@ def table_units(uri: str, versions: list[int], chunk_commits: int) -> list[Unit]
         first, last = (versions[0], versions[-1]) if versions else (0, -1)
         return [Unit(TABLE, uri, first, last, len(versions))]
     step = max(chunk_commits, 1)
-    units = [Unit(TABLE_LEVEL, uri, versions[0], versions[-1], len(versions))]
+    units = []
+    if not ASSEMBLE_TABLE_LEVEL:
+        units.append(Unit(TABLE_LEVEL, uri, versions[0], versions[-1], len(versions)))
     for i in range(0, len(versions), step):
         part = versions[i : i + step]
         units.append(Unit(RANGE, uri, part[0], part[-1], len(part)))
@@ -127,6 +134,8 @@ def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict
     from audit.core.tailwindow import load_tail_history  # noqa: PLC0415
 
     log = ListedLog(unit.table_uri, listing)
+    if unit.kind == RANGE and ASSEMBLE_TABLE_LEVEL:
+        return _range_with_part(log, unit, check_data)
     if unit.kind == RANGE:
         history = load_tail_history(log, unit.start, unit.end)
         result = audit_history(history, check_data=check_data, versions=(unit.start, unit.end))
@@ -144,6 +153,37 @@ def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict
         payload = _payload(history, result, lambda f: f.kind in TABLE_LEVEL_KINDS, None, paths)
         return {**payload, "summaries": [], "audits": []}
     return _payload(history, result, lambda f: True, None, paths)
+
+
+def _range_with_part(log: DeltaLog, unit: Unit, check_data: bool) -> dict[str, Any]:
+    """A range's commits and commit-level findings, plus its part of the whole-log pass (with
+    file paths: the driver's table-level audit needs them)."""
+    from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
+    from audit.core.split_history import load_range  # noqa: PLC0415
+
+    history, part = load_range(log, unit.start, unit.end)
+    result = audit_history(history, check_data=check_data, versions=(unit.start, unit.end))
+    payload = _payload(
+        history,
+        result,
+        lambda f: unit.start <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS,
+        (unit.start, unit.end),
+        True,
+    )
+    extra = {"end": unit.end, "metadata": part.metadata, "protocol": part.protocol}
+    return {**payload, **extra, "records": part.records}
+
+
+def range_part(start: int, payload: dict[str, Any], summaries: list[CommitSummary]) -> Any:
+    """The driver's side of _range_with_part: the range's split_history.RangePart."""
+    from audit.core.split_history import RangePart  # noqa: PLC0415
+
+    p = payload
+    return RangePart(start, p["end"], summaries, p["metadata"], p["protocol"], p["records"])
+
+
+def strip_paths(summaries: list[CommitSummary]) -> list[CommitSummary]:
+    return [CommitSummary(*_summary_values(s, False)) for s in summaries]
 
 
 def _payload(

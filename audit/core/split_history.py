@@ -1,0 +1,125 @@
+"""One long history audited in version ranges, its whole-history part assembled from them.
+
+A range [start, end] is audited over the tail's window (`tailwindow.load_tail_history`, proven
+equal to the one-shot audit). The table-level findings need the whole history, but not a
+second read of it: each range also hands back what the whole-log pass would have produced for
+its own versions (`RangePart`: the summaries, the config changes, and what the log-integrity
+checks read of each commit, as parallel.py's forked child sends it), and `assemble_history`
+rebuilds the whole-log `History` from the parts, replaying the integrity records in version
+order. Summaries made in a window are exact: the window's history starts from the snapshot
+before it, so the isolation level each derives uses the configuration in force (unlike the
+forked child, nothing needs re-deriving).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from audit.core.integrity import IntegrityTap
+from audit.core.integrity_refs import FileRef, IntegrityRecord, integrity_record, refs_of_commit
+from audit.core.log import DeltaLog
+from audit.core.model import Commit, CommitSummary
+from audit.core.summary import (
+    History,
+    MetadataTimeline,
+    ProtocolTimeline,
+    paused_gc,
+    summarize_log,
+)
+from audit.core.tailwindow import load_tail_history
+
+
+@dataclass
+class RangePart:
+    """What versions [start, end] of the whole-log pass are, summarised in a range's task."""
+
+    start: int
+    end: int
+    summaries: list[CommitSummary]
+    metadata: MetadataTimeline  # changes made by these versions only
+    protocol: ProtocolTimeline
+    records: list[IntegrityRecord]
+
+
+class _RecordingLog(DeltaLog):
+    """Wraps a log so every commit parsed in [start, end] leaves its integrity record (the
+    window's loads may parse a commit more than once: keyed by version)."""
+
+    def __init__(self, log: DeltaLog, start: int, end: int):
+        self.store, self.uri, self.listing = log.store, log.uri, log.listing
+        self._inner, self._start, self._end = log, start, end
+        self.records: dict[int, IntegrityRecord] = {}
+
+    def iter_commits(self, start: int | None = None, end: int | None = None) -> Iterator[Commit]:
+        for commit in self._inner.iter_commits(start, end):
+            if self._start <= commit.version <= self._end:
+                self.records[commit.version] = integrity_record(commit, *refs_of_commit(commit))
+            yield commit
+
+
+def load_range(log: DeltaLog, start: int, end: int) -> tuple[History, RangePart]:
+    """The window history that audits [start, end] exactly, and the range's own part."""
+    versions = log.listing.commit_versions
+    first = versions[0] if versions else start
+    with paused_gc():
+        if start <= first:  # the first range: the whole-log pass itself, up to `end`
+            return _first_range(log, first, end)
+        recording = _RecordingLog(log, start, end)
+        history = load_tail_history(recording, start, end)
+    own = [s for s in history.summaries if start <= s.version <= end]
+    part = RangePart(
+        start,
+        end,
+        own,
+        [(v, m) for v, m in history.metadata_timeline if start <= v <= end],
+        [(v, p) for v, p in history.protocol_timeline if start <= v <= end],
+        [recording.records[s.version] for s in own],
+    )
+    return history, part
+
+
+def _first_range(log: DeltaLog, first: int, end: int) -> tuple[History, RangePart]:
+    records: list[IntegrityRecord] = []
+
+    def record(commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
+        records.append(integrity_record(commit, adds, removes))
+
+    metadata: MetadataTimeline = []
+    protocol: ProtocolTimeline = []
+    summaries = summarize_log(log, first, end, metadata, protocol, sink=record)
+    part = RangePart(first, end, summaries, list(metadata), list(protocol), records)
+    # The range's own history is the whole-log one up to `end` (its integrity is not needed:
+    # the windowed audit leaves those kinds alone).
+    return assemble_history(log, [part], integrity=False), part
+
+
+def assemble_history(log: DeltaLog, parts: list[RangePart], *, integrity: bool = True) -> History:
+    """The whole-log `History` (as `history_from_log(log)` builds it) from every range's part,
+    in version order; the integrity findings from the records, replayed in order."""
+    with paused_gc():
+        parts = sorted(parts, key=lambda p: p.start)
+        listing = log.listing
+        end = parts[-1].end
+        state = log.snapshot(end)
+        summaries = [s for p in parts for s in p.summaries]
+        metadata = [c for p in parts for c in p.metadata]
+        protocol = [c for p in parts for c in p.protocol]
+        tap = IntegrityTap(log, parts[0].start) if integrity and listing.commit_versions else None
+        if tap is not None:
+            for p in parts:
+                tap.replay(p.records)
+        if not metadata and state.metadata is not None:
+            metadata.append((state.version, state.metadata))
+        if not protocol and state.protocol is not None:
+            protocol.append((state.version, state.protocol))
+        return History(
+            table_uri=log.uri,
+            listing=listing,
+            state=state,
+            summaries=summaries,
+            metadata_timeline=metadata,
+            protocol_timeline=protocol,
+            integrity=tap.findings if tap is not None and summaries else None,
+            _log=log,
+        )
