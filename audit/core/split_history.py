@@ -27,7 +27,7 @@ from audit.core.summary import (
     paused_gc,
     summarize_log,
 )
-from audit.core.tailwindow import load_tail_history
+from audit.core.tailwindow import GUESS, load_tail_history
 
 
 @dataclass
@@ -63,20 +63,38 @@ def load_range(log: DeltaLog, start: int, end: int) -> tuple[History, RangePart]
     versions = log.listing.commit_versions
     first = versions[0] if versions else start
     with paused_gc():
-        if start <= first:  # the first range: the whole-log pass itself, up to `end`
-            return _first_range(log, first, end)
-        recording = _RecordingLog(log, start, end)
-        history = load_tail_history(recording, start, end)
-    own = [s for s in history.summaries if start <= s.version <= end]
-    part = RangePart(
+        if start - GUESS > first:
+            recording = _RecordingLog(log, start, end)
+            history = load_tail_history(recording, start, end)
+            own = [s for s in history.summaries if start <= s.version <= end]
+            if all(s.version in recording.records for s in own):
+                records = [recording.records[s.version] for s in own]
+                return history, _own_part(history, start, end, own, records)
+        # The window reaches the first version: the tail loads it as the whole-log pass does
+        # (straight from the files, not through iter_commits), so do that pass here.
+        history, part = _first_range(log, first, end)
+    own = [s for s in part.summaries if start <= s.version <= end]
+    records = [r for r in part.records if start <= r[0] <= end]
+    return history, _own_part(history, start, end, own, records)
+
+
+def _own_part(
+    history: History,
+    start: int,
+    end: int,
+    own: list[CommitSummary],
+    records: list[IntegrityRecord],
+) -> RangePart:
+    """The range's versions of a window history (whose timelines begin with the config in
+    force before the window, at a version before `start`)."""
+    return RangePart(
         start,
         end,
         own,
         [(v, m) for v, m in history.metadata_timeline if start <= v <= end],
         [(v, p) for v, p in history.protocol_timeline if start <= v <= end],
-        [recording.records[s.version] for s in own],
+        records,
     )
-    return history, part
 
 
 def _first_range(log: DeltaLog, first: int, end: int) -> tuple[History, RangePart]:
