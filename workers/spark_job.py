@@ -218,7 +218,9 @@ def audit_fleet(
     pending: dict[str, list[dict[str, Any]]] = {}
     for first in range(0, len(bins), per_wave):
         wave = bins[first : first + per_wave]
-        task = spark_units.run_units(wave, listings, check_data, paths, setup)
+        task = spark_units.run_units(
+            wave, listings, check_data, paths, setup, spark_units.ROW_COMMITS
+        )
         ids = spark.range(0, len(wave), 1, len(wave))
         rows = ids.mapInArrow(task, _spark_schema(spark_units.RESULT_SCHEMA)).toArrow()
         yield from _outcomes(rows.to_pylist(), expected, listings, pending, (check_data, paths))
@@ -246,7 +248,8 @@ def _outcomes(
         uri = row["table_uri"]
         units = pending.setdefault(uri, [])
         units.append(row)
-        if len(units) == expected[uri]:
+        heads = [u["parts"] for u in units if u["part"] == 0]
+        if len(heads) == expected[uri] and len(units) == sum(heads):
             del pending[uri]
             yield outcome_from_units(uri, units, listings[uri], *options)
 
@@ -267,9 +270,12 @@ def outcome_from_units(
 def _outcome_from_units(
     uri: str, units: list[dict[str, Any]], listing: LogListing, check_data: bool, paths: bool
 ) -> TableOutcome:
-    decoded = sorted(
+    pieces: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for u in sorted(units, key=lambda u: u["part"]):
         # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
-        ((u["start"], u["kind"], pickle.loads(u["payload"])) for u in units),
+        pieces.setdefault((u["start"], u["kind"]), []).append(pickle.loads(u["payload"]))
+    decoded = sorted(
+        ((start, kind, spark_units.merge_pieces(p)) for (start, kind), p in pieces.items()),
         key=lambda t: (t[1] != RANGE, t[0]),  # the ranges in version order, then the rest
     )
     errors = [(kind, d["error"]) for _, kind, d in decoded if "error" in d]

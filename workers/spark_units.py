@@ -39,8 +39,14 @@ from audit.core.summary import History, history_from_log, paused_gc
 
 TABLE, RANGE, TABLE_LEVEL = "table", "range", "tablelevel"
 RESULT_SCHEMA = pa.schema(
-    [*arrow_schema("table_uri:str kind:str start:int end:int"), pa.field("payload", pa.binary())]
+    [
+        *arrow_schema("table_uri:str kind:str start:int end:int part:int parts:int"),
+        pa.field("payload", pa.binary()),
+    ]
 )
+# A unit's results travel in rows of at most this many commits: one row of a 1M-commit table
+# (~300 MB pickled) took the local driver's JVM (1 GB heap) down; rows of ~15 MB stream.
+ROW_COMMITS = 50_000
 UNITS_PER_CORE = 2  # two tasks per core: LPT packing balances them; each task costs ~0.1 s
 # A split table's whole-history findings: assembled on the driver from what the ranges send
 # (audit.core.split_history, no second read of the log), or (False, the old way) one more
@@ -102,6 +108,7 @@ def run_units(
     check_data: bool,
     paths: bool,
     before: Callable[[], None],
+    row_commits: int = ROW_COMMITS,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function: its input is the partition ids (spark.range), one per task."""
 
@@ -110,23 +117,59 @@ def run_units(
         for batch in batches:
             for pid in batch.column(0).to_pylist():
                 for unit in bins[pid]:
-                    row = unit_row(unit, listings[unit.table_uri], check_data, paths)
-                    yield pa.RecordBatch.from_pylist([row], schema=RESULT_SCHEMA)
+                    for row in unit_rows(
+                        unit, listings[unit.table_uri], check_data, paths, row_commits
+                    ):
+                        yield pa.RecordBatch.from_pylist([row], schema=RESULT_SCHEMA)
 
     return task
 
 
-def unit_row(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict[str, Any]:
-    """One unit's result row; a table's failure is its row's one-line error, never the job's."""
+def unit_rows(
+    unit: Unit, listing: LogListing, check_data: bool, paths: bool, row_commits: int = ROW_COMMITS
+) -> Iterator[dict[str, Any]]:
+    """One unit's result rows (part 0 of `parts`; each row's payload pickled apart); a table's
+    failure is its row's one-line error, never the job's."""
     row = {"table_uri": unit.table_uri, "kind": unit.kind, "start": unit.start, "end": unit.end}
     try:
-        with paused_gc():  # as the Python path's load and audit do, the pickling too
+        with paused_gc():  # as the Python path's load and audit do
             payload = _run(unit, listing, check_data, paths)
     except DeltaAuditError as err:
         payload = {"error": one_line(str(err))}
     except Exception as err:  # a core bug on a hostile log must fail this table, not the job
         payload = {"error": internal_error(err)}
-    return {**row, "payload": pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)}
+    pieces = _pieces(payload, row_commits)
+    for part, piece in enumerate(pieces):
+        with paused_gc():
+            data = pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL)
+        yield {**row, "part": part, "parts": len(pieces), "payload": data}
+
+
+def _pieces(payload: dict[str, Any], row_commits: int) -> list[dict[str, Any]]:
+    """The payload cut into rows of at most `row_commits` summaries (and as many audits)."""
+    summaries, audits = payload.get("summaries", []), payload.get("audits", [])
+    count = max(1, -(-max(len(summaries), len(audits)) // max(row_commits, 1)))
+    if count == 1:
+        return [payload]
+    s_step, a_step = -(-len(summaries) // count), -(-len(audits) // count)
+    pieces = [
+        {
+            "summaries": summaries[i * s_step : (i + 1) * s_step],
+            "audits": audits[i * a_step : (i + 1) * a_step],
+        }
+        for i in range(count)
+    ]
+    pieces[0] = {**payload, **pieces[0]}
+    return pieces
+
+
+def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:
+    """The driver's side of _pieces: one unit's payload from its rows' (in part order)."""
+    payload = pieces[0]
+    for piece in pieces[1:]:
+        payload["summaries"] += piece["summaries"]
+        payload["audits"] += piece["audits"]
+    return payload
 
 
 def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict[str, Any]:

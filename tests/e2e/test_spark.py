@@ -186,8 +186,12 @@ def test_a_long_history_split_into_ranges_equals_one_task(spark, tmp_path, monke
     assert got == comparable(whole.history, whole.audit)
     history = load_history(uri)
     assert got == comparable(history, audit_history(history, check_data=False))
-    # Results collected in several waves (jobs) join up too: 13 units over 4 waves.
+    # Results collected in several waves (jobs) join up too: 12 units over 4 waves, each
+    # unit's results in rows of 30 commits (one task's too).
     monkeypatch.setattr("workers.spark_job.RESULT_COMMITS_PER_JOB", 700)
+    monkeypatch.setattr("workers.spark_units.ROW_COMMITS", 30)
+    [rows] = audit_fleet(spark, [uri], chunk_commits=5000, check_data=False, paths=True)
+    assert comparable(rows.history, rows.audit) == got
     [waves] = audit_fleet(spark, [uri], chunk_commits=100, check_data=False, paths=True)
     assert comparable(waves.history, waves.audit) == got
     # Without paths (what storage gets): the same, paths left out as one task leaves them.
