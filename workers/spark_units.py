@@ -226,7 +226,12 @@ def range_part(start: int, payload: dict[str, Any], summaries: list[CommitSummar
 
 
 def strip_paths(summaries: list[CommitSummary]) -> list[CommitSummary]:
-    return [CommitSummary(*_summary_values(s, False)) for s in summaries]
+    """Leave out the paths (as _summary_values does), in place: the summaries are the
+    driver's own, unpickled for this table (10x cheaper than building new ones)."""
+    for s in summaries:
+        for name in _PATH_FIELDS:
+            setattr(s, name, EMPTY_SET)
+    return summaries
 
 
 def _payload(
