@@ -6,16 +6,17 @@ Django-free; runs in executors (shipped in the job's zip, see spark_archive) and
 - `table`: a whole table audited in the task, exactly as the Python path does
   (`history_from_log` + `audit_history`): most tables fit in one task;
 - `range`: versions [start, end] of a long history, audited over the window the live tail
-  loads for them (`audit.core.tailwindow.load_tail_history`, proven equal to the one-shot
-  audit, docs/tail.md) with `audit_history(versions=(start, end))`; out come those commits
-  and their commit-level findings;
-- `tablelevel`: the whole-history findings (TABLE_LEVEL_KINDS: hotspots, integrity, settings)
-  of a long table, computed once per table with a full audit, as the tail's debounced refresh
-  does, plus the table's settings.
+  would load for them (`audit.core.split_history.load_range`, the tail's window rules, proven
+  equal to the one-shot audit, docs/tail.md) with `audit_history(versions=(start, end))`; out
+  come those commits, their commit-level findings, and the range's part of the whole-log pass,
+  from which the driver computes the table's whole-history findings (spark_job._table_level);
+- `tablelevel` (only with AUDIT_SPARK_TABLE_LEVEL_UNIT=1, the round-1 way): the whole-history
+  findings of a long table, computed by reading and auditing the whole history again.
 
 Units are packed into a few partitions per core (largest first onto the least loaded), so a
 job has a handful of tasks whatever the fleet's size: Spark's cost is per task, not per table.
-Each unit yields one result row whose payload is its results, pickled.
+Each unit yields result rows (at most ROW_COMMITS commits each) whose payloads are its
+results, pickled.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class Unit:
 
 
 def table_units(uri: str, versions: list[int], chunk_commits: int) -> list[Unit]:
-    """One unit for a table that fits in a chunk; ranges + one table-level unit otherwise."""
+    """One unit for a table that fits in a chunk; ranges otherwise (+ a table-level unit)."""
     if len(versions) <= max(chunk_commits, 1):
         first, last = (versions[0], versions[-1]) if versions else (0, -1)
         return [Unit(TABLE, uri, first, last, len(versions))]
