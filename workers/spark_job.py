@@ -223,7 +223,10 @@ def audit_fleet(
         )
         ids = spark.range(0, len(wave), 1, len(wave))
         rows = ids.mapInArrow(task, _spark_schema(spark_units.RESULT_SCHEMA)).toArrow()
-        yield from _outcomes(rows.to_pylist(), expected, listings, pending, (check_data, paths))
+        batches = rows.to_batches()
+        del rows
+        rows_of_wave = (row for batch in batches for row in batch.to_pylist())
+        yield from _outcomes(rows_of_wave, expected, listings, pending, (check_data, paths))
     if pending:  # would mean Spark lost rows: never store half a table
         raise RuntimeError(f"results of {sorted(pending)[0]} are incomplete")
 
@@ -246,6 +249,11 @@ def _outcomes(
     units of tables still incomplete, across waves)."""
     for row in rows:
         uri = row["table_uri"]
+        # Decoded at once: a split table's rows wait here for its other units, and its bytes
+        # would otherwise sit beside the objects (a 1M-commit split: ~1 GB of parts).
+        with paused_gc():
+            # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
+            row["payload"] = pickle.loads(row["payload"])
         units = pending.setdefault(uri, [])
         units.append(row)
         heads = [u["parts"] for u in units if u["part"] == 0]
@@ -272,8 +280,7 @@ def _outcome_from_units(
 ) -> TableOutcome:
     pieces: dict[tuple[int, str], list[dict[str, Any]]] = {}
     for u in sorted(units, key=lambda u: u["part"]):
-        # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
-        pieces.setdefault((u["start"], u["kind"]), []).append(pickle.loads(u["payload"]))
+        pieces.setdefault((u["start"], u["kind"]), []).append(u["payload"])
     decoded = sorted(
         ((start, kind, spark_units.merge_pieces(p)) for (start, kind), p in pieces.items()),
         key=lambda t: (t[1] != RANGE, t[0]),  # the ranges in version order, then the rest
