@@ -149,13 +149,15 @@ def _first_range(log: DeltaLog, first: int, end: int) -> tuple[History, RangePar
     return assemble_history(log, [part], integrity=False), part
 
 
-def assemble_history(log: DeltaLog, parts: list[RangePart], *, integrity: bool = True) -> History:
+def assemble_history(
+    log: DeltaLog, parts: list[RangePart], *, integrity: bool = True, end: int | None = None
+) -> History:
     """The whole-log `History` (as `history_from_log(log)` builds it) from every range's part,
     in version order; the integrity findings from the records, replayed in order."""
     with paused_gc():
         parts = sorted(parts, key=lambda p: p.start)
         listing = log.listing
-        end = parts[-1].end
+        end = parts[-1].end if end is None else end  # the state's version (the latest)
         state = log.snapshot(end)
         summaries = [s for p in parts for s in p.summaries]
         metadata = [c for p in parts for c in p.metadata]
