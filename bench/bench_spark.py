@@ -166,9 +166,10 @@ def masters_of(names: str, cluster: Any) -> list[tuple[str, str, dict[str, str],
 def big_table(out: Path, commits: int, chunk: int, cores: int) -> None:
     """One long history: split into version ranges over the tasks vs audited in one task.
 
-    Split, each range is audited over its concurrent window and one more unit computes the
-    whole-history (table-level) findings: that unit reads the whole log, so it bounds the
-    split's wall time from below (about the one task's).
+    Split, each range is audited over its concurrent window and sends back its part of the
+    whole-log pass; the driver assembles them and computes the whole-history (table-level)
+    findings (docs/spark.md, "Long histories"). A unit's results come back in rows of at most
+    ROW_COMMITS commits, so one task of a 1M-commit table does not overwhelm the driver.
     """
     path = out / f"big-{commits}"
     if not (path / "_delta_log" / f"{commits - 1:020d}.json").exists():

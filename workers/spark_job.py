@@ -218,10 +218,15 @@ def audit_fleet(
     pending: dict[str, list[dict[str, Any]]] = {}
     for first in range(0, len(bins), per_wave):
         wave = bins[first : first + per_wave]
-        task = spark_units.run_units(wave, listings, check_data, paths, setup)
+        task = spark_units.run_units(
+            wave, listings, check_data, paths, setup, spark_units.ROW_COMMITS
+        )
         ids = spark.range(0, len(wave), 1, len(wave))
         rows = ids.mapInArrow(task, _spark_schema(spark_units.RESULT_SCHEMA)).toArrow()
-        yield from _outcomes(rows.to_pylist(), expected, listings, pending)
+        batches = rows.to_batches()
+        del rows
+        rows_of_wave = (row for batch in batches for row in batch.to_pylist())
+        yield from _outcomes(rows_of_wave, expected, listings, pending, paths)
     if pending:  # would mean Spark lost rows: never store half a table
         raise RuntimeError(f"results of {sorted(pending)[0]} are incomplete")
 
@@ -238,29 +243,45 @@ def _outcomes(
     expected: dict[str, int],
     listings: dict[str, LogListing],
     pending: dict[str, list[dict[str, Any]]],
+    paths: bool = True,
 ) -> Iterator[TableOutcome]:
     """A table's outcome as soon as all its units' rows have arrived (`pending` holds the
     units of tables still incomplete, across waves)."""
     for row in rows:
         uri = row["table_uri"]
+        # Decoded at once: a split table's rows wait here for its other units, and its bytes
+        # would otherwise sit beside the objects (a 1M-commit split: ~1 GB of parts).
+        with paused_gc():
+            # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
+            row["payload"] = pickle.loads(row["payload"])
         units = pending.setdefault(uri, [])
         units.append(row)
-        if len(units) == expected[uri]:
+        heads = [u["parts"] for u in units if u["part"] == 0]
+        if len(heads) == expected[uri] and len(units) == sum(heads):
             del pending[uri]
-            yield outcome_from_units(uri, units, listings[uri])
+            yield outcome_from_units(uri, units, listings[uri], paths)
 
 
-def outcome_from_units(uri: str, units: list[dict[str, Any]], listing: LogListing) -> TableOutcome:
-    """A table's outcome from its units' rows: one whole table, or ranges + table-level."""
+def outcome_from_units(
+    uri: str,
+    units: list[dict[str, Any]],
+    listing: LogListing,
+    paths: bool = True,
+) -> TableOutcome:
+    """A table's outcome from its units' rows: one whole table, or ranges (+ table-level)."""
     # Unpickling builds many long-lived objects: the collector would re-walk them (7x slower).
     with paused_gc():
-        return _outcome_from_units(uri, units, listing)
+        return _outcome_from_units(uri, units, listing, paths)
 
 
-def _outcome_from_units(uri: str, units: list[dict[str, Any]], listing: LogListing) -> TableOutcome:
+def _outcome_from_units(
+    uri: str, units: list[dict[str, Any]], listing: LogListing, paths: bool
+) -> TableOutcome:
+    pieces: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for u in sorted(units, key=lambda u: u["part"]):
+        pieces.setdefault((u["start"], u["kind"]), []).append(u["payload"])
     decoded = sorted(
-        # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
-        ((u["start"], u["kind"], pickle.loads(u["payload"])) for u in units),
+        ((start, kind, spark_units.merge_pieces(p)) for (start, kind), p in pieces.items()),
         key=lambda t: (t[1] != RANGE, t[0]),  # the ranges in version order, then the rest
     )
     errors = [(kind, d["error"]) for _, kind, d in decoded if "error" in d]
@@ -268,19 +289,50 @@ def _outcome_from_units(uri: str, units: list[dict[str, Any]], listing: LogListi
         # The whole-history unit reads what the Python path reads: its error is that path's.
         errors.sort(key=lambda e: e[0] == RANGE)
         return TableOutcome(uri, error=errors[0][1])
-    table = next(d["table"] for _, kind, d in decoded if kind in (TABLE, TABLE_LEVEL))
-    summaries, audits, findings = [], {}, []
-    for _, _, payload in decoded:
+    table = next((d["table"] for _, kind, d in decoded if kind in (TABLE, TABLE_LEVEL)), None)
+    summaries, audits, findings, parts = [], {}, [], []
+    for start, _, payload in decoded:
         more_summaries, more_audits = spark_units.decode_results(payload)
         summaries += more_summaries
         audits.update(more_audits)
         findings += payload["findings"]
+        if "records" in payload:
+            parts.append(spark_units.range_part(start, payload, more_summaries))
+    if table is None:  # ranges only: the whole-history part from what they sent
+        try:
+            table, table_findings = _table_level(uri, listing, parts)
+        except DeltaAuditError as err:
+            return TableOutcome(uri, error=one_line(str(err)))
+        except Exception as err:  # as in a task: a core bug fails this table, not the job
+            return TableOutcome(uri, error=spark_units.internal_error(err))
+        findings += table_findings
+        if not paths:
+            summaries = spark_units.strip_paths(summaries)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))  # audit_history's order
     state = _state(table)
     history = History(listing.table_uri, _clamp_listing(listing, state.version), state, summaries)
     return TableOutcome(
         uri, history, FleetAudit(findings, audits), settings_payload=orjson.dumps(table).decode()
     )
+
+
+def _table_level(
+    uri: str, listing: LogListing, parts: list[Any]
+) -> tuple[dict[str, Any], list[Finding]]:
+    """A split table's settings and whole-history findings, from its ranges' parts: the
+    whole-log History assembled (no commit read again) and audited once, here."""
+    from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
+    from audit.core.split_history import assemble_history  # noqa: PLC0415
+
+    log = spark_units.ListedLog(uri, listing)
+    # The state at the latest version, as the whole-table unit's history_from_log has it.
+    history = assemble_history(log, parts, end=listing.latest_version)
+    # No data files read here: check_data only confirms never-existed snapshots (commit-level
+    # findings, which the ranges made); no table-level kind reads them (the differential test
+    # in tests/e2e/test_spark.py runs with check_data on).
+    result = audit_history(history, check_data=False)
+    kept = [f for f in result.findings if f.kind in TABLE_LEVEL_KINDS]
+    return spark_units.table_payload(history), kept
 
 
 def _state(table: dict[str, Any]) -> TableState:

@@ -6,21 +6,23 @@ Django-free; runs in executors (shipped in the job's zip, see spark_archive) and
 - `table`: a whole table audited in the task, exactly as the Python path does
   (`history_from_log` + `audit_history`): most tables fit in one task;
 - `range`: versions [start, end] of a long history, audited over the window the live tail
-  loads for them (`audit.core.tailwindow.load_tail_history`, proven equal to the one-shot
-  audit, docs/tail.md) with `audit_history(versions=(start, end))`; out come those commits
-  and their commit-level findings;
-- `tablelevel`: the whole-history findings (TABLE_LEVEL_KINDS: hotspots, integrity, settings)
-  of a long table, computed once per table with a full audit, as the tail's debounced refresh
-  does, plus the table's settings.
+  would load for them (`audit.core.split_history.load_range`, the tail's window rules, proven
+  equal to the one-shot audit, docs/tail.md) with `audit_history(versions=(start, end))`; out
+  come those commits, their commit-level findings, and the range's part of the whole-log pass,
+  from which the driver computes the table's whole-history findings (spark_job._table_level);
+- `tablelevel` (only with AUDIT_SPARK_TABLE_LEVEL_UNIT=1, the round-1 way): the whole-history
+  findings of a long table, computed by reading and auditing the whole history again.
 
 Units are packed into a few partitions per core (largest first onto the least loaded), so a
 job has a handful of tasks whatever the fleet's size: Spark's cost is per task, not per table.
-Each unit yields one result row whose payload is its results, pickled.
+Each unit yields result rows (at most ROW_COMMITS commits each) whose payloads are its
+results, pickled.
 """
 
 from __future__ import annotations
 
 import heapq
+import os
 import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
@@ -38,9 +40,19 @@ from audit.core.summary import History, history_from_log, paused_gc
 
 TABLE, RANGE, TABLE_LEVEL = "table", "range", "tablelevel"
 RESULT_SCHEMA = pa.schema(
-    [*arrow_schema("table_uri:str kind:str start:int end:int"), pa.field("payload", pa.binary())]
+    [
+        *arrow_schema("table_uri:str kind:str start:int end:int part:int parts:int"),
+        pa.field("payload", pa.binary()),
+    ]
 )
+# A unit's results travel in rows of at most this many commits: one row of a 1M-commit table
+# (~300 MB pickled) took the local driver's JVM (1 GB heap) down; rows of ~15 MB stream.
+ROW_COMMITS = 50_000
 UNITS_PER_CORE = 2  # two tasks per core: LPT packing balances them; each task costs ~0.1 s
+# A split table's whole-history findings: assembled on the driver from what the ranges send
+# (audit.core.split_history, no second read of the log), or (False, the old way) one more
+# unit that reads and audits the whole history again.
+ASSEMBLE_TABLE_LEVEL = os.environ.get("AUDIT_SPARK_TABLE_LEVEL_UNIT", "") in ("", "0")
 
 
 @dataclass(frozen=True)
@@ -53,12 +65,14 @@ class Unit:
 
 
 def table_units(uri: str, versions: list[int], chunk_commits: int) -> list[Unit]:
-    """One unit for a table that fits in a chunk; ranges + one table-level unit otherwise."""
+    """One unit for a table that fits in a chunk; ranges otherwise (+ a table-level unit)."""
     if len(versions) <= max(chunk_commits, 1):
         first, last = (versions[0], versions[-1]) if versions else (0, -1)
         return [Unit(TABLE, uri, first, last, len(versions))]
     step = max(chunk_commits, 1)
-    units = [Unit(TABLE_LEVEL, uri, versions[0], versions[-1], len(versions))]
+    units = []
+    if not ASSEMBLE_TABLE_LEVEL:
+        units.append(Unit(TABLE_LEVEL, uri, versions[0], versions[-1], len(versions)))
     for i in range(0, len(versions), step):
         part = versions[i : i + step]
         units.append(Unit(RANGE, uri, part[0], part[-1], len(part)))
@@ -95,6 +109,7 @@ def run_units(
     check_data: bool,
     paths: bool,
     before: Callable[[], None],
+    row_commits: int = ROW_COMMITS,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function: its input is the partition ids (spark.range), one per task."""
 
@@ -103,23 +118,59 @@ def run_units(
         for batch in batches:
             for pid in batch.column(0).to_pylist():
                 for unit in bins[pid]:
-                    row = unit_row(unit, listings[unit.table_uri], check_data, paths)
-                    yield pa.RecordBatch.from_pylist([row], schema=RESULT_SCHEMA)
+                    for row in unit_rows(
+                        unit, listings[unit.table_uri], check_data, paths, row_commits
+                    ):
+                        yield pa.RecordBatch.from_pylist([row], schema=RESULT_SCHEMA)
 
     return task
 
 
-def unit_row(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict[str, Any]:
-    """One unit's result row; a table's failure is its row's one-line error, never the job's."""
+def unit_rows(
+    unit: Unit, listing: LogListing, check_data: bool, paths: bool, row_commits: int = ROW_COMMITS
+) -> Iterator[dict[str, Any]]:
+    """One unit's result rows (part 0 of `parts`; each row's payload pickled apart); a table's
+    failure is its row's one-line error, never the job's."""
     row = {"table_uri": unit.table_uri, "kind": unit.kind, "start": unit.start, "end": unit.end}
     try:
-        with paused_gc():  # as the Python path's load and audit do, the pickling too
+        with paused_gc():  # as the Python path's load and audit do
             payload = _run(unit, listing, check_data, paths)
     except DeltaAuditError as err:
         payload = {"error": one_line(str(err))}
     except Exception as err:  # a core bug on a hostile log must fail this table, not the job
         payload = {"error": internal_error(err)}
-    return {**row, "payload": pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)}
+    pieces = _pieces(payload, row_commits)
+    for part, piece in enumerate(pieces):
+        with paused_gc():
+            data = pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL)
+        yield {**row, "part": part, "parts": len(pieces), "payload": data}
+
+
+def _pieces(payload: dict[str, Any], row_commits: int) -> list[dict[str, Any]]:
+    """The payload cut into rows of at most `row_commits` summaries (and as many audits)."""
+    summaries, audits = payload.get("summaries", []), payload.get("audits", [])
+    count = max(1, -(-max(len(summaries), len(audits)) // max(row_commits, 1)))
+    if count == 1:
+        return [payload]
+    s_step, a_step = -(-len(summaries) // count), -(-len(audits) // count)
+    pieces = [
+        {
+            "summaries": summaries[i * s_step : (i + 1) * s_step],
+            "audits": audits[i * a_step : (i + 1) * a_step],
+        }
+        for i in range(count)
+    ]
+    pieces[0] = {**payload, **pieces[0]}
+    return pieces
+
+
+def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:
+    """The driver's side of _pieces: one unit's payload from its rows' (in part order)."""
+    payload = pieces[0]
+    for piece in pieces[1:]:
+        payload["summaries"] += piece["summaries"]
+        payload["audits"] += piece["audits"]
+    return payload
 
 
 def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict[str, Any]:
@@ -127,6 +178,8 @@ def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict
     from audit.core.tailwindow import load_tail_history  # noqa: PLC0415
 
     log = ListedLog(unit.table_uri, listing)
+    if unit.kind == RANGE and ASSEMBLE_TABLE_LEVEL:
+        return _range_with_part(log, unit, check_data)
     if unit.kind == RANGE:
         history = load_tail_history(log, unit.start, unit.end)
         result = audit_history(history, check_data=check_data, versions=(unit.start, unit.end))
@@ -144,6 +197,42 @@ def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict
         payload = _payload(history, result, lambda f: f.kind in TABLE_LEVEL_KINDS, None, paths)
         return {**payload, "summaries": [], "audits": []}
     return _payload(history, result, lambda f: True, None, paths)
+
+
+def _range_with_part(log: DeltaLog, unit: Unit, check_data: bool) -> dict[str, Any]:
+    """A range's commits and commit-level findings, plus its part of the whole-log pass (with
+    file paths: the driver's table-level audit needs them)."""
+    from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
+    from audit.core.split_history import load_range  # noqa: PLC0415
+
+    history, part = load_range(log, unit.start, unit.end)
+    result = audit_history(history, check_data=check_data, versions=(unit.start, unit.end))
+    payload = _payload(
+        history,
+        result,
+        lambda f: unit.start <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS,
+        (unit.start, unit.end),
+        True,
+    )
+    extra = {"end": unit.end, "metadata": part.metadata, "protocol": part.protocol}
+    return {**payload, **extra, "records": part.records}
+
+
+def range_part(start: int, payload: dict[str, Any], summaries: list[CommitSummary]) -> Any:
+    """The driver's side of _range_with_part: the range's split_history.RangePart."""
+    from audit.core.split_history import RangePart  # noqa: PLC0415
+
+    p = payload
+    return RangePart(start, p["end"], summaries, p["metadata"], p["protocol"], p["records"])
+
+
+def strip_paths(summaries: list[CommitSummary]) -> list[CommitSummary]:
+    """Leave out the paths (as _summary_values does), in place: the summaries are the
+    driver's own, unpickled for this table (10x cheaper than building new ones)."""
+    for s in summaries:
+        for name in _PATH_FIELDS:
+            setattr(s, name, EMPTY_SET)
+    return summaries
 
 
 def _payload(

@@ -166,8 +166,9 @@ def test_isolation_levels_derived_after_the_first_chunk_use_the_tables_setting(
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_long_history_split_into_ranges_equals_one_task(spark, tmp_path, monkeypatch):
-    """A table cut into version ranges (each audited over its concurrent window, table-level
-    findings once) gives the commits and findings of the same table audited in one task."""
+    """A table cut into version ranges (each audited over its concurrent window; the table-level
+    findings once, on the driver, from the ranges' parts) gives the commits and findings of the
+    same table audited in one task, and of the Python path."""
     from bench.gen_log import generate
     from workers.spark_job import audit_fleet, plan_table
     from workers.spark_units import RANGE, TABLE_LEVEL
@@ -176,7 +177,7 @@ def test_a_long_history_split_into_ranges_equals_one_task(spark, tmp_path, monke
     generate(uri, 1200, seed=5)  # concurrent writers: read versions behind, MERGE, OPTIMIZE
     plan = plan_table(uri, 100)
     assert [u.kind for u in plan.units].count(RANGE) == 12
-    assert [u.kind for u in plan.units].count(TABLE_LEVEL) == 1
+    assert [u.kind for u in plan.units].count(TABLE_LEVEL) == 0  # no second read of the log
 
     [split] = audit_fleet(spark, [uri], chunk_commits=100, check_data=False, paths=True)
     [whole] = audit_fleet(spark, [uri], chunk_commits=5000, check_data=False, paths=True)
@@ -185,10 +186,18 @@ def test_a_long_history_split_into_ranges_equals_one_task(spark, tmp_path, monke
     assert got == comparable(whole.history, whole.audit)
     history = load_history(uri)
     assert got == comparable(history, audit_history(history, check_data=False))
-    # Results collected in several waves (jobs) join up too: 13 units over 4 waves.
+    # Results collected in several waves (jobs) join up too: 12 units over 4 waves, each
+    # unit's results in rows of 30 commits (one task's too).
     monkeypatch.setattr("workers.spark_job.RESULT_COMMITS_PER_JOB", 700)
+    monkeypatch.setattr("workers.spark_units.ROW_COMMITS", 30)
+    [rows] = audit_fleet(spark, [uri], chunk_commits=5000, check_data=False, paths=True)
+    assert comparable(rows.history, rows.audit) == got
     [waves] = audit_fleet(spark, [uri], chunk_commits=100, check_data=False, paths=True)
     assert comparable(waves.history, waves.audit) == got
+    # Without paths (what storage gets): the same, paths left out as one task leaves them.
+    [bare] = audit_fleet(spark, [uri], chunk_commits=100, check_data=False)
+    [bare_whole] = audit_fleet(spark, [uri], chunk_commits=5000, check_data=False)
+    assert comparable(bare.history, bare.audit) == comparable(bare_whole.history, bare_whole.audit)
     # Not vacuous: commits with concurrent windows, commit-level and table-level findings.
     assert sum(bool(a["concurrent_versions"]) for a in map(_json, got["audits"].values())) > 100
     kinds = {f["kind"] for f in got["findings"]}
