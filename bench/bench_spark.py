@@ -201,7 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=200)
     parser.add_argument("--commits", type=int, default=1000)
-    parser.add_argument("--chunk", type=int, default=2000, help="commits per Spark task")
+    parser.add_argument(
+        "--chunk", type=int, default=100_000, help="commits per range (AUDIT_SPARK_CHUNK_COMMITS)"
+    )
     parser.add_argument("--big", type=int, default=1_000_000, help="commits of the long table")
     parser.add_argument("--big-only", action="store_true", help="only the long table")
     parser.add_argument(
@@ -213,13 +215,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.big_only:
         big_table(Path(args.out), args.big, args.chunk, 2)
         return 0
+    uris = fleet(args)
+    if args.big:
+        big_table(Path(args.out), args.big, args.chunk, 2)
+    if not args.no_checkpoints:
+        core, on_spark, adds, spark_adds = checkpoint_reads(uris)
+        print(
+            f"\nlatest checkpoint of each table ({adds:,} live files): core/pyarrow {core:.2f}s, "
+            f"spark.read.parquet {on_spark:.2f}s ({spark_adds:,} add rows)"
+        )
+    return 0
+
+
+def fleet(args: argparse.Namespace) -> list[str]:
+    """The fleet on the Python path and on every master; prints the rows and the ratios."""
     out = Path(args.out) / f"{args.tables}x{args.commits}"
     out.mkdir(parents=True, exist_ok=True)
     uris = make_fleet(out, args.tables, args.commits)
     total = args.tables * args.commits
     print(f"fleet: {args.tables} tables x {args.commits} commits = {total:,} commits ({out})")
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-
+    print(f"load average before: {_load()}")
     header = f"{'path':<22} {'session s':>9} {'wall s':>8} {'cpu s':>8} {'commits':>10}"
     print(f"\n{header} {'findings':>9} {'µs/commit':>10}")
     cpu = tree_cpu(os.getpid())
@@ -251,17 +266,8 @@ def main(argv: list[str] | None = None) -> int:
             f"\nscaling local[1] -> local[2]: {one / two:.2f}x  (job wall time, session excluded)"
         )
         print(f"spark local[2] vs python: {py_time / two:.2f}x")
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-
-    if args.big:
-        big_table(Path(args.out), args.big, args.chunk, 2)
-    if not args.no_checkpoints:
-        core, on_spark, adds, spark_adds = checkpoint_reads(uris)
-        print(
-            f"\nlatest checkpoint of each table ({adds:,} live files): core/pyarrow {core:.2f}s, "
-            f"spark.read.parquet {on_spark:.2f}s ({spark_adds:,} add rows)"
-        )
-    return 0
+    print(f"load average after: {_load()}")
+    return uris
 
 
 if __name__ == "__main__":

@@ -364,14 +364,7 @@ def outcome_from_rows(uri: str, rows: list[dict[str, Any]], listing: LogListing)
         for r in rows
         if r["kind"] == "finding"
     ]
-    state = TableState(
-        version=table["state_version"],
-        metadata=serialize.metadata_from_json(table["metadata"]),
-        protocol=serialize.protocol_from_json(table["protocol"]),
-        files={},  # not shipped back: storage needs the settings, not the live files
-        clustering_columns=table["clustering_columns"],
-        identity_columns=[IdentityColumn(**c) for c in table["identity_columns"]],
-    )
+    state = _state(table)
     history = History(listing.table_uri, _clamp_listing(listing, state.version), state, summaries)
     return TableOutcome(uri, history, FleetAudit(findings, commits), settings_payload=table_payload)
 

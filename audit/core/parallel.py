@@ -25,6 +25,7 @@ import os
 import pickle
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 from audit.core.digest import Interner
@@ -111,8 +112,10 @@ def summarize_log_parallel(
     metadata_timeline: MetadataTimeline,
     protocol_timeline: ProtocolTimeline,
     tap: IntegrityTap | None = None,
+    when: Callable[[], bool] | None = None,
 ) -> list[CommitSummary]:
-    """`summarize_log` over start..end, on two processes when the range is long enough.
+    """`summarize_log` over start..end, on two processes when the range is long enough (and
+    `when()` agrees, asked only then).
 
     `tap` observes every commit in version order (the child's through its records)."""
     interner = Interner(share_dicts=True)
@@ -120,7 +123,8 @@ def summarize_log_parallel(
     versions = log.listing.commit_versions
     start = versions[0] if start is None and versions else start
     end = versions[-1] if end is None and versions else end
-    if not _splittable(log, start, end):  # short, or an error the plain path will report
+    # Short, or an error the plain path will report, or no core to spare.
+    if not _splittable(log, start, end) or (when is not None and not when()):
         return summarize_log(log, start, end, metadata_timeline, protocol_timeline, interner, sink)
     assert start is not None and end is not None
     count = end - start + 1

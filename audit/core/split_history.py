@@ -20,9 +20,11 @@ from audit.core.integrity_refs import FileRef, IntegrityRecord, integrity_record
 from audit.core.log import DeltaLog
 from audit.core.model import Commit, CommitSummary
 from audit.core.summary import (
+    CommitSink,
     History,
     MetadataTimeline,
     ProtocolTimeline,
+    history_of,
     paused_gc,
     summarize_log,
 )
@@ -88,31 +90,24 @@ def _digest_window(
     log: DeltaLog, lo: int, start: int, end: int
 ) -> tuple[History, list[IntegrityRecord]]:
     """The history [lo, end] as `history_from_log(log, start=lo, end=end)` builds it."""
-    records: list[IntegrityRecord] = []
-
-    def record(commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
-        if commit.version >= start:
-            records.append(integrity_record(commit, adds, removes))
+    records, record = _recorder(since=start)
 
     before = log.snapshot(lo - 1)
     metadata = [(lo - 1, before.metadata)] if before.metadata else []
     protocol = [(lo - 1, before.protocol)] if before.protocol else []
     summaries = summarize_log(log, lo, end, metadata, protocol, sink=record)
-    state = log.snapshot(end)
-    if not metadata and state.metadata is not None:
-        metadata.append((state.version, state.metadata))
-    if not protocol and state.protocol is not None:
-        protocol.append((state.version, state.protocol))
-    history = History(
-        table_uri=log.uri,
-        listing=log.listing,
-        state=state,
-        summaries=summaries,
-        metadata_timeline=metadata,
-        protocol_timeline=protocol,
-        _log=log,
-    )
-    return history, records
+    return history_of(log, log.snapshot(end), summaries, metadata, protocol), records
+
+
+def _recorder(since: int) -> tuple[list[IntegrityRecord], CommitSink]:
+    """A `summarize_log` sink keeping the integrity records of the versions from `since`."""
+    records: list[IntegrityRecord] = []
+
+    def record(commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
+        if commit.version >= since:
+            records.append(integrity_record(commit, adds, removes))
+
+    return records, record
 
 
 def _own_part(
@@ -135,11 +130,7 @@ def _own_part(
 
 
 def _first_range(log: DeltaLog, first: int, end: int) -> tuple[History, RangePart]:
-    records: list[IntegrityRecord] = []
-
-    def record(commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
-        records.append(integrity_record(commit, adds, removes))
-
+    records, record = _recorder(since=first)
     metadata: MetadataTimeline = []
     protocol: ProtocolTimeline = []
     summaries = summarize_log(log, first, end, metadata, protocol, sink=record)
@@ -156,27 +147,14 @@ def assemble_history(
     in version order; the integrity findings from the records, replayed in order."""
     with paused_gc():
         parts = sorted(parts, key=lambda p: p.start)
-        listing = log.listing
         end = parts[-1].end if end is None else end  # the state's version (the latest)
-        state = log.snapshot(end)
         summaries = [s for p in parts for s in p.summaries]
         metadata = [c for p in parts for c in p.metadata]
         protocol = [c for p in parts for c in p.protocol]
-        tap = IntegrityTap(log, parts[0].start) if integrity and listing.commit_versions else None
-        if tap is not None:
+        tap = None
+        if integrity and log.listing.commit_versions:
+            tap = IntegrityTap(log, parts[0].start)
             for p in parts:
                 tap.replay(p.records)
-        if not metadata and state.metadata is not None:
-            metadata.append((state.version, state.metadata))
-        if not protocol and state.protocol is not None:
-            protocol.append((state.version, state.protocol))
-        return History(
-            table_uri=log.uri,
-            listing=listing,
-            state=state,
-            summaries=summaries,
-            metadata_timeline=metadata,
-            protocol_timeline=protocol,
-            integrity=tap.findings if tap is not None and summaries else None,
-            _log=log,
-        )
+        found = tap.findings if tap is not None and summaries else None
+        return history_of(log, log.snapshot(end), summaries, metadata, protocol, found)

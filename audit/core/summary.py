@@ -76,6 +76,10 @@ __all__ = [
 
 # Receives each commit summarised, its files as integrity refs (integrity.IntegrityTap).
 CommitSink = Callable[[Commit, list[FileRef], list[FileRef]], None]
+# Whether a whole history may be summarised on two processes: True, or a check asked only when
+# the log is long enough to split (parallel.spare_core samples the CPUs for 0.1 s: a short
+# log should not pay that).
+Parallel = bool | Callable[[], bool]
 
 # The versions at which a metaData / protocol action took effect, ascending, with the value.
 MetadataTimeline = list[tuple[int, Metadata]]
@@ -178,7 +182,7 @@ def paused_gc() -> Iterator[None]:
 
 
 def load_history(
-    uri: str, *, start: int | None = None, end: int | None = None, parallel: bool = False
+    uri: str, *, start: int | None = None, end: int | None = None, parallel: Parallel = False
 ) -> History:
     """Read the log of `uri` and summarise every available commit in [start, end].
 
@@ -191,14 +195,14 @@ def load_history(
 
 
 def history_from_log(
-    log: DeltaLog, *, start: int | None = None, end: int | None = None, parallel: bool = False
+    log: DeltaLog, *, start: int | None = None, end: int | None = None, parallel: Parallel = False
 ) -> History:
     with paused_gc():
         return _history_from_log(log, start, end, parallel)
 
 
 def _history_from_log(
-    log: DeltaLog, start: int | None, end: int | None, parallel: bool = False
+    log: DeltaLog, start: int | None, end: int | None, parallel: Parallel = False
 ) -> History:
     listing = log.listing
     first = listing.commit_versions[0] if listing.commit_versions else listing.latest_version
@@ -220,25 +224,46 @@ def _history_from_log(
     if commits is None and parallel:
         from audit.core.parallel import summarize_log_parallel  # it builds on this module
 
+        when = parallel if callable(parallel) else None
         summaries = summarize_log_parallel(
-            log, start, end, metadata_timeline, protocol_timeline, tap
+            log, start, end, metadata_timeline, protocol_timeline, tap, when
         )
     elif commits is None:  # the whole history: straight from the files (see digest.py)
         summaries = summarize_log(log, start, end, metadata_timeline, protocol_timeline, sink=sink)
     else:
         summaries = list(summarize_commits(commits, metadata_timeline, protocol_timeline))
+    return history_of(
+        log,
+        state,
+        summaries,
+        metadata_timeline,
+        protocol_timeline,
+        tap.findings if tap is not None and summaries else None,
+    )
+
+
+def history_of(
+    log: DeltaLog,
+    state: TableState,
+    summaries: list[CommitSummary],
+    metadata_timeline: MetadataTimeline,
+    protocol_timeline: ProtocolTimeline,
+    integrity: list[Any] | None = None,
+) -> History:
+    """The `History` of summaries read from `log` up to `state`. A range whose commits changed
+    no configuration gets the state's own as its timelines' one entry (what the audit reads)."""
     if not metadata_timeline and state.metadata is not None:
         metadata_timeline.append((state.version, state.metadata))
     if not protocol_timeline and state.protocol is not None:
         protocol_timeline.append((state.version, state.protocol))
     return History(
         table_uri=log.uri,
-        listing=listing,
+        listing=log.listing,
         state=state,
         summaries=summaries,
         metadata_timeline=metadata_timeline,
         protocol_timeline=protocol_timeline,
-        integrity=tap.findings if tap is not None and summaries else None,
+        integrity=integrity,
         _log=log,
     )
 

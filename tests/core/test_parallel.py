@@ -6,11 +6,13 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from audit.core import parallel
 from audit.core.parallel import busy_cores, spare_core
+from audit.core.summary import load_history
 
 
 def test_it_counts_busy_cores_from_two_readings():
@@ -47,3 +49,15 @@ def test_it_does_not_fork_when_every_core_is_busy():
         for proc in spinners:
             proc.kill()
             proc.wait()
+
+
+def test_it_asks_whether_to_fork_only_for_a_log_long_enough_to_split():
+    # The 0.1 s CPU sample is not paid by a short log: the check is never called.
+    tables = Path(__file__).resolve().parents[1] / "data" / "delta-tables" / "golden"
+    short = tables / "time-travel-schema-changes-a"
+
+    def never() -> bool:
+        raise AssertionError("asked whether to fork a log too short to split")
+
+    history = load_history(str(short), parallel=never)
+    assert history.summaries == load_history(str(short)).summaries

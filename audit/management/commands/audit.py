@@ -45,7 +45,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            history = load_history(options["table_uri"], parallel=spare_core())
+            history = load_history(options["table_uri"], parallel=spare_core)
             result = audit_history(history, check_data=not options["no_data"])
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
