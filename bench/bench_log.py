@@ -160,7 +160,7 @@ def _time(fn: Callable[[str], object], table: str, repeat: int) -> tuple[float, 
     return best_wall, best_cpu, result
 
 
-def _measure_memory(name: str, table: str, baseline_root: str | None) -> float | None:
+def _measure_memory(name: str, table: str, baseline_root: str | None) -> str | None:
     """Peak memory of one case, in MB, measured in a fresh interpreter."""
     extra = ["--baseline-root", baseline_root] if baseline_root else []
     out = subprocess.run(
@@ -170,7 +170,11 @@ def _measure_memory(name: str, table: str, baseline_root: str | None) -> float |
         check=False,
     )
     try:
-        return float(json.loads(out.stdout.strip().splitlines()[-1])["peak_mb"])
+        measured = json.loads(out.stdout.strip().splitlines()[-1])
+        text = f"peak {float(measured['peak_mb']):7.1f} MB"
+        if "process_mb" in measured:
+            text += f" (largest process {float(measured['process_mb']):.1f} MB)"
+        return text
     except (ValueError, IndexError, KeyError):
         print(f"  memory of {name!r} failed: {out.stderr.strip()[-300:]}", file=sys.stderr)
         return None
@@ -191,8 +195,9 @@ def _tree_rss_kb(pid: int) -> int:
     return total + sum(_tree_rss_kb(child) for child in children)
 
 
-def _command_peak_mb(table: str, root: str) -> float:
-    """Peak summed RSS of the command's process tree, sampled every 20 ms."""
+def _command_peak_mb(table: str, root: str) -> tuple[float, float]:
+    """Peak summed RSS of the command's process tree, sampled every 20 ms, and the peak of its
+    largest process (the forked child's memory is mostly the parent's, shared until written)."""
     args = [sys.executable, os.path.join(root, "manage.py"), "audit", table, "--json"]
     proc = subprocess.Popen(args, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
@@ -203,7 +208,7 @@ def _command_peak_mb(table: str, root: str) -> float:
         raise SystemExit(proc.stderr.read().decode() if proc.stderr else "command failed")
     # A process's own high-water mark may exceed what the sampler saw between samples.
     single = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(peak, single) / 1024
+    return max(peak, single) / 1024, single / 1024
 
 
 def _phases(table: str) -> None:
@@ -284,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_of:  # child mode: run one case, report its peak memory
         if args.memory_of in (COMMAND, BASELINE):
             root = args.baseline_root if args.memory_of == BASELINE else ROOT
-            print(json.dumps({"peak_mb": _command_peak_mb(table, root)}))
+            peak, process = _command_peak_mb(table, root)
+            print(json.dumps({"peak_mb": peak, "process_mb": process}))
             return 0
         before = _maxrss_mb()
         CASES[args.memory_of](table)
@@ -308,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         wall, cpu, result = _time(CASES[name], table, args.repeat)
         times[name] = (wall, cpu)
         memory = None if args.no_memory else _measure_memory(name, table, args.baseline_root)
-        mem_text = f"  peak {memory:7.1f} MB" if memory is not None else ""
+        mem_text = f"  {memory}" if memory is not None else ""
         print(f"{name:28s} {wall:7.2f}s wall {cpu:7.2f}s cpu{mem_text}   (result: {result})")
     print(f"load average at end: {_load()}")
     peer_wall, peer_cpu = times[PEER]

@@ -23,7 +23,9 @@ import dataclasses
 import operator
 import os
 import pickle
+import queue
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +53,12 @@ CHILD_SHARE = 0.55
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(CommitSummary))
 _as_row = operator.attrgetter(*_FIELDS)
+# Commits per frame the child sends: the parent holds one frame's bytes and objects at a time
+# on top of the history (the whole payload at once was ~1.2 KB a commit: 650 MB at 1M).
+FRAME_COMMITS = 20_000
+# (columns of the summaries' fields, metadata changes, protocol changes, integrity records,
+# commit file sizes) of one run of versions.
+_Frame = tuple[list[tuple[Any, ...]], MetadataTimeline, ProtocolTimeline, list, dict[int, int]]
 
 
 def spare_core(sample_seconds: float = 0.1) -> bool:
@@ -139,29 +147,60 @@ def summarize_log_parallel(
             _reap(child[0], kill=True)
             os.close(child[1])
         raise
-    received = _receive(*child) if child is not None else None
-    if received is None:  # the child failed: do its part here, with its errors
+    received = split
+    if child is not None:
+        merge = _Merge(log, summaries, metadata_timeline, protocol_timeline, tap, interner)
+        received = _receive(*child, merge, split)
+    if received <= end:  # the child failed, or stopped early: the rest here, with its errors
         summaries += summarize_log(
-            log, split, end, metadata_timeline, protocol_timeline, interner, sink
+            log, received, end, metadata_timeline, protocol_timeline, interner, sink
         )
-        return summaries
-    rows, child_metadata, child_protocol, records, sizes = received
-    log.listing.commit_sizes.update(sizes)
-    if tap is not None:
-        tap.replay(records)
-    later = [CommitSummary(*row) for row in rows]
-    # The child summarised with no configuration until its first metaData action.
-    metadata = metadata_timeline[-1][1] if metadata_timeline else None
-    first_change = child_metadata[0][0] if child_metadata else end + 1
-    rederive_isolation(
-        (s for s in later if s.version < first_change),
-        metadata.configuration if metadata else {},
-        interner,
-    )
-    metadata_timeline += child_metadata
-    protocol_timeline += child_protocol
-    summaries += later
     return summaries
+
+
+class _Merge:
+    """Takes the child's frames in version order into the parent's history.
+
+    The child summarised with no configuration until its first metaData action: the isolation
+    level of its summaries before that is re-derived from the configuration in force before
+    the split (the parent's last one).
+    """
+
+    def __init__(
+        self,
+        log: DeltaLog,
+        summaries: list[CommitSummary],
+        metadata_timeline: MetadataTimeline,
+        protocol_timeline: ProtocolTimeline,
+        tap: IntegrityTap | None,
+        interner: Interner,
+    ) -> None:
+        self.log, self.summaries, self.tap, self.interner = log, summaries, tap, interner
+        self.metadata_timeline, self.protocol_timeline = metadata_timeline, protocol_timeline
+        metadata = metadata_timeline[-1][1] if metadata_timeline else None
+        # None once the child's own configuration took over.
+        self.properties: dict[str, str] | None = metadata.configuration if metadata else {}
+
+    def take(self, frame: _Frame) -> int:
+        """Merge one frame; the version after its last."""
+        columns, metadata, protocol, records, sizes = frame
+        later = [CommitSummary(*row) for row in zip(*columns, strict=True)]
+        if self.properties is not None:
+            first_change = metadata[0][0] if metadata else None
+            rederive_isolation(
+                (s for s in later if first_change is None or s.version < first_change),
+                self.properties,
+                self.interner,
+            )
+            if first_change is not None:
+                self.properties = None
+        self.log.listing.commit_sizes.update(sizes)
+        if self.tap is not None:
+            self.tap.replay(records)
+        self.metadata_timeline += metadata
+        self.protocol_timeline += protocol
+        self.summaries += later
+        return later[-1].version + 1
 
 
 def _splittable(log: DeltaLog, start: int | None, end: int | None) -> bool:
@@ -196,47 +235,84 @@ def _fork_child(log: DeltaLog, start: int, end: int, integrity: bool) -> tuple[i
 
 
 def _child_main(log: DeltaLog, start: int, end: int, write_fd: int, integrity: bool) -> None:
+    """Summarise start..end a frame at a time; each frame is pickled as soon as it is done
+    and its objects dropped, and a thread writes the frames out as the parent reads them.
+
+    A failure stops the frames there: the parent does the rest itself and meets the error.
+    """
     status = 1
+    frames: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    writer = threading.Thread(target=_write_frames, args=(frames, write_fd), daemon=True)
+    writer.start()
     try:
+        interner = Interner(share_dicts=True)
         metadata: MetadataTimeline = []
         protocol: ProtocolTimeline = []
-        records: list[IntegrityRecord] = []
-
-        def record(commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
-            records.append(integrity_record(commit, adds, removes))
-
-        summaries = summarize_log(
-            log, start, end, metadata, protocol, sink=record if integrity else None
-        )
-        payload = pickle.dumps(
-            (
-                [_as_row(s) for s in summaries],
-                metadata,
-                protocol,
-                records,
-                log.listing.commit_sizes,
-            ),
-            pickle.HIGHEST_PROTOCOL,
-        )
-        with os.fdopen(write_fd, "wb") as pipe:
-            pipe.write(payload)
+        for lo in range(start, end + 1, FRAME_COMMITS):
+            hi = min(lo + FRAME_COMMITS - 1, end)
+            frames.put(_frame(log, lo, hi, metadata, protocol, interner, integrity))
         status = 0
-    except BaseException:  # noqa: BLE001 - any failure: the parent redoes this range
+    except BaseException:  # noqa: BLE001 - any failure: the parent redoes from here
         pass
     finally:
+        frames.put(None)
+        writer.join()
         # Leave at once: no atexit handlers, no flushing of stdio buffers copied from the parent.
         os._exit(status)
 
 
-def _receive(pid: int, read_fd: int) -> tuple[list[tuple[Any, ...]], list, list, list, dict] | None:
+def _frame(
+    log: DeltaLog,
+    lo: int,
+    hi: int,
+    metadata: MetadataTimeline,
+    protocol: ProtocolTimeline,
+    interner: Interner,
+    integrity: bool,
+) -> bytes:
+    """Versions lo..hi summarised and pickled: their summaries as columns (a list per field
+    pickles and unpickles several times faster than a tuple per commit), the configuration
+    changes among them, their integrity records and file sizes."""
+    records: list[IntegrityRecord] = []
+
+    def record(commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
+        records.append(integrity_record(commit, adds, removes))
+
+    known = len(metadata), len(protocol)
+    summaries = summarize_log(
+        log, lo, hi, metadata, protocol, interner, sink=record if integrity else None
+    )
+    sizes = log.listing.commit_sizes
+    frame: _Frame = (
+        list(zip(*map(_as_row, summaries), strict=True)),
+        metadata[known[0] :],
+        protocol[known[1] :],
+        records,
+        {v: sizes[v] for v in range(lo, hi + 1) if v in sizes},
+    )
+    return pickle.dumps(frame, pickle.HIGHEST_PROTOCOL)
+
+
+def _write_frames(frames: queue.SimpleQueue[bytes | None], write_fd: int) -> None:
+    with contextlib.suppress(OSError), os.fdopen(write_fd, "wb") as pipe:
+        while (payload := frames.get()) is not None:
+            pipe.write(payload)
+            pipe.flush()
+            del payload  # the frame's bytes are not kept once written
+
+
+def _receive(pid: int, read_fd: int, merge: _Merge, received: int) -> int:
+    """Merge the child's frames, from version `received` on, as they arrive; the first
+    version not received."""
     with os.fdopen(read_fd, "rb") as pipe:
-        payload = pipe.read()
-    if _reap(pid) != 0 or not payload:
-        return None
-    try:
-        return pickle.loads(payload)
-    except Exception:  # noqa: BLE001 - a truncated payload: redo the range
-        return None
+        while True:
+            try:
+                frame = pickle.load(pipe)
+            except Exception:  # noqa: BLE001 - the end, or a frame cut short by a dying child
+                break
+            received = merge.take(frame)
+    _reap(pid)
+    return received
 
 
 def _reap(pid: int, *, kill: bool = False) -> int:

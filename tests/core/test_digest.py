@@ -61,8 +61,10 @@ def _report(history: History) -> bytes:
 
 @pytest.fixture
 def split_small_logs(monkeypatch):
-    """Make every log of a few commits long enough to be split across two processes."""
+    """Make every log of a few commits long enough to be split across two processes, and the
+    child send its part in several frames."""
     monkeypatch.setattr(parallel, "MIN_PARALLEL_COMMITS", 3)
+    monkeypatch.setattr(parallel, "FRAME_COMMITS", 4)
 
 
 def test_every_test_table_is_summarised_alike_by_every_path(split_small_logs):
@@ -120,6 +122,54 @@ def test_an_unreadable_commit_in_the_forked_part_gives_the_sequential_error(
         load_history(str(path), parallel=True)
     assert "line 2" in str(sequential.value)
     assert str(forked.value) == str(sequential.value)
+
+
+def _frames_taken(monkeypatch) -> list[tuple]:
+    """The child's frames as the parent merges them."""
+    taken: list[tuple] = []
+    take = parallel._Merge.take
+    monkeypatch.setattr(
+        parallel._Merge, "take", lambda self, frame: taken.append(frame) or take(self, frame)
+    )
+    return taken
+
+
+def test_the_child_sends_its_part_in_frames(bench_log, split_small_logs, monkeypatch):
+    monkeypatch.setattr(parallel, "FRAME_COMMITS", 100)
+    taken = _frames_taken(monkeypatch)
+    history = load_history(str(bench_log), parallel=True)
+    child_part = int(len(history.summaries) * parallel.CHILD_SHARE)
+    assert len(taken) == -(-child_part // 100)
+    assert sum(len(frame[0][0]) for frame in taken) == child_part
+
+
+@pytest.mark.parametrize("how", ["killed", "cut short"])
+def test_a_child_that_dies_after_some_frames_leaves_the_rest_to_the_parent(
+    bench_log, split_small_logs, monkeypatch, how
+):
+    """Frames already merged are kept; the parent summarises what the child did not send, so
+    the report is the sequential one whichever way the child stopped."""
+    expected = _report(load_history(str(bench_log)))
+    monkeypatch.setattr(parallel, "FRAME_COMMITS", 100)
+    sent = [0]
+
+    def dying_writer(frames, write_fd):
+        """Writes two frames whole, then the child dies: before the third frame is written
+        ("killed") or half way through it ("cut short")."""
+        with os.fdopen(write_fd, "wb") as pipe:
+            while (payload := frames.get()) is not None:
+                sent[0] += 1
+                if sent[0] == 3:
+                    if how == "cut short":
+                        pipe.write(payload[: len(payload) // 2])
+                    pipe.flush()
+                    os._exit(9)
+                pipe.write(payload)
+
+    monkeypatch.setattr(parallel, "_write_frames", dying_writer)
+    taken = _frames_taken(monkeypatch)
+    assert _report(load_history(str(bench_log), parallel=True)) == expected
+    assert len(taken) == 2
 
 
 def _delta_rs_log(path: Path, commits: int, isolation_set_at: int) -> None:
