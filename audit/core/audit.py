@@ -185,6 +185,9 @@ def _audit_history(
     return AuditResult(findings=findings, commits=auditor.commits, hotspots=hotspots)
 
 
+_NO_CONFLICTS: dict[int, Recheck] = {}
+
+
 def _in_window(
     txn: CommitSummary, read_version: int | None, versions: tuple[int, int] | None
 ) -> bool:
@@ -234,7 +237,16 @@ class _Auditor:
                 else whole_table_scope(txn, "not re-checked")
             )
             audit = CommitAudit(
-                txn.version, read_version, fact, txn.isolation_level, window, scope, truncated
+                txn.version,
+                read_version,
+                fact,
+                txn.isolation_level,
+                window,
+                scope,
+                truncated,
+                # Only windowed commits get conflicts (_check_window): the others share one
+                # empty dict, never written (64 B a commit, 60 MB at 1M commits).
+                {} if window else _NO_CONFLICTS,
             )
             self.commits[txn.version] = audit
             if not window:

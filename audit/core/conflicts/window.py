@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 # A read version this far behind its commit is still honoured, but only this many concurrent
 # commits are re-checked (a hostile or broken readVersion must not make the audit quadratic).
 MAX_CONCURRENT_WINDOW = 10_000
+# Most commits have no concurrent window: one shared empty range (ranges are immutable).
+NO_WINDOW = range(0)
 
 
 def read_version_of(
@@ -35,7 +37,7 @@ def concurrent_window(
 ) -> tuple[range, bool]:
     """Versions strictly between read_version and version, clipped to what the log still has."""
     if read_version is None or read_version >= txn.version - 1 or read_version < -1:
-        return range(0), False
+        return NO_WINDOW, False
     start = max(read_version + 1, first)
     truncated = txn.version - start > MAX_CONCURRENT_WINDOW
     if truncated:
