@@ -16,7 +16,7 @@ from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.parallel import spare_core
 from audit.core.report import build_report, fails_gate, render_text, write_json
-from audit.core.summary import load_history
+from audit.core.summary import load_history, paused_gc
 from audit.core.vocab import Severity
 from audit.health_report import add_health_and_changes
 
@@ -44,6 +44,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        # One run of a process that exits when it is done: the cyclic collector has nothing
+        # to win. Left on, one full collection after a large history is built walks every
+        # object of it (4.4 s of the health section at 1M commits).
+        with paused_gc():
+            self._audit(options)
+
+    def _audit(self, options) -> None:
         try:
             history = load_history(options["table_uri"], parallel=spare_core)
             result = audit_history(history, check_data=not options["no_data"])
