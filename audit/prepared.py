@@ -20,7 +20,7 @@ from django.db.models import Model, QuerySet
 
 # Argument k is built into the queryset as PLACEHOLDERS[k]: values no real lookup uses, and
 # found again by identity of value among the compiled parameters.
-PLACEHOLDERS = (-7_302_418_265_934_101, -7_302_418_265_934_102, -7_302_418_265_934_103)
+PLACEHOLDERS = tuple(-7_302_418_265_934_101 - k for k in range(8))
 
 
 class Prepared:
@@ -61,24 +61,52 @@ class Prepared:
     def _compile(self, queryset: QuerySet) -> tuple:
         compiler = queryset.query.get_compiler(queryset.db)
         sql, params = compiler.as_sql()
-        positions = []
-        for placeholder in PLACEHOLDERS[: self._arity]:
-            found = [i for i, p in enumerate(params) if type(p) is int and p == placeholder]
-            assert len(found) == 1, f"argument {placeholder} not in the SQL once: {params}"
-            positions.append(found[0])
-        select, klass_info, annotation_col_map = compiler.select, compiler.klass_info, None
+        positions = _positions(params, self._arity)
+        select, klass_info = compiler.select, compiler.klass_info
         assert klass_info and not klass_info.get("related_klass_infos"), "one model only"
-        annotation_col_map = compiler.annotation_col_map
         start, end = min(klass_info["select_fields"]), max(klass_info["select_fields"]) + 1
         init_list = [column[0].target.attname for column in select[start:end]]
         converters = compiler.get_converters([column[0] for column in select])
         compiled = (
             sql, tuple(params), positions, converters, klass_info["model"],
-            (start, end, init_list), dict(annotation_col_map or {}),
+            (start, end, init_list), dict(compiler.annotation_col_map or {}),
         )  # fmt: skip
         with self._lock:
             self._compiled[queryset.db] = compiled
         return compiled
+
+
+class PreparedRows:
+    """The raw rows (as the driver returns them: no converters) of a `values_list` queryset
+    `build(*placeholders)`, compiled on first use; `PreparedRows(...)(*values)`."""
+
+    def __init__(self, build: Callable[..., QuerySet], arity: int):
+        self._build = build
+        self._arity = arity
+        self._compiled: tuple[str, tuple, list[int]] | None = None
+
+    def __call__(self, *values: Any) -> list[tuple]:
+        assert len(values) == self._arity
+        if self._compiled is None:
+            sql, params = self._build(*PLACEHOLDERS[: self._arity]).query.sql_with_params()
+            self._compiled = (sql, tuple(params), _positions(params, self._arity))
+        sql, template, positions = self._compiled
+        params = list(template)
+        for position, value in zip(positions, values, strict=True):
+            params[position] = value
+        with connections["default"].cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
+
+def _positions(params: tuple | list, arity: int) -> list[int]:
+    """Where each placeholder argument sits among a compiled query's parameters."""
+    positions = []
+    for placeholder in PLACEHOLDERS[:arity]:
+        found = [i for i, p in enumerate(params) if type(p) is int and p == placeholder]
+        assert len(found) == 1, f"argument {placeholder} not in the SQL once: {params}"
+        positions.append(found[0])
+    return positions
 
 
 def _instance(row, converters, connection, model, init_list, annotations) -> Model:
