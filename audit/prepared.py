@@ -18,9 +18,10 @@ from typing import Any
 from django.db import connections
 from django.db.models import Model, QuerySet
 
-# Argument k is built into the queryset as PLACEHOLDERS[k]: values no real lookup uses, and
-# found again by identity of value among the compiled parameters.
-PLACEHOLDERS = tuple(-7_302_418_265_934_101 - k for k in range(8))
+# Argument k is built into the queryset as PLACEHOLDERS[k] and found again by value among the
+# compiled parameters: values no query here uses as a constant, inside a 32-bit integer's range
+# (Django compiles an out-of-range lookup on PostgreSQL to "matches nothing", not SQL).
+PLACEHOLDERS = tuple(-2_100_000_000 - k for k in range(8))
 
 
 class Prepared:
@@ -45,9 +46,7 @@ class Prepared:
             queryset = self._build(*PLACEHOLDERS[: self._arity])
             compiled = self._compile(queryset)
         sql, params, positions, converters, model, init_list, annotations = compiled
-        params = list(params)
-        for position, value in zip(positions, values, strict=True):
-            params[position] = value
+        params = _substitute(params, positions, values)
         connection = connections[self._alias()]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
@@ -91,19 +90,26 @@ class PreparedRows:
             sql, params = self._build(*PLACEHOLDERS[: self._arity]).query.sql_with_params()
             self._compiled = (sql, tuple(params), _positions(params, self._arity))
         sql, template, positions = self._compiled
-        params = list(template)
-        for position, value in zip(positions, values, strict=True):
-            params[position] = value
+        params = _substitute(template, positions, values)
         with connections["default"].cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
+
+
+def _substitute(template: tuple, positions: list[int], values: tuple) -> list:
+    params = list(template)
+    for position, value in zip(positions, values, strict=True):
+        # The compiled parameter's type (int, or psycopg's Int4 / Int8 for the column's type).
+        params[position] = type(template[position])(value) if value is not None else None
+    return params
 
 
 def _positions(params: tuple | list, arity: int) -> list[int]:
     """Where each placeholder argument sits among a compiled query's parameters."""
     positions = []
     for placeholder in PLACEHOLDERS[:arity]:
-        found = [i for i, p in enumerate(params) if type(p) is int and p == placeholder]
+        # psycopg's backend wraps integers (Int4, Int8: int subclasses); kept when substituting.
+        found = [i for i, p in enumerate(params) if isinstance(p, int) and p == placeholder]
         assert len(found) == 1, f"argument {placeholder} not in the SQL once: {params}"
         positions.append(found[0])
     return positions
