@@ -53,6 +53,7 @@ __all__ = [
     "findings_list_generation",
     "open_findings",
     "tables_list_generation",
+    "table_by_id",
     "table_with_health_flag",
     "tables_with_counts",
     "timeline_window",
@@ -75,6 +76,16 @@ MAX_INVOLVING = 1000
 def tables_with_counts() -> QuerySet[Table]:
     """Every table with `open_<severity>` and `attention_<severity>` counts and `lag`."""
     return Table.objects.with_open_counts()
+
+
+def table_by_id(table_id: int | str) -> Table | None:
+    """The table with this id (every column), or None: one query compiled once per process
+    (every API sub-resource and cold list reads its table first)."""
+    found = _table_by_id(int(table_id))
+    return found[0] if found else None
+
+
+_table_by_id = Prepared(lambda pk: Table.objects.filter(pk=pk))
 
 
 def table_with_health_flag(table_id: int) -> Table | None:

@@ -452,7 +452,7 @@ def measure(server, endpoints, header: str, args, use_wrk: bool, mode: str) -> l
             print(
                 f"{label:44s} p50 {stats['p50']:7.1f} ms  p95 {stats['p95']:7.1f} ms  "
                 f"p99 {stats['p99']:7.1f} ms  {stats['rps']:6.0f} req/s  "
-                f"server CPU {stats['cpu_ms']:5.1f} ms/req  "
+                f"server CPU {stats['cpu_ms']:5.2f} ms/req  "
                 f"non-2xx {stats['non2xx']}  errors {stats['errors']}  ({len(body):,} B)  "
                 f"load {os.getloadavg()[0]:.1f}",
                 flush=True,
