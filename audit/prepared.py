@@ -65,6 +65,8 @@ class Prepared:
         assert klass_info and not klass_info.get("related_klass_infos"), "one model only"
         start, end = min(klass_info["select_fields"]), max(klass_info["select_fields"]) + 1
         init_list = [column[0].target.attname for column in select[start:end]]
+        # The backend's converters are bound to the compiling thread's connection; they only
+        # read its settings (time zone), the same for every thread of the process.
         converters = compiler.get_converters([column[0] for column in select])
         compiled = (
             sql, tuple(params), positions, converters, klass_info["model"],
