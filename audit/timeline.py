@@ -25,12 +25,10 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
 
-from audit import rollups
+from audit import rollups, timeline_sql
 from audit.core.vocab import SEVERITY_ORDER
-from audit.health_queries import change_marks
-from audit.models import OPEN, Commit, CommitRollup, Finding, Table
+from audit.models import Table
 
 TIMELINE_COLUMNS = [
     "version",
@@ -40,23 +38,14 @@ TIMELINE_COLUMNS = [
     "blind_append",
     "concurrent_count",
 ]
-TIMELINE_MAX_FINDINGS = 10_000
-FINDING_FIELDS = ("id", "version", "kind", "severity", "confirmed", "related_versions")
+TIMELINE_MAX_FINDINGS = timeline_sql.MAX_FINDINGS
+FINDING_FIELDS = timeline_sql.FINDING_FIELDS
 SEVERITY_RANK = {str(s): s.rank + 1 for s in SEVERITY_ORDER}  # 0: an unknown severity
 
 
 def table_key(table: Table) -> str:
     # The URI too: a table removed and registered again may get the same id (SQLite).
     return f"{table.id}:{hashlib.sha1(table.uri.encode()).hexdigest()[:12]}"
-
-
-def _raw(query) -> list[tuple]:
-    """The rows of a values_list query through a plain cursor: Django's per-value converters
-    cost more than these queries themselves. Callers convert booleans and JSON columns."""
-    sql, params = query.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
 
 
 def _json(value: Any) -> Any:
@@ -123,10 +112,8 @@ def _json_key(generation: str, request: str) -> str:
 def _timeline(
     table_id: int, from_version: int | None, to_version: int | None, max_points: int
 ) -> dict[str, Any]:
-    versions = Commit.objects.filter(table_id=table_id).values_list("version", flat=True)
     # Two index probes: SQLite answers MIN and MAX from the index only one at a time.
-    first = versions.order_by("version").first()
-    latest = versions.order_by("-version").first()
+    first, latest = timeline_sql.version_span(table_id)
     out: dict[str, Any] = {
         "table": table_id,
         "first_version": first,
@@ -148,21 +135,18 @@ def _timeline(
     out["from_version"], out["to_version"] = lo, hi
     if lo > hi:
         return out
-    window = versions.filter(version__gte=lo, version__lte=hi)
-    findings = Finding.objects.filter(OPEN, table_id=table_id, version__gte=lo, version__lte=hi)
     # Versions are (nearly) contiguous: a short span needs no count; else probe one row past
     # max_points instead of counting the whole window.
-    few = hi - lo + 1 <= max_points or not window.order_by("version")[max_points : max_points + 1]
+    few = hi - lo + 1 <= max_points or not timeline_sql.has_more_than(table_id, lo, hi, max_points)
     if few:
-        _fill_rows(out, window_rows(table_id, lo, hi, expected=window.count()))
-        out["findings"] = _finding_dicts(
-            findings.order_by("version", "id").values_list(*FINDING_FIELDS)[:TIMELINE_MAX_FINDINGS]
-        )
+        expected = timeline_sql.count_commits(table_id, lo, hi)
+        _fill_rows(out, window_rows(table_id, lo, hi, expected=expected))
+        out["findings"] = _finding_dicts(timeline_sql.window_findings(table_id, lo, hi))
     else:
         base, width = _fill_buckets(out, table_id, lo, hi, max_points)
-        _fill_bucket_findings(out, findings, base, width)
+        _fill_bucket_findings(out, timeline_sql.bucket_findings(table_id, lo, hi), base, width)
     # Schema/protocol/property changes (issue 18), marked where they happened.
-    out["changes"] = change_marks(table_id, lo, hi)
+    out["changes"] = timeline_sql.change_marks(table_id, lo, hi)
     return out
 
 
@@ -176,15 +160,8 @@ def window_rows(table_id: int, lo: int, hi: int, *, expected: int | None = None)
     rollups (a bulk load that did not call rebuild_rollups) are read from the commits instead.
     """
     size = rollups.rollup_size()
-    packed = (
-        CommitRollup.objects.filter(
-            table_id=table_id, bucket_start__gte=lo // size * size, bucket_start__lte=hi
-        )
-        .order_by("bucket_start")
-        .values_list("bucket_start", "commits", "rows")
-    )
     out: list[list] = []
-    for start, commits, text in _raw(packed):
+    for start, commits, text in timeline_sql.rollup_rows(table_id, lo // size * size, hi):
         rows = rollups.unpack_rows(text)
         if len(rows) != commits:  # packed before rollups carried rows
             rows = _commit_rows(table_id, start, start + size - 1)
@@ -203,13 +180,9 @@ def _version(row: list) -> int:
 
 
 def _commit_rows(table_id: int, lo: int, hi: int) -> list[list]:
-    query = (
-        Commit.objects.filter(table_id=table_id, version__gte=lo, version__lte=hi)
-        .order_by("version")
-        .values_list(*rollups.ROW_FIELDS)
-    )
     return [
-        [v, rv, ts, op, None if b is None else bool(b), cc] for v, rv, ts, op, b, cc in _raw(query)
+        [v, rv, ts, op, None if b is None else bool(b), cc]
+        for v, rv, ts, op, b, cc in timeline_sql.commit_rows(table_id, lo, hi)
     ]
 
 
@@ -240,25 +213,20 @@ def _fill_buckets(
     unit, base, width = _bucket_grid(lo, hi, max(max_points // 2, 1), size)
     stats: dict[int, list[int]] = {}  # bucket index -> [commits, max_concurrent]
     operations: set[str] = set()
-    packed = CommitRollup.objects.filter(
-        table_id=table_id, bucket_start__gte=lo // size * size, bucket_start__lte=hi
-    ).order_by("bucket_start")
-    whole = {"bucket_start__gte": lo, "bucket_start__lte": hi - size + 1}
-    edges = packed.exclude(**whole)
+    first_start, last_whole = lo // size * size, hi - size + 1
     if unit == 1:  # narrow buckets: every row of the window (fewer than 4 * target of them)
-        edges = packed
+        edges = timeline_sql.rollup_rows(table_id, first_start, hi)
     else:  # rollups wholly inside the window: their aggregates, or their cells
-        fields = ["bucket_start", "commits", "max_concurrent", "operations"]
-        for row in _raw(
-            packed.filter(**whole).values_list(*fields, "cells" if unit < size else "id")
-        ):
+        whole = timeline_sql.whole_rollup_cells if unit < size else timeline_sql.whole_rollups
+        for row in whole(table_id, first_start, hi, lo, last_whole):
             operations.update(_json(row[3]))
             if unit == size:
                 _add(stats, (row[0] - base) // width, row[1], row[2])
             else:
                 _add_cells(stats, row[0], row[4], unit, base, width)
+        edges = timeline_sql.edge_rollups(table_id, first_start, hi, lo, last_whole)
     # The partly covered rollups at the edges, row by row.
-    for start, commits, text in _raw(edges.values_list("bucket_start", "commits", "rows")):
+    for start, commits, text in edges:
         rows = rollups.unpack_rows(text)
         if len(rows) != commits:
             rows = _commit_rows(table_id, start, start + size - 1)
@@ -319,28 +287,27 @@ def _add(stats: dict[int, list[int]], bucket: int, n: int, max_concurrent: int |
 # --------------------------------------------------------------------------- findings
 
 
-def _fill_bucket_findings(out: dict[str, Any], findings, base: int, width: int) -> None:
-    """Per bucket: the count of open findings, and the one the chart pins (the most severe,
-    then the lowest version and id); only those are sent, however many the window holds."""
+def _fill_bucket_findings(
+    out: dict[str, Any], findings: list[tuple], base: int, width: int
+) -> None:
+    """Per bucket: the count of open findings (`findings`: FINDING_FIELDS rows, any order),
+    and the one the chart pins (the most severe, then the lowest version and id); only those
+    are sent, however many the window holds, in (version, id) order."""
     counts: dict[int, int] = {}
     best: dict[int, tuple[int, int, int]] = {}
-    for finding_id, version, severity in _raw(
-        findings.order_by().values_list("id", "version", "severity")
-    ):
+    rows: dict[int, tuple] = {}
+    for row in findings:
+        finding_id, version, severity = row[0], row[1], row[3]
         bucket = (version - base) // width
         counts[bucket] = counts.get(bucket, 0) + 1
         key = (-SEVERITY_RANK.get(severity, 0), version, finding_id)
         if bucket not in best or key < best[bucket]:
             best[bucket] = key
+            rows[bucket] = row
     for entry in out["buckets"]:
         entry[4] = counts.get((entry[0] - base) // width, 0)
-    if not best:  # an empty IN () compiles to no SQL at all
-        out["findings"] = []
-        return
-    pinned = Finding.objects.filter(id__in=[key[2] for key in best.values()])
-    out["findings"] = _finding_dicts(
-        _raw(pinned.order_by("version", "id").values_list(*FINDING_FIELDS))
-    )
+    pinned = sorted(rows.values(), key=lambda row: (row[1], row[0]))
+    out["findings"] = _finding_dicts(pinned)
 
 
 def _finding_dicts(rows: list[tuple]) -> list[dict[str, Any]]:

@@ -138,6 +138,12 @@ if SECURE_COOKIES:
     SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31536000)
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
+# Sessions in the database, each request's session and user read by SQL compiled once
+# (frontend/sessions.py): logout, password changes and deactivation take effect on the next
+# request in every process, as with Django's own `db` backend and ModelBackend.
+SESSION_ENGINE = "frontend.sessions"
+AUTHENTICATION_BACKENDS = ["frontend.sessions.UserBackend"]
+
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"

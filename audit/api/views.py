@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -131,7 +131,10 @@ class TableViewSet(
 
     def table(self) -> Table:
         """The table of a sub-resource (no table filters apply to it)."""
-        return get_object_or_404(Table, pk=self.kwargs["pk"])
+        table = queries.table_by_id(self.kwargs["pk"])  # digits (ID_PATTERN): fits int64
+        if table is None:
+            raise Http404("No Table matches the given query.")
+        return table
 
     def table_id(self) -> int:
         """The id of an existing table, without loading the row (hot list paths)."""
@@ -178,8 +181,7 @@ class TableViewSet(
         serializer_class=s.CommitListSerializer,
     )
     def commits(self, request, pk=None):
-        fields = ("id", "uri", "last_seen_version")  # what the cache key needs
-        table = Table.objects.filter(pk=self.kwargs["pk"]).only(*fields).first()
+        table = queries.table_by_id(self.kwargs["pk"])
         if table is None:
             raise NotFound("no such table")
 

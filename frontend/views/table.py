@@ -6,15 +6,14 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
 from audit import queries
 from audit.core import storage_errors
 from audit.core.storage_config import describe_storage
-from audit.health_models import TableHealth
 from audit.models import Finding, Table
 from frontend import page_cache
 from frontend.templatetags.findings_rows import ROW_FIELDS
@@ -67,8 +66,8 @@ def table_header(table: Table) -> dict[str, Any]:
 
 @login_required
 def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
-    table = get_object_or_404(Table, id=table_id)
-    has_health = TableHealth.objects.filter(table=table).exists()
+    table = _table_or_404(table_id)
+    has_health = bool(table.has_health)
     # The content is the same for every reader: cached (frontend/page_cache.py).
     content = page_cache.fragment(
         lambda: page_cache.table_generation(table, has_health),
@@ -107,7 +106,7 @@ def table_status(request: HttpRequest, table_id: int) -> HttpResponse:
 
     `open` counts open findings (acknowledged or not, as the API's `open_findings`);
     `attention` the open ones nobody acknowledged (the header's badges)."""
-    table = get_object_or_404(Table, id=table_id)
+    table = _table_or_404(table_id)
     header = table_header(table)
     return JsonResponse(
         {
@@ -123,6 +122,14 @@ def table_status(request: HttpRequest, table_id: int) -> HttpResponse:
             "backfill": backfill_status(table),
         }
     )
+
+
+def _table_or_404(table_id: int) -> Table:
+    """The table with `has_health`, read by one query compiled once (each page load and poll)."""
+    table = queries.table_with_health_flag(table_id)
+    if table is None:
+        raise Http404("No Table matches the given query.")
+    return table
 
 
 def backfill_status(table: Table) -> dict[str, Any] | None:
