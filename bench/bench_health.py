@@ -85,16 +85,17 @@ def store(table_id: int, health: dict, n: int) -> None:
 
 
 def measure(url: str, token: str, args, server) -> dict:
-    status, body = api.fetch(url, token)
+    header = f"Authorization: Token {token}"
+    status, body = api.fetch(url, header)
     assert status == 200, (url, status, body[:200])
     cpu_before = api.server_cpu_seconds(server.pid)
     if shutil.which("wrk"):
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as lua:
             lua.write(api.WRK_LUA)
-        stats = api.run_wrk(url, token, args.connections, args.seconds, Path(lua.name))
+        stats = api.run_wrk(url, header, args.connections, args.seconds, Path(lua.name))
         os.unlink(lua.name)
     else:
-        stats = api.run_python_client(url, token, args.connections, args.seconds)
+        stats = api.run_python_client(url, header, args.connections, args.seconds)
     stats["cpu_ms"] = (
         (api.server_cpu_seconds(server.pid) - cpu_before) * 1000 / max(stats["requests"], 1)
     )
@@ -102,7 +103,7 @@ def measure(url: str, token: str, args, server) -> dict:
     return stats
 
 
-def main() -> None:
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--log", default=None, help="the table whose health is stored")
     parser.add_argument("--commits", type=int, default=1_000_000)
@@ -110,7 +111,42 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--connections", type=int, default=10)
     parser.add_argument("--seconds", type=int, default=10)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _serve_and_measure(args: argparse.Namespace, table_id: int, token: str) -> list[tuple]:
+    """Start gunicorn on the bench database and measure each health endpoint with wrk."""
+    port = api.free_port()
+    base = f"http://127.0.0.1:{port}/api"
+    t = f"{base}/tables/{table_id}"
+    endpoints = [
+        ("health, latest (stored)", f"{t}/health/"),
+        ("health history, 400 points of 1M", f"{t}/health/history/"),
+        ("changes", f"{t}/changes/"),
+        ("tables list ?ordering=vacuumable_bytes", f"{base}/tables/?ordering=vacuumable_bytes"),
+    ]
+    server = api.start_gunicorn(
+        args.database_url, port, args.workers, ROOT / "var" / "bench-health-gunicorn.log", "on"
+    )
+    results = []
+    try:
+        measure(endpoints[0][1], token, argparse.Namespace(**{**vars(args), "seconds": 2}), server)
+        for label, url in endpoints:
+            stats = measure(url, token, args, server)
+            results.append((label, stats))
+            print(
+                f"{label:42s} p50 {stats['p50']:6.1f} ms  p95 {stats['p95']:6.1f} ms  "
+                f"p99 {stats['p99']:6.1f} ms  {stats['requests'] / max(stats['seconds'], 1e-9):6.0f} req/s  "
+                f"server CPU {stats['cpu_ms']:5.1f} ms/req  non-2xx {stats['non2xx']}  ({stats['bytes']:,} B)",
+                flush=True,
+            )
+    finally:
+        api.stop(server)
+    return results
+
+
+def main() -> None:
+    args = _args()
     log_path = args.log or f"/tmp/delta-bench-{args.commits}"
     if not os.path.exists(os.path.join(log_path, "_delta_log")):
         from gen_log import generate
@@ -132,36 +168,10 @@ def main() -> None:
 
     vendor = connection.vendor
     connection.close()
-
-    port = api.free_port()
-    base = f"http://127.0.0.1:{port}/api"
-    t = f"{base}/tables/{table_id}"
-    endpoints = [
-        ("health, latest (stored)", f"{t}/health/"),
-        ("health history, 400 points of 1M", f"{t}/health/history/"),
-        ("changes", f"{t}/changes/"),
-        ("tables list ?ordering=vacuumable_bytes", f"{base}/tables/?ordering=vacuumable_bytes"),
-    ]
-    server = api.start_gunicorn(
-        args.database_url, port, args.workers, ROOT / "var" / "bench-health-gunicorn.log"
-    )
-    results = []
-    try:
-        measure(endpoints[0][1], token, argparse.Namespace(**{**vars(args), "seconds": 2}), server)
-        for label, url in endpoints:
-            stats = measure(url, token, args, server)
-            results.append((label, stats))
-            print(
-                f"{label:42s} p50 {stats['p50']:6.1f} ms  p95 {stats['p95']:6.1f} ms  "
-                f"p99 {stats['p99']:6.1f} ms  {stats['requests'] / max(stats['seconds'], 1e-9):6.0f} req/s  "
-                f"server CPU {stats['cpu_ms']:5.1f} ms/req  non-2xx {stats['non2xx']}  ({stats['bytes']:,} B)",
-                flush=True,
-            )
-    finally:
-        api.stop(server)
+    results = _serve_and_measure(args, table_id, token)
     p95 = results[0][1]["p95"]
     print(
-        f"\n{vendor}, {args.commits:,} stored commits, gunicorn {args.workers} sync workers, "
+        f"\n{vendor}, {args.commits:,} stored commits, gunicorn {args.workers} gthread workers, "
         f"{args.connections} connections x {args.seconds} s"
     )
     print(

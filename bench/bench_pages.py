@@ -151,18 +151,9 @@ def timed(client, url: str, repeat: int, *, cold: bool) -> tuple[float, int, int
     return statistics.median(times), size, status
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--commits", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--database-url", default=None)
-    args = parser.parse_args(argv)
-    n = args.commits
-
-    setup_django(args.database_url, n)
-    from django.contrib.auth import get_user_model
+def _filled_table(n: int):
+    """A Table with `n` commits, ~1,000 findings and the rollups a bulk load rebuilds."""
     from django.db import connection
-    from django.test import Client
 
     from audit.ingest import rebuild_rollups
     from audit.models import Table
@@ -186,6 +177,22 @@ def main(argv: list[str] | None = None) -> int:
             cursor.execute("ANALYZE")
     print(f"{connection.vendor}: inserted {n:,} commits in {seconds:.1f} s")
     print(f"rebuilt {rollups:,} rollups in {rollup_seconds:.1f} s")
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--database-url", default=None)
+    args = parser.parse_args(argv)
+    n = args.commits
+
+    setup_django(args.database_url, n)
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    table = _filled_table(n)
 
     user = get_user_model().objects.create_user(f"bench-{time.time_ns()}", password="x")
     client = Client()

@@ -55,28 +55,34 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(int(round(q * (len(ordered) - 1))), len(ordered) - 1)]
 
 
-def bench_tail(n_tables: int, samples: int, work: Path, env: dict[str, str]) -> dict[str, float]:
+def _batch(i: int):
     import pyarrow as pa
+
+    return pa.table({"id": pa.array([i, i + 1], pa.int64()), "v": ["a", "b"]})
+
+
+def _registered_tables(n_tables: int, work: Path) -> list[tuple[object, Path]]:
+    """`n_tables` one-commit deltalake tables, registered and ingested."""
     from deltalake import write_deltalake
 
     from audit import ingest
-    from audit.models import Commit
-
-    def batch(i: int) -> pa.Table:
-        return pa.table({"id": pa.array([i, i + 1], pa.int64()), "v": ["a", "b"]})
 
     t0 = time.perf_counter()
     tables = []
     for i in range(n_tables):
         path = work / f"t{i:03d}"
-        write_deltalake(str(path), batch(0))
+        write_deltalake(str(path), _batch(0))
         table, _ = ingest.register_table(str(path))
         ingest.tail_once(table.id)
         tables.append((table, path))
     print(f"created and ingested {n_tables} tables in {time.perf_counter() - t0:.1f}s")
+    return tables
 
+
+def _start_worker(work: Path, env: dict[str, str]) -> subprocess.Popen:
+    """A Celery worker with beat (the tail schedule), in its own process group."""
     log = open(work / "worker.log", "wb")  # noqa: SIM115
-    worker = subprocess.Popen(
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -100,31 +106,46 @@ def bench_tail(n_tables: int, samples: int, work: Path, env: dict[str, str]) -> 
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+
+
+def _stop_worker(worker: subprocess.Popen) -> None:
+    os.killpg(worker.pid, signal.SIGTERM)
+    try:
+        worker.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(worker.pid, signal.SIGKILL)
+
+
+def _latency_of_one_commit(table: object, path: Path, i: int, work: Path) -> float:
+    """Append one commit and wait until the worker stored it: seconds from the file landing."""
+    from deltalake import write_deltalake
+
+    from audit.models import Commit
+
+    write_deltalake(str(path), _batch(i), mode="append")
+    version = max(int(p.name[:20]) for p in (path / "_delta_log").glob("*.json"))
+    landed = (path / "_delta_log" / f"{version:020d}.json").stat().st_mtime
+    deadline = time.time() + 30
+    while not Commit.objects.filter(table=table, version=version).exists():
+        if time.time() > deadline:
+            raise SystemExit(f"v{version} of {path} never arrived; see {work / 'worker.log'}")
+        time.sleep(0.01)
+    return time.time() - landed
+
+
+def bench_tail(n_tables: int, samples: int, work: Path, env: dict[str, str]) -> dict[str, float]:
+    tables = _registered_tables(n_tables, work)
+    worker = _start_worker(work, env)
     try:
         time.sleep(4)  # worker start-up and a first pass over every table
         latencies = []
         for i in range(samples):
             table, path = random.choice(tables)
-            write_deltalake(str(path), batch(i), mode="append")
-            version = max(int(p.name[:20]) for p in (path / "_delta_log").glob("*.json"))
-            landed = (path / "_delta_log" / f"{version:020d}.json").stat().st_mtime
-            deadline = time.time() + 30
-            while not Commit.objects.filter(table=table, version=version).exists():
-                if time.time() > deadline:
-                    raise SystemExit(
-                        f"v{version} of {path} never arrived; see {work / 'worker.log'}"
-                    )
-                time.sleep(0.01)
-            latencies.append(time.time() - landed)
-            time.sleep(
-                random.uniform(0.05, 0.4)
-            )  # commits land at random phases of the tail interval
+            latencies.append(_latency_of_one_commit(table, path, i, work))
+            # Commits land at random phases of the tail interval.
+            time.sleep(random.uniform(0.05, 0.4))
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
+        _stop_worker(worker)
     return {
         "p50": statistics.median(latencies),
         "p95": percentile(latencies, 0.95),
