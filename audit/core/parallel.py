@@ -304,14 +304,16 @@ def _write_frames(frames: queue.SimpleQueue[bytes | None], write_fd: int) -> Non
 def _receive(pid: int, read_fd: int, merge: _Merge, received: int) -> int:
     """Merge the child's frames, from version `received` on, as they arrive; the first
     version not received."""
-    with os.fdopen(read_fd, "rb") as pipe:
-        while True:
-            try:
-                frame = pickle.load(pipe)
-            except Exception:  # noqa: BLE001 - the end, or a frame cut short by a dying child
-                break
-            received = merge.take(frame)
-    _reap(pid)
+    try:
+        with os.fdopen(read_fd, "rb") as pipe:
+            while True:
+                try:
+                    frame = pickle.load(pipe)
+                except Exception:  # noqa: BLE001 - the end, or a frame cut short by a dying child
+                    break
+                received = merge.take(frame)
+    finally:
+        _reap(pid, kill=True)  # done with it either way (it exits by itself once it has sent all)
     return received
 
 
