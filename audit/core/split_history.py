@@ -28,12 +28,7 @@ from audit.core.summary import (
     paused_gc,
     summarize_log,
 )
-from audit.core.tailwindow import (
-    GUESS,
-    MIN_WIDENING,
-    recorded_read_starts,
-    survivors_from_before,
-)
+from audit.core.tailwindow import GUESS, widen_window
 
 
 @dataclass
@@ -69,21 +64,13 @@ def load_range(log: DeltaLog, start: int, end: int) -> tuple[History, RangePart]
 def _window_history(
     log: DeltaLog, start: int, end: int, first: int
 ) -> tuple[History, list[IntegrityRecord]] | None:
-    """`load_tail_history`'s window (its rules: `recorded_read_starts`, `survivors_from_before`),
-    each try read straight from the files as the whole-log pass reads them (`summarize_log`,
-    ~3x cheaper than parsing commits into objects), with the range's integrity records.
-    None when the window reaches the first version."""
-    lo = start - GUESS
-    while lo > first:
-        history, records = _digest_window(log, lo, start, end)
-        needed = max(min(recorded_read_starts(history.summaries, start), default=lo), first)
-        if needed < lo:
-            lo = needed
-        elif survivors_from_before(log, history, lo, start):
-            lo = max(first, start - 2 * max(start - lo, MIN_WIDENING))
-        else:
-            return history, records
-    return None
+    """`load_tail_history`'s window (its rules, `widen_window`), each try read straight from
+    the files as the whole-log pass reads them (`summarize_log`, ~3x cheaper than parsing
+    commits into objects), with the range's integrity records. None when the window reaches
+    the first version."""
+    return widen_window(
+        log, start, first, lambda lo: None if lo <= first else _digest_window(log, lo, start, end)
+    )
 
 
 def _digest_window(

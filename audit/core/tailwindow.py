@@ -21,11 +21,16 @@ load starts `GUESS` versions before `start` only to avoid a reload in the common
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from audit.core.conflicts.scope import is_destructive
 from audit.core.conflicts.window import MAX_CONCURRENT_WINDOW
 from audit.core.log import DeltaLog
 from audit.core.model import CommitSummary
 from audit.core.summary import History, history_from_log
+
+T = TypeVar("T")
 
 # Versions loaded before the new commits on the first try: most commits read a recent version.
 GUESS = 64
@@ -37,17 +42,32 @@ def load_tail_history(log: DeltaLog, start: int, end: int) -> History:
     """The history [lo, end] that audits versions [start, end] exactly like the whole log does."""
     versions = log.listing.commit_versions
     first = versions[0] if versions else start
+    widened = widen_window(
+        log, start, first, lambda lo: (history_from_log(log, start=lo, end=end), None)
+    )
+    assert widened is not None  # this load always answers
+    return widened[0]
+
+
+def widen_window(
+    log: DeltaLog, start: int, first: int, load: Callable[[int], tuple[History, T] | None]
+) -> tuple[History, T] | None:
+    """`load(lo)`'s window, with `lo` moved back from a first guess until it holds everything
+    the audit of versions [start, ...] needs (the rules above). `load` may decline a window
+    (None): then so does this (the split Spark job reads such a range with the first one)."""
     lo = max(start - GUESS, first)
     while True:
-        history = history_from_log(log, start=lo, end=end)
+        loaded = load(lo)
+        if loaded is None:
+            return None
+        history = loaded[0]
         needed = max(min(recorded_read_starts(history.summaries, start), default=lo), first)
         if needed < lo:
             lo = needed
-            continue
-        if lo > first and survivors_from_before(log, history, lo, start):
+        elif lo > first and survivors_from_before(log, history, lo, start):
             lo = max(first, start - 2 * max(start - lo, MIN_WIDENING))
-            continue
-        return history
+        else:
+            return loaded
 
 
 def recorded_read_starts(summaries: list[CommitSummary], start: int) -> list[int]:
