@@ -75,14 +75,17 @@ class _Compiled:
         self.has_where = " WHERE " in self.sql
         assert " ORDER BY " not in self.sql and " LIMIT " not in self.sql, self.sql
         self.names = names
-        self.connection = connections[queryset.db]
+        self.alias = queryset.db
+        connection = connections[queryset.db]
+        # The backend's converters are bound to the compiling thread's connection; they only
+        # read its settings (time zone), the same for every thread (as in audit/prepared.py).
         converters = compiler.get_converters([column[0] for column in compiler.select])
         self.converters = [
             (position, [_fast(function) for function in functions], expression)
             for position, (functions, expression) in converters.items()
         ]
         model = queryset.model
-        quote = self.connection.ops.quote_name
+        quote = connection.ops.quote_name
         self.table = quote(model._meta.db_table)
         self.quote = quote
         self.model = model
@@ -91,10 +94,11 @@ class _Compiled:
         return f"{self.table}.{self.quote(self.model._meta.get_field(field).column)}"
 
     def rows(self, sql: str, params: list) -> list[dict]:
-        with self.connection.cursor() as cursor:
+        connection = connections[self.alias]  # this thread's connection (gthread workers)
+        with connection.cursor() as cursor:
             cursor.execute(sql, params)
             fetched = cursor.fetchall()
-        names, converters, connection = self.names, self.converters, self.connection
+        names, converters = self.names, self.converters
         if not converters:
             return [dict(zip(names, row, strict=True)) for row in fetched]
         out = []

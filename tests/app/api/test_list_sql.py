@@ -249,3 +249,34 @@ def test_the_plain_path_is_the_one_measured(data, member, settings, monkeypatch)
     monkeypatch.setattr(CommitFilter, "__init__", broken)
     del settings.AUDIT_API_PLAIN_LISTS
     assert client.get(f"/api/tables/{big.id}/commits/?operation=WRITE").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_compiled_in_one_thread_are_read_in_another():
+    """gunicorn's threads share the compiled query, each with its own connection."""
+    import threading
+
+    from django.db import connection
+
+    from audit.api import list_sql
+
+    table = Table.objects.create(uri="/data/threads", name="threads", status="ok")
+    _commits(table, 12, random.Random(3))
+    source = list_sql.values_source(Commit, ("version", "concurrent_versions"))
+    conditions = list_sql.commit_conditions(table.id, {"min_version": 3}, None)
+    here = source.query(conditions).order_by("-version")[0:5]
+    there: list = []
+
+    def read():
+        try:
+            there.append(source.query(conditions).order_by("-version")[0:5])
+        except Exception as err:  # noqa: BLE001 - reported below
+            there.append(err)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=read)
+    worker.start()
+    worker.join()
+    assert [row["version"] for row in here] == [11, 10, 9, 8, 7]
+    assert there == [here]
