@@ -280,3 +280,16 @@ def test_rows_compiled_in_one_thread_are_read_in_another():
     worker.join()
     assert [row["version"] for row in here] == [11, 10, 9, 8, 7]
     assert there == [here]
+
+
+def test_every_documented_filter_has_its_sql():
+    """A filter added to a FilterSet needs its condition in list_sql (else a 500 here)."""
+    from audit.api import list_sql
+    from audit.api.filters import CommitFilter, FindingFilter
+
+    assert set(CommitFilter.base_filters) == {*list_sql.COMMIT_CONDITIONS, "has_concurrent"}
+    assert set(FindingFilter.base_filters) == {
+        *list_sql.FINDING_CONDITIONS,
+        "min_severity",
+        "acknowledged",
+    }
