@@ -33,7 +33,11 @@ from django_filters.constants import EMPTY_VALUES
 from django_filters.filterset import FilterSet
 from django_filters.utils import translate_validation
 
+from audit import queries
+from audit.api.filters import CommitFilter, FindingFilter
+from audit.api.serializers import COMMIT_LIST_FIELDS, FINDING_LIST_FIELDS
 from audit.core.vocab import SEVERITY_ORDER, Severity
+from audit.models import Commit, Finding
 
 # --------------------------------------------------------------------------- parameters
 
@@ -260,3 +264,24 @@ def finding_conditions(params: dict[str, Any]) -> list[tuple]:
 def values_source(model: type[Model], names: tuple[str, ...]) -> RowSource:
     """`model.objects.values(*names)` as a RowSource (conditions are added per request)."""
     return RowSource(lambda: model.objects.order_by().values(*names), names)
+
+
+# The filters' validation and the rows' SQL, built once per process.
+_COMMIT_PARAMS = ListParams(CommitFilter)
+_COMMIT_ROWS = values_source(Commit, COMMIT_LIST_FIELDS)
+_FINDING_PARAMS = ListParams(FindingFilter)
+_FINDING_ROWS = values_source(Finding, FINDING_LIST_FIELDS)
+
+
+def commits(query_params, table_id: int) -> RowQuery:
+    """The rows CommitFilter selects of a table's commits (a 400 for a bad filter)."""
+    params = _COMMIT_PARAMS.clean(query_params)
+    bounds = None
+    if "since" in params or "until" in params:
+        bounds = queries.commit_time_bounds(table_id, params.get("since"), params.get("until"))
+    return _COMMIT_ROWS.query(commit_conditions(table_id, params, bounds))
+
+
+def findings(query_params) -> RowQuery:
+    """The rows FindingFilter selects (a 400 for a bad filter)."""
+    return _FINDING_ROWS.query(finding_conditions(_FINDING_PARAMS.clean(query_params)))

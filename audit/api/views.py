@@ -187,7 +187,7 @@ class TableViewSet(
 
         def page() -> bytes:
             if _plain_lists():
-                rows = self.paginate_queryset(_commit_rows(request, table.id))
+                rows = self.paginate_queryset(list_sql.commits(request.query_params, table.id))
                 return ORJSONRenderer().render(self.get_paginated_response(rows).data)
             queryset = self.filter_queryset(self.get_queryset().filter(table_id=table.id))
             rows = self.paginate_queryset(queryset.values(*s.COMMIT_LIST_FIELDS))
@@ -310,26 +310,10 @@ class TableViewSet(
         return Response(_pick(self._analysis(), "recommendations"))
 
 
-# The cold lists (list_sql.py): the filters' validation and the rows' SQL built once.
-_COMMIT_PARAMS = list_sql.ListParams(CommitFilter)
-_COMMIT_ROWS = list_sql.values_source(Commit, s.COMMIT_LIST_FIELDS)
-_FINDING_PARAMS = list_sql.ListParams(FindingFilter)
-_FINDING_ROWS = list_sql.values_source(Finding, s.FINDING_LIST_FIELDS)
-
-
 def _plain_lists() -> bool:
     """The commits and findings lists by list_sql (default), or by django-filter and the ORM
     (the reference the differential test compares with)."""
     return getattr(settings, "AUDIT_API_PLAIN_LISTS", True)
-
-
-def _commit_rows(request, table_id: int) -> list_sql.RowQuery:
-    """What CommitFilter would select of the table's commits, as a RowQuery."""
-    params = _COMMIT_PARAMS.clean(request.query_params)
-    bounds = None
-    if "since" in params or "until" in params:
-        bounds = queries.commit_time_bounds(table_id, params.get("since"), params.get("until"))
-    return _COMMIT_ROWS.query(list_sql.commit_conditions(table_id, params, bounds))
 
 
 def _pick(analysis: dict[str, Any], key: str) -> dict[str, Any]:
@@ -358,9 +342,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     def list(self, request, *args, **kwargs):
         def page() -> bytes:
             if _plain_lists():
-                params = _FINDING_PARAMS.clean(request.query_params)
-                query = _FINDING_ROWS.query(list_sql.finding_conditions(params))
-                rows = self.paginate_queryset(query)
+                rows = self.paginate_queryset(list_sql.findings(request.query_params))
             else:  # the reference path (AUDIT_API_PLAIN_LISTS = False)
                 queryset = self.filter_queryset(Finding.objects.all())
                 rows = self.paginate_queryset(queryset.values(*s.FINDING_LIST_FIELDS))
