@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from audit import queries
 from audit.analysis import table_analysis, table_history
-from audit.api import list_cache
+from audit.api import list_cache, list_sql
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, readable_log
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
@@ -186,6 +186,9 @@ class TableViewSet(
             raise NotFound("no such table")
 
         def page() -> bytes:
+            if _plain_lists():
+                rows = self.paginate_queryset(list_sql.commits(request.query_params, table.id))
+                return ORJSONRenderer().render(self.get_paginated_response(rows).data)
             queryset = self.filter_queryset(self.get_queryset().filter(table_id=table.id))
             rows = self.paginate_queryset(queryset.values(*s.COMMIT_LIST_FIELDS))
             # Rows are already in their JSON shape: no per-field serializer work here.
@@ -307,6 +310,12 @@ class TableViewSet(
         return Response(_pick(self._analysis(), "recommendations"))
 
 
+def _plain_lists() -> bool:
+    """The commits and findings lists by list_sql (default), or by django-filter and the ORM
+    (the reference the differential test compares with)."""
+    return getattr(settings, "AUDIT_API_PLAIN_LISTS", True)
+
+
 def _pick(analysis: dict[str, Any], key: str) -> dict[str, Any]:
     return {
         "table": analysis["table"],
@@ -332,8 +341,11 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
 
     def list(self, request, *args, **kwargs):
         def page() -> bytes:
-            queryset = self.filter_queryset(Finding.objects.all())
-            rows = self.paginate_queryset(queryset.values(*s.FINDING_LIST_FIELDS))
+            if _plain_lists():
+                rows = self.paginate_queryset(list_sql.findings(request.query_params))
+            else:  # the reference path (AUDIT_API_PLAIN_LISTS = False)
+                queryset = self.filter_queryset(Finding.objects.all())
+                rows = self.paginate_queryset(queryset.values(*s.FINDING_LIST_FIELDS))
             # The same JSON as FindingSerializer, built from plain rows (no model instances).
             data = self.get_paginated_response([s.finding_list_row(row) for row in rows]).data
             return ORJSONRenderer().render(data)
