@@ -77,6 +77,20 @@ class Prepared:
         return compiled
 
 
+_SQL: dict[Any, str] = {}
+
+
+def fetch_sql(name: Any, build: Callable[[], str], params: list) -> list[tuple]:
+    """Rows of the SQL `build()` returns, built once per process under `name` (plain SQL for
+    what the ORM cannot say cheaply; `Prepared` for what it can)."""
+    sql = _SQL.get(name)
+    if sql is None:
+        sql = _SQL[name] = build()
+    with connections["default"].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 class PreparedRows:
     """The raw rows (as the driver returns them: no converters) of a `values_list` queryset
     `build(*placeholders)`, compiled on first use; `PreparedRows(...)(*values)`."""

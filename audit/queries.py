@@ -35,7 +35,7 @@ from django.db.models.expressions import RawSQL
 from audit import rollups
 from audit.core.vocab import SEVERITY_ORDER
 from audit.models import NEEDS_ATTENTION, OPEN, Commit, CommitRollup, Finding, Table
-from audit.prepared import Prepared
+from audit.prepared import Prepared, fetch_sql
 from audit.timeline import table_key, timeline_json
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ def finding_counts(table_id: int) -> dict[str, dict[str, int]]:
     severity, acknowledged_at) index alone): the table page's status
     poll asks it every few seconds per open tab, and the ORM spent ~0.4 ms building it."""
     open_, attention = {}, {}
-    for severity, n_open, n_attention in _fetch(
+    for severity, n_open, n_attention in fetch_sql(
         "finding_counts", _finding_counts_sql, [table_id, Finding.Status.OPEN.value]
     ):
         open_[severity] = n_open
@@ -224,13 +224,13 @@ def findings_list_generation(table_id: int | None) -> str:
     ever go into a key.
     """
     if table_id is not None:
-        row = _fetch("one_table", _one_table_sql, [table_id])
+        row = fetch_sql("one_table", _one_table_sql, [table_id])
         if not row:
             return f"table:{table_id}:none"
         found, uri, created, generation, last_seen = row[0]
         created = _key_text(created)
         return f"table:{table_key(Table(id=found, uri=uri))}:{created}:{generation}:{last_seen}"
-    ((n, top, created, generation),) = _fetch("all_tables", _all_tables_sql, [])
+    ((n, top, created, generation),) = fetch_sql("all_tables", _all_tables_sql, [])
     return f"all:{n}:{top}:{_key_text(created)}:{generation}"
 
 
@@ -247,21 +247,8 @@ def tables_list_generation(columns: tuple[str, ...]) -> str:
         rows = Table.objects.order_by("id").values_list("id", "findings_generation", *columns)
         return _sql_without_params(rows)
 
-    rows = _fetch(("tables_list", columns), sql, [])
+    rows = fetch_sql(("tables_list", columns), sql, [])
     return hashlib.sha1(repr(rows).encode()).hexdigest()
-
-
-_SQL: dict[Any, str] = {}
-
-
-def _fetch(name: Any, build, params: list) -> list[tuple]:
-    """Rows of the SQL `build()` returns, built once per process under `name`."""
-    sql = _SQL.get(name)
-    if sql is None:
-        sql = _SQL[name] = build()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
 
 
 def _one_table_sql() -> str:

@@ -13,7 +13,7 @@ from django.db import connection
 
 from audit.health_models import TableChange
 from audit.models import OPEN, Commit, CommitRollup, Finding
-from audit.prepared import PreparedRows
+from audit.prepared import PreparedRows, fetch_sql
 
 FINDING_FIELDS = ("id", "version", "kind", "severity", "confirmed", "related_versions")
 # The rows-mode findings list is cut here (timeline.TIMELINE_MAX_FINDINGS).
@@ -35,56 +35,49 @@ def _open_findings(table_id, lo, hi):
     return Finding.objects.filter(OPEN, table_id=table_id, version__gte=lo, version__lte=hi)
 
 
-# (first stored version, latest stored version) of a table: two index probes.
-_span_sql: str | None = None
-
-
 def version_span(table_id: int) -> tuple[int | None, int | None]:
-    global _span_sql
-    if _span_sql is None:
-        table, version = Commit._meta.db_table, connection.ops.quote_name("version")
-        _span_sql = (
-            f"SELECT (SELECT MIN({version}) FROM {table} WHERE table_id = %s), "
-            f"(SELECT MAX({version}) FROM {table} WHERE table_id = %s)"
-        )
-    with connection.cursor() as cursor:
-        cursor.execute(_span_sql, [table_id, table_id])
-        first, latest = cursor.fetchone()
+    """(first stored version, latest stored version) of a table: two index probes."""
+    ((first, latest),) = fetch_sql("version_span", _span_sql, [table_id, table_id])
     return first, latest
-
-
-_past_sql: str | None = None
 
 
 def has_more_than(table_id: int, lo: int, hi: int, n: int) -> bool:
     """Whether versions [lo, hi] hold more than `n` commits: one row probed past the n-th."""
-    global _past_sql
-    if _past_sql is None:
-        table, version = Commit._meta.db_table, connection.ops.quote_name("version")
-        _past_sql = (
-            f"SELECT {version} FROM {table} WHERE table_id = %s AND {version} >= %s "
-            f"AND {version} <= %s ORDER BY {version} LIMIT 1 OFFSET %s"
-        )
-    with connection.cursor() as cursor:
-        cursor.execute(_past_sql, [table_id, lo, hi, n])
-        return cursor.fetchone() is not None
-
-
-_count_sql: str | None = None
+    return bool(fetch_sql("has_more_than", _past_sql, [table_id, lo, hi, n]))
 
 
 def count_commits(table_id: int, lo: int, hi: int) -> int:
     """`Commit.objects.filter(table_id=, version__gte=lo, version__lte=hi).count()`."""
-    global _count_sql
-    if _count_sql is None:
-        table, version = Commit._meta.db_table, connection.ops.quote_name("version")
-        _count_sql = (
-            f"SELECT COUNT(*) FROM {table} WHERE table_id = %s AND {version} >= %s "
-            f"AND {version} <= %s"
-        )
-    with connection.cursor() as cursor:
-        cursor.execute(_count_sql, [table_id, lo, hi])
-        return cursor.fetchone()[0]
+    ((count,),) = fetch_sql("count_commits", _count_sql, [table_id, lo, hi])
+    return count
+
+
+def _span_sql() -> str:
+    table, version = _commit_columns()
+    return (
+        f"SELECT (SELECT MIN({version}) FROM {table} WHERE table_id = %s), "
+        f"(SELECT MAX({version}) FROM {table} WHERE table_id = %s)"
+    )
+
+
+def _past_sql() -> str:
+    table, version = _commit_columns()
+    return (
+        f"SELECT {version} FROM {table} WHERE table_id = %s AND {version} >= %s "
+        f"AND {version} <= %s ORDER BY {version} LIMIT 1 OFFSET %s"
+    )
+
+
+def _count_sql() -> str:
+    table, version = _commit_columns()
+    return (
+        f"SELECT COUNT(*) FROM {table} WHERE table_id = %s AND {version} >= %s AND {version} <= %s"
+    )
+
+
+def _commit_columns() -> tuple[str, str]:
+    """The commits table's name and its quoted version column."""
+    return Commit._meta.db_table, connection.ops.quote_name("version")
 
 
 commit_rows = PreparedRows(
