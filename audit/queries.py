@@ -224,10 +224,10 @@ def findings_list_generation(table_id: int | None) -> str:
     ever go into a key.
     """
     if table_id is not None:
-        row = fetch_sql("one_table", _one_table_sql, [table_id])
-        if not row:
+        row = table_key_columns(table_id)
+        if row is None:
             return f"table:{table_id}:none"
-        found, uri, created, generation, last_seen = row[0]
+        found, uri, created, generation, last_seen = row
         created = _key_text(created)
         return f"table:{table_key(Table(id=found, uri=uri))}:{created}:{generation}:{last_seen}"
     ((n, top, created, generation),) = fetch_sql("all_tables", _all_tables_sql, [])
@@ -249,6 +249,13 @@ def tables_list_generation(columns: tuple[str, ...]) -> str:
 
     rows = fetch_sql(("tables_list", columns), sql, [])
     return hashlib.sha1(repr(rows).encode()).hexdigest()
+
+
+def table_key_columns(table_id: int) -> tuple | None:
+    """(id, uri, created_at, findings_generation, last_seen_version) of a table, None if gone:
+    what the cache keys of its lists read, by one plain query."""
+    rows = fetch_sql("one_table", _one_table_sql, [table_id])
+    return rows[0] if rows else None
 
 
 def _one_table_sql() -> str:

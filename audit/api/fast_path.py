@@ -24,11 +24,11 @@ import re
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from rest_framework.authentication import get_authorization_header
 from rest_framework.exceptions import APIException
 
+from audit import queries
 from audit.api import list_cache
 from audit.api.authentication import CachedTokenAuthentication
 from audit.api.health_views import HistoryQuery
@@ -48,12 +48,6 @@ _FINDINGS = re.compile(r"/api/findings/\Z")
 # What DRF's `Allow` header says for each route (the viewset's or action's methods).
 _ALLOW_TABLES = "GET, POST, HEAD, OPTIONS"
 _ALLOW_ACTION = "GET, HEAD, OPTIONS"
-_TABLE_FIELDS = ("id", "uri", "last_seen_version", "findings_generation")
-_KEY_ROW_SQL = "SELECT {} FROM {} WHERE {} = %s".format(
-    ", ".join(Table._meta.get_field(name).column for name in _TABLE_FIELDS),
-    Table._meta.db_table,
-    Table._meta.pk.column,
-)
 _auth = CachedTokenAuthentication()
 _JSON_RANGES = {"*/*", "application/*", "application/json"}  # what ORJSONRenderer matches
 # The defaults the views' query serializers fill in (part of the keys).
@@ -150,12 +144,13 @@ def _plain_int(request: HttpRequest, name: str) -> int | None:
 
 
 def _key_row(table_id: int) -> Table | None:
-    """The columns the commits and timeline keys read, in one plain query: compiling the same
-    query through the ORM cost more than the rest of a cached answer."""
-    with connection.cursor() as cursor:
-        cursor.execute(_KEY_ROW_SQL, [table_id])
-        row = cursor.fetchone()
-    return None if row is None else Table(**dict(zip(_TABLE_FIELDS, row, strict=True)))
+    """The columns the commits and timeline keys read, by the list cache's own plain query:
+    compiling the same query through the ORM cost more than the rest of a cached answer."""
+    row = queries.table_key_columns(table_id)
+    if row is None:
+        return None
+    found, uri, _, generation, last_seen = row
+    return Table(id=found, uri=uri, last_seen_version=last_seen, findings_generation=generation)
 
 
 def _accepts_json(request: HttpRequest) -> bool:
