@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 from urllib import parse
 
+from django.core.paginator import Paginator
 from rest_framework.pagination import Cursor, CursorPagination, PageNumberPagination
 
 from audit.api.exceptions import BadRequest
@@ -88,15 +89,30 @@ class FindingCursorPagination(OrderedCursorPagination):
     page_size = 50
 
 
+class FleetPaginator(Paginator):
+    """Django's paginator, whose first page is read with one row more: a fleet that fits on
+    it (most) is counted by that read, without a COUNT query over the annotated tables (a
+    third of a cold tables list's SQL work). The rows are the same slice of the same order."""
+
+    def page(self, number):
+        if number != 1 or "count" in self.__dict__:
+            return super().page(number)
+        rows = list(self.object_list[: self.per_page + 1])
+        if len(rows) <= self.per_page:
+            self.__dict__["count"] = len(rows)  # the cached_property's value
+        return self._get_page(rows[: self.per_page], 1, self)
+
+
 class TablePagination(PageNumberPagination):
+    django_paginator_class = FleetPaginator
     page_size = 100
     page_size_query_param = "page_size"
     max_page_size = 1000
 
     def get_page_number(self, request, paginator):
         raw = request.query_params.get(self.page_query_param) or 1
-        if raw in self.last_page_strings:
-            return raw
+        if raw in self.last_page_strings:  # ?page=last, as DRF's own get_page_number
+            return paginator.num_pages
         try:
             number = int(raw)
         except (TypeError, ValueError):

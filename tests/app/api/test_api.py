@@ -459,3 +459,32 @@ def test_the_tables_list_reads_every_tables_health_in_one_query(reorder_table, m
     five, health = queries_and_health()
     assert five == one
     assert [health[f"more-{i}"]["num_files"] for i in range(4)] == [10, 11, 12, 13]
+
+
+@pytest.mark.parametrize("n_tables", [0, 1, 3, 4, 5, 9])
+def test_the_tables_list_pages_are_django_paginators(member, settings, n_tables):
+    """The first page is read with one row more and counted from it when the fleet fits
+    (pagination.FleetPaginator): every page, `count`, the links and the rows are those of
+    Django's own paginator over the same ordered tables, and a fitting fleet needs no COUNT."""
+    from django.core.paginator import Paginator
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.AUDIT_API_LIST_CACHE_SECONDS = 0
+    for i in range(n_tables):
+        Table.objects.create(uri=f"/data/fleet-{i}", name=f"fleet-{i % 3}", status="ok")
+    client = session_client(member)
+    ordered = list(Table.objects.order_by("name", "id").values_list("name", flat=True))
+    reference = Paginator(ordered, 4)
+    pages = [*range(1, reference.num_pages + 1), "last"]
+    for page in pages:
+        body = client.get(f"/api/tables/?page_size=4&page={page}").json()
+        expected = reference.page(reference.num_pages if page == "last" else page)
+        assert body["count"] == n_tables
+        assert [t["name"] for t in body["results"]] == list(expected.object_list)
+        assert (body["next"] is not None) == expected.has_next()
+        assert (body["previous"] is not None) == expected.has_previous()
+    with CaptureQueriesContext(connection) as queries:
+        client.get("/api/tables/?page_size=4")
+    counts = [q for q in queries.captured_queries if q["sql"].startswith("SELECT COUNT(*)")]
+    assert (not counts) == (n_tables <= 4), counts
