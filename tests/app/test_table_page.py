@@ -1,0 +1,48 @@
+"""The table page's open findings read by SQL compiled once (frontend/views/table.py,
+`_open_findings`) render byte for byte as the ORM's queryset did: hostile summaries and kinds,
+resolved and acknowledged findings, more than a page of them, none, another table's."""
+
+from __future__ import annotations
+
+import pytest
+from django.template.loader import render_to_string
+
+from audit import queries
+from audit.models import Finding, Table
+from frontend.templatetags.findings_rows import ROW_FIELDS
+from frontend.views import table as views
+from tests.app.test_findings_rows import HOSTILE, findings_of
+
+pytestmark = pytest.mark.django_db
+
+
+def reference(table: Table) -> list[Finding]:
+    """The query of views.table._table_content before issue 16's cold-page work, verbatim."""
+    return list(
+        queries.findings_by_status(Finding.objects.filter(table=table), "open")
+        .order_by("-version", "id")[:50]
+        .only(*ROW_FIELDS)
+    )
+
+
+def fields(finding: Finding) -> dict:
+    return {k: v for k, v in finding.__dict__.items() if k != "_state"}
+
+
+@pytest.mark.parametrize("n", [0, 3, 10, 70])
+def test_open_findings_are_the_querysets(n):
+    table = Table.objects.create(uri="/data/a", name=HOSTILE, status="ok", last_seen_version=99)
+    other = Table.objects.create(uri="/data/b", name="b", status="ok", last_seen_version=99)
+    findings_of(table, n)
+    findings_of(other, 5)
+    Finding.objects.filter(table=table, version__in=(2, 3)).update(status="resolved")
+    Finding.objects.filter(table=table, version=1).update(acknowledged_at="2026-01-01T00:00Z")
+    Finding.objects.filter(table=table, version=4).update(kind=HOSTILE[:60])
+    Finding.objects.filter(table=table, version=5).update(version=6)  # two at v6: by id
+    expected = reference(table)
+    shown = views._open_findings(table.pk)
+    assert [f.id for f in shown] == [f.id for f in expected]
+    assert [fields(f) for f in shown] == [fields(f) for f in expected]
+    html = render_to_string("frontend/_findings_rows.html", {"findings": shown})
+    assert html == render_to_string("frontend/_findings_rows.html", {"findings": expected})
+    assert len(shown) == min(50, max(0, n - 3))  # not resolved, not acknowledged
