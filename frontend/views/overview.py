@@ -110,7 +110,11 @@ def _overview_content(request: HttpRequest, admin: bool) -> str:
     tables = queries.tables_with_counts().select_related("health").defer("health__data")
     if query:
         tables = tables.filter(Q(name__icontains=query) | Q(uri__icontains=query))
-    page = Paginator(tables.order_by(*TABLE_SORTS[sort]), 100).get_page(request.GET.get("page"))
+    n_tables, n_errors = queries.table_counts()
+    tables = tables.order_by(*TABLE_SORTS[sort])
+    # Unfiltered, the list holds every table: its count is the one just read (issue 16).
+    listed = tables if query else _Counted(tables, n_tables)
+    page = Paginator(listed, 100).get_page(request.GET.get("page"))
     for table in page:
         show_attention(table)
         table.risk_level = risk_level(table)
@@ -122,8 +126,8 @@ def _overview_content(request: HttpRequest, admin: bool) -> str:
         "sorts": list(TABLE_SORTS),
         "register": page_cache.REGISTER_MARK,
         "totals": queries.attention_totals(),
-        "n_tables": Table.objects.count(),
-        "n_errors": Table.objects.filter(status=Table.Status.ERROR).count(),
+        "n_tables": n_tables,
+        "n_errors": n_errors,
         "is_admin": admin,
     }
     return render_to_string("frontend/_index_content.html", ctx)
@@ -155,3 +159,16 @@ def _register(request: HttpRequest, form: RegisterTableForm) -> Table | None:
             "workers' next tail pass runs.",
         )
     return table
+
+
+class _Counted:
+    """A queryset whose count is already known, as `Paginator` reads it (count, slices)."""
+
+    def __init__(self, queryset: Any, count: int) -> None:
+        self._queryset, self._count = queryset, count
+
+    def count(self) -> int:
+        return self._count
+
+    def __getitem__(self, window: slice) -> Any:
+        return self._queryset[window]

@@ -1,0 +1,42 @@
+"""The overview's content block as it was built before issue 16's cold-page work (its counts
+through the ORM), kept verbatim as the reference tests/app/test_overview_page.py compares
+frontend/views/overview.py with."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+
+from audit import queries
+from audit.models import Table
+from frontend import page_cache
+from frontend.views.overview import TABLE_SORTS, _has_health, risk_level, show_attention
+
+
+def overview_content(request: HttpRequest, admin: bool) -> str:
+    query = request.GET.get("q", "").strip()[:200]
+    sort = request.GET.get("sort", "findings")
+    if sort not in TABLE_SORTS:
+        sort = "findings"
+    tables = queries.tables_with_counts().select_related("health").defer("health__data")
+    if query:
+        tables = tables.filter(Q(name__icontains=query) | Q(uri__icontains=query))
+    page = Paginator(tables.order_by(*TABLE_SORTS[sort]), 100).get_page(request.GET.get("page"))
+    for table in page:
+        show_attention(table)
+        table.risk_level = risk_level(table)
+        table.health_or_none = getattr(table, "health", None) if _has_health(table) else None
+    ctx = {
+        "page": page,
+        "query": query,
+        "sort": sort,
+        "sorts": list(TABLE_SORTS),
+        "register": page_cache.REGISTER_MARK,
+        "totals": queries.attention_totals(),
+        "n_tables": Table.objects.count(),
+        "n_errors": Table.objects.filter(status=Table.Status.ERROR).count(),
+        "is_admin": admin,
+    }
+    return render_to_string("frontend/_index_content.html", ctx)
