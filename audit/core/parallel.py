@@ -3,17 +3,19 @@
 Reading and summarising 100k commit files is CPU-bound Python (orjson, then the reduction of
 each commit's actions), so threads do not help; a second process does. The child is forked
 after the log was listed (it inherits the listing and every import for free), summarises the
-later versions and sends them back pickled as plain tuples (a third of the cost of pickling
-the dataclasses). The parent summarises the earlier versions meanwhile, then takes the
-child's summaries and re-derives the isolation level of those that depended on table
-properties the child could not know (the configuration in force before its first version).
+later versions and streams them back in frames of `FRAME_COMMITS` commits, each pickled as
+one list per field as soon as it is done (a fraction of the cost of pickling the dataclasses,
+and the parent never holds more than a frame of them in transit). The parent summarises the
+earlier versions meanwhile, then merges the frames as they come and re-derives the isolation
+level of the summaries that depended on table properties the child could not know (the
+configuration in force before its first version).
 The log-integrity checks need the files active before each commit, so they run in the parent
 only: the child sends, beside its summaries, what the checks read of each of its commits
 (`integrity_record`), and the parent replays them after its own half; no commit is read twice.
 
-Anything going wrong in the child (an unreadable commit, a failed fork, a killed process)
-makes the parent summarise that range itself, so errors and results are exactly those of
-the sequential path.
+Anything going wrong in the child (an unreadable commit, a failed fork, a killed process, a
+frame cut short) makes the parent summarise what it did not receive itself, so errors and
+results are exactly those of the sequential path.
 """
 
 from __future__ import annotations
