@@ -32,9 +32,9 @@ from django.db.models import (
 )
 from django.db.models.expressions import RawSQL
 
-from audit import rollups
+from audit import rollups, timeline_sql
 from audit.core.vocab import SEVERITY_ORDER
-from audit.models import NEEDS_ATTENTION, OPEN, Commit, CommitRollup, Finding, Table
+from audit.models import NEEDS_ATTENTION, OPEN, CommitRollup, Finding, Table
 from audit.prepared import Prepared, PreparedRows, fetch_sql
 from audit.timeline import table_key, timeline_json
 
@@ -331,10 +331,6 @@ _ROLLUP_BOUNDS = (
     f"MAX(CASE WHEN min_timestamp <= %s THEN bucket_start END) "
     f"FROM {CommitRollup._meta.db_table} WHERE table_id = %s"
 )
-_VERSION_SPAN = (
-    f"SELECT (SELECT MIN(version) FROM {Commit._meta.db_table} WHERE table_id = %s), "
-    f"(SELECT MAX(version) FROM {Commit._meta.db_table} WHERE table_id = %s)"
-)
 _EARLIEST = -(2**63)
 _LATEST = 2**63 - 1
 
@@ -359,8 +355,7 @@ def commit_time_bounds(
             [_EARLIEST if since is None else since, _LATEST if until is None else until, table_id],
         )
         counted, first_bucket, last_bucket = cursor.fetchone()
-        cursor.execute(_VERSION_SPAN, [table_id, table_id])
-        low, high = cursor.fetchone()
+    low, high = timeline_sql.version_span(table_id)
     if low is None or counted != high - low + 1:
         return None  # no commits, or commits outside the rollups: filter by time alone
     if first_bucket is None or last_bucket is None:

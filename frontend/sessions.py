@@ -25,26 +25,20 @@ from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionS
 from django.db import connection
 from django.utils import timezone
 
-from audit.prepared import Prepared
+from audit.prepared import Prepared, fetch_sql
 
-_SESSION_SQL: str | None = None
 USER_BACKEND = "frontend.sessions.UserBackend"
 _DJANGO_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
 def _session_sql() -> str:
-    global _SESSION_SQL
-    if _SESSION_SQL is None:
-        from django.contrib.sessions.models import Session
+    from django.contrib.sessions.models import Session
 
-        quote = connection.ops.quote_name
-        meta = Session._meta
-        data, key, expires = (quote(meta.get_field(f).column)
-                              for f in ("session_data", "session_key", "expire_date"))  # fmt: skip
-        _SESSION_SQL = (
-            f"SELECT {data} FROM {quote(meta.db_table)} WHERE {key} = %s AND {expires} > %s"
-        )
-    return _SESSION_SQL
+    quote = connection.ops.quote_name
+    meta = Session._meta
+    data, key, expires = (quote(meta.get_field(f).column)
+                          for f in ("session_data", "session_key", "expire_date"))  # fmt: skip
+    return f"SELECT {data} FROM {quote(meta.db_table)} WHERE {key} = %s AND {expires} > %s"
 
 
 class SessionStore(DatabaseSessionStore):
@@ -56,13 +50,11 @@ class SessionStore(DatabaseSessionStore):
             return {}
         expires = self.model._meta.get_field("expire_date")
         now = expires.get_db_prep_value(timezone.now(), connection, prepared=False)
-        with connection.cursor() as cursor:
-            cursor.execute(_session_sql(), [key, now])
-            row = cursor.fetchone()
-        if row is None:  # deleted (logout, flush) or expired: as the db backend, a new key
+        rows = fetch_sql("session", _session_sql, [key, now])
+        if not rows:  # deleted (logout, flush) or expired: as the db backend, a new key
             self._session_key = None
             return {}
-        data = self.decode(row[0])
+        data = self.decode(rows[0][0])
         if data.get(BACKEND_SESSION_KEY) == _DJANGO_BACKEND:
             # Logged in before UserBackend replaced ModelBackend in the settings: the same
             # checks, so the session stays valid (in memory; it is saved as it was).

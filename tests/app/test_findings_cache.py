@@ -12,7 +12,6 @@ from datetime import timedelta
 from unittest import mock
 
 import pytest
-from django.core.cache import cache
 from django.utils import timezone
 
 from audit.core import model
@@ -30,12 +29,8 @@ REORDER = FindingKind.WRITE_SERIALIZABLE_REORDER
 
 
 @pytest.fixture(autouse=True)
-def caches_on(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def caches_on(settings, fresh_cache):
     settings.AUDIT_API_LIST_CACHE_SECONDS = 300  # long: only a generation may end an entry
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture(params=["session", "token"])

@@ -10,7 +10,6 @@ from datetime import timedelta
 from unittest import mock
 
 import pytest
-from django.core.cache import cache
 from django.utils import timezone
 
 from audit import queries
@@ -26,12 +25,8 @@ HOSTILE = '<script>window.__xss=1</script>"><img src=x onerror=alert(1)>&amp;'
 
 
 @pytest.fixture(autouse=True)
-def caches_on(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def caches_on(settings, fresh_cache):
     settings.AUDIT_PAGE_CACHE_SECONDS = 300  # long: only a generation may end an entry
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture
