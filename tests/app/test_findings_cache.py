@@ -8,7 +8,6 @@ hits then come from the fast path, audit/api/fast_path.py)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from unittest import mock
 
 import pytest
@@ -21,11 +20,10 @@ from audit.health_alerts import evaluate_health_rules, raise_change_findings
 from audit.ingest import rebuild_rollups, upsert_findings
 from audit.models import Commit, Finding, Table
 from tests.support.alerting import rule_for, webhook
+from tests.support.cached_tables import REORDER, finding, orders_table
 from tests.support.clients import session_client, token_client
 
 pytestmark = pytest.mark.django_db
-
-REORDER = FindingKind.WRITE_SERIALIZABLE_REORDER
 
 
 @pytest.fixture(autouse=True)
@@ -41,17 +39,9 @@ def reader(request):
 
 @pytest.fixture
 def table() -> Table:
-    table = Table.objects.create(
-        uri="/data/orders", name="orders", status="ok", last_seen_version=9,
-        latest_version_in_log=9, last_commit_at=timezone.now() - timedelta(minutes=5),
-    )  # fmt: skip
-    upsert_findings(table, [finding(3), finding(5, Severity.CRITICAL)], scope=(0, 9))
+    table = orders_table()
     Commit.objects.create(table=table, version=3, operation="WRITE")  # a detail to read
     return table
-
-
-def finding(version: int, severity: Severity = Severity.WARNING, kind=REORDER) -> model.Finding:
-    return model.Finding(kind, severity, version, [version - 1], False, f"at v{version}", "why")
 
 
 def lists(client, table: Table) -> dict[str, dict]:

@@ -6,17 +6,15 @@ findings generation; without that move these tests see a stale page and fail."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from unittest import mock
 
 import pytest
-from django.utils import timezone
 
 from audit import queries
-from audit.core import model
-from audit.core.vocab import FindingKind, Severity
+from audit.core.vocab import Severity
 from audit.ingest import upsert_findings
 from audit.models import Finding, Table
+from tests.support.cached_tables import finding, orders_table
 from tests.support.clients import session_client
 
 pytestmark = pytest.mark.django_db
@@ -31,17 +29,7 @@ def caches_on(settings, fresh_cache):
 
 @pytest.fixture
 def table() -> Table:
-    table = Table.objects.create(
-        uri="/data/orders", name="orders", status="ok", last_seen_version=9,
-        latest_version_in_log=9, last_commit_at=timezone.now() - timedelta(minutes=5),
-    )  # fmt: skip
-    upsert_findings(table, [finding(3), finding(5, Severity.CRITICAL)], scope=(0, 9))
-    return table
-
-
-def finding(version: int, severity: Severity = Severity.WARNING) -> model.Finding:
-    kind = FindingKind.WRITE_SERIALIZABLE_REORDER
-    return model.Finding(kind, severity, version, [version - 1], False, f"at v{version}", "why")
+    return orders_table()
 
 
 def pages(table: Table) -> list[str]:
