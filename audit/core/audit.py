@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from audit.core.anomalies.facts import Hotspot
@@ -151,17 +151,25 @@ class AuditResult:
 
 
 def audit_history(
-    history: History, *, check_data: bool = True, versions: tuple[int, int] | None = None
+    history: History,
+    *,
+    check_data: bool = True,
+    versions: tuple[int, int] | None = None,
+    read_roots: Sequence[str] | None = None,
 ) -> AuditResult:
     """Audit a history. `versions=(lo, hi)` keeps only commits whose (read, commit] interval
-    overlaps [lo, hi] (the incremental re-audit of a window)."""
+    overlaps [lo, hi] (the incremental re-audit of a window). Data files are read only inside
+    `read_roots` (None: the table's own root only; audit/core/roots.py)."""
     # The audit builds per-commit results for the whole history: see `paused_gc`.
     with paused_gc():
-        return _audit_history(history, check_data, versions)
+        return _audit_history(history, check_data, versions, read_roots)
 
 
 def _audit_history(
-    history: History, check_data: bool, versions: tuple[int, int] | None
+    history: History,
+    check_data: bool,
+    versions: tuple[int, int] | None,
+    read_roots: Sequence[str] | None = None,
 ) -> AuditResult:
     ctx = TableContext(history)
     stale = find_stale_snapshots(history, ctx, versions)
@@ -170,7 +178,11 @@ def _audit_history(
     auditor.run()
     findings = auditor.findings
     findings += never_existed_findings(
-        history, ctx, stale + auditor.overlap_candidates, check_data=check_data
+        history,
+        ctx,
+        stale + auditor.overlap_candidates,
+        check_data=check_data,
+        read_roots=read_roots,
     )
     upgrade_reorders(findings)
     _attach_cycles(findings, ctx, auditor.commits)

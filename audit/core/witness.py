@@ -5,11 +5,16 @@ that commit's predicate on them: first on partition values and file statistics (
 discard files), then on the data itself with pyarrow, reading only the columns the predicate
 needs. A finding is `confirmed` only when rows were found. Files that are gone (vacuumed) or
 unreadable leave it unconfirmed, with the reason in `note`.
+
+A log's paths are untrusted: a file is opened only when it resolves inside the allowed roots
+(audit/core/roots.py), by its resolved location and with the store (credentials) of that
+location; a refused file is never opened and the witness lists it under `not_read`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -17,6 +22,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from audit.core import roots as allowed
 from audit.core import rowfilter
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
@@ -59,9 +65,16 @@ class Outcome:
 
 
 def confirm_candidate(
-    history: History, ctx: TableFacts, candidate: Candidate, *, check_data: bool = True
+    history: History,
+    ctx: TableFacts,
+    candidate: Candidate,
+    *,
+    check_data: bool = True,
+    roots: Sequence[str] | None = None,
 ) -> Outcome:
-    """Look for rows of the candidate's surviving files that its commit should have changed."""
+    """Look for rows of the candidate's surviving files that its commit should have changed.
+
+    Data files are read only inside `roots` (None: the table's own root only)."""
     predicate = effective_predicate(candidate.txn)
     read_at = (
         candidate.read_version if candidate.read_version is not None else candidate.txn.version - 1
@@ -89,7 +102,9 @@ def confirm_candidate(
             "unreadable", None, "the add actions of the surviving files could not be read"
         )
     names = rowfilter.name_tree(metadata.schema_string if metadata else None)
-    return find_rows(history.table_uri, pruned, predicate, partition_types, names=names)
+    return find_rows(
+        history.table_uri, pruned, predicate, partition_types, names=names, roots=roots
+    )
 
 
 def effective_predicate(txn: Any) -> Predicate | None:
@@ -249,14 +264,12 @@ def find_rows(
     partition_types: dict[str, str],
     *,
     names: rowfilter.NameTree | None = None,
+    roots: Sequence[str] | None = None,
 ) -> Outcome:
-    """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness."""
-    from audit.core.storage import open_store  # noqa: PLC0415
+    """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness.
 
-    try:
-        store = open_store(table_uri)
-    except DeltaAuditError as err:
-        return Outcome("unreadable", None, str(err))
+    Only files that resolve inside `roots` are opened (None: the table's own root only)."""
+    files = DataFiles(table_uri, roots)
     matched_files: list[str] = []
     total = 0
     samples: list[dict[str, Any]] = []
@@ -269,7 +282,7 @@ def find_rows(
             continue
         try:
             count, rows = _rows_in_file(
-                store,
+                files,
                 add,
                 predicate,
                 partition_types,
@@ -278,6 +291,8 @@ def find_rows(
             )
         except rowfilter.Unevaluable as err:
             return Outcome("unevaluable", None, str(err))
+        except allowed.UriNotAllowed:
+            continue  # never opened; DataFiles.refused lists it for the witness
         except (OSError, pa.ArrowException, DeltaAuditError, ValueError) as err:
             problems.append(f"{add.path}: {one_line(err, limit=300)}")
             continue
@@ -285,18 +300,59 @@ def find_rows(
             matched_files.append(add.path)
             total += count
             samples += rows
+    not_read = {"not_read": files.refused} if files.refused else {}
     if total:
-        return Outcome(
-            "rows", _witness(matched_files, total, samples, predicate, partition_types), ""
-        )
+        witness = _witness(matched_files, total, samples, predicate, partition_types)
+        return Outcome("rows", {**witness, **not_read}, "")
+    problems = [f"{r['file']}: {r['reason']}" for r in files.refused] + problems
     if problems:
         return Outcome(
             "unreadable",
-            None,
-            "data files are gone or unreadable (vacuumed?), or carry deletion vectors: "
-            + "; ".join(problems[:3]),
+            not_read or None,
+            "data files are gone or unreadable (vacuumed?), outside the allowed roots, or "
+            "carry deletion vectors: " + "; ".join(problems[:3]),
         )
     return Outcome("no_rows", None, "no row of the surviving files matches the predicate")
+
+
+class DataFiles:
+    """Opens a table's data files by their resolved location, inside the allowed roots only.
+
+    Each file is opened with the store of its own resolved location, so with the credentials
+    of the storage root it lies in (storage_config's longest prefix of *that* location), never
+    with the table's when it lies elsewhere. Each remote folder's store is opened once.
+    """
+
+    def __init__(self, table_uri: str, roots: Sequence[str] | None):
+        self.table_uri = table_uri
+        self.roots = tuple(roots) if roots is not None else (table_uri,)
+        self.refused: list[dict[str, str]] = []
+        self._stores: dict[str, Any] = {}
+
+    def open(self, path: str) -> Any:
+        """A random-access file for `path`; UriNotAllowed (recorded) when outside the roots."""
+        try:
+            found = allowed.resolve_data_file(path, self.table_uri, self.roots)
+        except allowed.UriNotAllowed:
+            self.refused.append({"file": allowed.shown_path(path), "reason": allowed.REFUSED})
+            raise
+        folder, _, name = found.location.rpartition("/")
+        if found.local:
+            from audit.core.storage import LocalStore  # noqa: PLC0415
+
+            return LocalStore(folder or "/").open_input(name)
+        return self._remote_store(folder).open_input(name)
+
+    def _remote_store(self, folder: str) -> Any:
+        from audit.core.storage import open_store  # noqa: PLC0415
+
+        store = self._stores.get(folder)
+        if store is None:
+            # Opened at the file's own folder: its options come from that location, whatever
+            # the table's are (one store per folder; the witness reads at most 50 files).
+            store = open_store(folder)
+            self._stores[folder] = store
+        return store
 
 
 def _witness(
@@ -322,28 +378,15 @@ def _has_data_columns(predicate: Predicate, partition_types: dict[str, str]) -> 
     return bool(predicate.columns - names)
 
 
-def _open(store: Any, path: str) -> Any:
-    if "://" in path or path.startswith("file:"):
-        # An absolute data-file URI (shallow clones, some writers): read it with the options
-        # of its own storage root, like the log.
-        from audit.core.storage import open_store  # noqa: PLC0415
-
-        parent, _, name = path.rpartition("/")
-        return open_store(parent).open_input(name)
-    if path.startswith("/"):
-        return pa.OSFile(path, "rb")
-    return store.open_input(path)
-
-
 def _rows_in_file(
-    store: Any,
+    files: DataFiles,
     add: AddFile,
     predicate: Predicate | None,
     partition_types: dict[str, str],
     names: rowfilter.NameTree,
     want: int,
 ) -> tuple[int, list[dict[str, Any]]]:
-    source = _open(store, add.path)
+    source = files.open(add.path)
     parquet = pq.ParquetFile(source)
     file_columns = {name.lower(): name for name in parquet.schema_arrow.names}
     partition_values = {

@@ -63,7 +63,7 @@ from audit.ingest.tables import (
     update_table,
 )
 from audit.models import Table
-from audit.paths import check_registered
+from audit.paths import allowed_roots, check_registered
 from audit.progress import backfill_fields
 
 __all__ = [
@@ -117,7 +117,12 @@ def load_window(log_: DeltaLog, plan: ChunkPlan) -> History:
 
 
 def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
-    return audit_history(history, check_data=settings.AUDIT_CHECK_DATA, versions=versions)
+    return audit_history(
+        history,
+        check_data=settings.AUDIT_CHECK_DATA,
+        versions=versions,
+        read_roots=allowed_roots(),  # the witness reads data files only inside them
+    )
 
 
 # --------------------------------------------------------------------------- one tail step

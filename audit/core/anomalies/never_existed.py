@@ -9,6 +9,7 @@ witness (witness.py) then looks for the rows in the data; the finding says what 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -165,13 +166,20 @@ def compaction_in_scope(scope: ReadScope, compaction: CommitSummary) -> bool:
 
 
 def never_existed_findings(
-    history: History, ctx: TableContext, candidates: list[StaleCandidate], *, check_data: bool
+    history: History,
+    ctx: TableContext,
+    candidates: list[StaleCandidate],
+    *,
+    check_data: bool,
+    read_roots: Sequence[str] | None = None,
 ) -> list[Finding]:
     from audit.core import witness  # noqa: PLC0415  (pyarrow dataset only when needed)
 
     findings = []
     for candidate in sorted(candidates, key=lambda c: c.txn.version):
-        outcome = witness.confirm_candidate(history, ctx, candidate, check_data=check_data)
+        outcome = witness.confirm_candidate(
+            history, ctx, candidate, check_data=check_data, roots=read_roots
+        )
         if outcome.status == "no_rows":
             continue  # the predicate matches none of the surviving rows: nothing never-existed
         if (

@@ -19,6 +19,7 @@ from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.summary import load_history, paused_gc
 from audit.core.vocab import Severity
 from audit.health_report import add_health_and_changes
+from audit.paths import allowed_roots
 
 
 class Command(BaseCommand):
@@ -53,7 +54,10 @@ class Command(BaseCommand):
     def _audit(self, options) -> None:
         try:
             history = load_history(options["table_uri"], parallel=spare_core)
-            result = audit_history(history, check_data=not options["no_data"])
+            # A local user's one-shot tool: the audited table's own root is allowed too
+            # (its data files), the other roots only as configured (shallow clones).
+            roots = [*allowed_roots(), history.table_uri]
+            result = audit_history(history, check_data=not options["no_data"], read_roots=roots)
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
