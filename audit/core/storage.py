@@ -61,9 +61,10 @@ class LocalStore:
         try:
             with os.scandir(full) as it:
                 for entry in it:
+                    link = entry.is_symlink()  # from the directory entry: no extra call
                     if not stats:
                         # No stat call: on 100k commit files this halves the listing time.
-                        entries.append(FileEntry(entry.name, None, None, entry.is_dir()))
+                        entries.append(FileEntry(entry.name, None, None, entry.is_dir(), link))
                         continue
                     try:
                         st = entry.stat()
@@ -71,7 +72,11 @@ class LocalStore:
                         continue  # vanished between listing and stat (a temp file): skip it
                     entries.append(
                         FileEntry(
-                            entry.name, st.st_size, st.st_mtime_ns // 1_000_000, entry.is_dir()
+                            entry.name,
+                            st.st_size,
+                            st.st_mtime_ns // 1_000_000,
+                            entry.is_dir(),
+                            link,
                         )
                     )
         except NotADirectoryError:
@@ -111,6 +116,12 @@ class LocalStore:
 
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(self._full(path))
+
+    def leads_inside(self, path: str) -> bool:
+        """Whether `path` (a symbolic link, say) resolves inside this store's root."""
+        root = os.path.realpath(self.root)
+        target = os.path.realpath(self._full(path))
+        return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
     def open_input(self, path: str) -> pa.NativeFile:
         full = self._full(path)
@@ -228,6 +239,10 @@ class FolderWalk:
     (path, depth, entries) per folder, or (path, depth, error) for a folder that could not
     be listed (the root's own error is raised: nothing else can be said then). The caller
     chooses where to go next with `descend`; `truncated` says the budget ran out.
+
+    A symbolic link that resolves outside the store's root is left out of the entries: the
+    walk neither descends into such a folder nor lists such a file (reads stay inside the
+    root the user was allowed).
     """
 
     def __init__(self, store: LogStore, *, stats: bool, max_listings: int):
@@ -255,7 +270,17 @@ class FolderWalk:
                 yield path, depth, err
                 continue
             self.listings += 1
-            yield path, depth, entries
+            yield path, depth, self._inside(path, entries)
+
+    def _inside(self, path: str, entries: list[FileEntry]) -> list[FileEntry]:
+        if not any(e.is_link for e in entries):
+            return entries
+        leads_inside = self.store.leads_inside  # type: ignore[attr-defined]  # local stores
+        return [
+            e
+            for e in entries
+            if not e.is_link or leads_inside(f"{path}/{e.name}" if path else e.name)
+        ]
 
 
 def local_path_of(uri: str) -> str | None:

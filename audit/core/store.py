@@ -18,6 +18,7 @@ class FileEntry:
     size: int | None  # None when listed without stats
     modification_time: int | None  # ms since the epoch; None when listed without stats
     is_dir: bool = False
+    is_link: bool = False  # a symbolic link (local disks only): listings check where it leads
 
 
 class LogStore(Protocol):
