@@ -111,8 +111,7 @@ def _locate(path: str, table_uri: str) -> tuple[str, bool]:
     table = _basic_checks(table_uri)
     table_scheme = _scheme(table)
     if table_scheme in REMOTE_SCHEMES:
-        if any(s in (".", "..") for s in path.split("/")):
-            raise UriNotAllowed("'.' or '..' in a remote data file path")
+        # `..` segments are refused by _remote_location (object stores have no directories).
         base = _normalise_remote(table, table_scheme)
         return _remote_location(f"{base}/{path.lstrip('/')}", table_scheme), False
     if table_scheme not in ("", "file"):
