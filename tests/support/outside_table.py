@@ -32,7 +32,7 @@ def build_outside(table: Path, outside: Path, how: str) -> Path:
         return source
     outside.mkdir(parents=True, exist_ok=True)
     target = outside / "secret.parquet"
-    _write_secret_rows(source, target)
+    write_secret_rows(source, target)
     source.unlink()
     add["path"] = _spelled(target, table, how)
     commit.write_text("\n".join(json.dumps(a) for a in actions) + "\n")
@@ -58,7 +58,7 @@ def _spelled(target: Path, table: Path, how: str) -> str:
     raise ValueError(how)
 
 
-def _write_secret_rows(source: Path, target: Path) -> None:
+def write_secret_rows(source: Path, target: Path) -> None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
