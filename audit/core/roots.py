@@ -228,3 +228,15 @@ def shown_path(path: str, limit: int = 200) -> str:
         path = f"{parts.scheme}://{host}{parts.path}" if host else f"{parts.scheme}:{parts.path}"
     path = _CONTROL.sub("?", path)
     return path if len(path) <= limit else path[: limit - 3] + "..."
+
+
+def remote_table_location(table_uri: str) -> str | None:
+    """The remote table root spelled as `resolve_data_file` spells locations; None if local."""
+    text = table_uri.strip()
+    scheme = _scheme(text)
+    if scheme not in REMOTE_SCHEMES:
+        return None
+    try:
+        return _remote_location(_normalise_remote(text, scheme), scheme)
+    except DeltaAuditError:
+        return None

@@ -320,7 +320,8 @@ class DataFiles:
 
     Each file is opened with the store of its own resolved location, so with the credentials
     of the storage root it lies in (storage_config's longest prefix of *that* location), never
-    with the table's when it lies elsewhere. Each remote folder's store is opened once.
+    with the table's when it lies elsewhere. Files under the table root that share its
+    storage root use one store for the table; others one store per folder.
     """
 
     def __init__(self, table_uri: str, roots: Sequence[str] | None):
@@ -336,22 +337,38 @@ class DataFiles:
         except allowed.UriNotAllowed:
             self.refused.append({"file": allowed.shown_path(path), "reason": allowed.REFUSED})
             raise
-        folder, _, name = found.location.rpartition("/")
         if found.local:
             from audit.core.storage import LocalStore  # noqa: PLC0415
 
+            folder, _, name = found.location.rpartition("/")
             return LocalStore(folder or "/").open_input(name)
-        return self._remote_store(folder).open_input(name)
+        store, name = self._remote_store(found.location)
+        return store.open_input(name)
 
-    def _remote_store(self, folder: str) -> Any:
+    def _remote_store(self, location: str) -> tuple[Any, str]:
+        """The store to open `location` with, and the file's path inside it."""
+        from audit.core.storage_config import storage_for  # noqa: PLC0415
+
+        base = allowed.remote_table_location(self.table_uri)
+        if (
+            base is not None
+            and location.startswith(base + "/")
+            and storage_for(location).root == storage_for(base).root
+        ):
+            # Under the table root and read with the table's own storage root: its store.
+            return self._store_at(base), location[len(base) + 1 :]
+        folder, _, name = location.rpartition("/")
+        return self._store_at(folder), name
+
+    def _store_at(self, uri: str) -> Any:
         from audit.core.storage import open_store  # noqa: PLC0415
 
-        store = self._stores.get(folder)
+        store = self._stores.get(uri)
         if store is None:
-            # Opened at the file's own folder: its options come from that location, whatever
-            # the table's are (one store per folder; the witness reads at most 50 files).
-            store = open_store(folder)
-            self._stores[folder] = store
+            # Opened at the location itself: its options come from that location's storage
+            # root (longest prefix), whatever the table's are.
+            store = open_store(uri)
+            self._stores[uri] = store
         return store
 
 

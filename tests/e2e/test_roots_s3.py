@@ -9,6 +9,7 @@ with the table's (which the server refuses for that bucket).
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -30,6 +31,12 @@ def buckets(s3_server: MotoS3, tmp_path_factory):
     point_add_at(local / "t", f"s3://{other}/src/secret.parquet")
     upload_table(local / "t", f"s3://{lake}/t", s3_server.options())
     upload_table(local / "src", f"s3://{other}/src", s3_server.options())
+    # A second table whose surviving file lies in a sub-folder with a storage root of its own.
+    shutil.copytree(local / "t", local / "t2")
+    (local / "t2" / "sub").mkdir()
+    shutil.copy(local / "src" / "secret.parquet", local / "t2" / "sub" / "secret.parquet")
+    point_add_at(local / "t2", "sub/secret.parquet")
+    upload_table(local / "t2", f"s3://{lake}/t2", s3_server.options())
     keys = {
         "LAKE": s3_server.read_only_user(lake),
         "OTHER": s3_server.read_only_user(other),
@@ -50,7 +57,19 @@ def buckets(s3_server: MotoS3, tmp_path_factory):
         }
         return write_storage_config(local / f"storage-{lake_keys}-{other_keys}.toml", roots)
 
-    return {"lake": lake, "other": other, "env": env, "config": config}
+    def sub_config() -> str:
+        """The lake read with its reader's keys, t2/sub/ with keys refused in that bucket."""
+        roots = {
+            prefix: {
+                **s3_server.options(),
+                "aws_access_key_id": f"env:{name}_KEY",
+                "aws_secret_access_key": f"env:{name}_SECRET",
+            }
+            for prefix, name in ((f"s3://{lake}/", "LAKE"), (f"s3://{lake}/t2/sub/", "OTHER"))
+        }
+        return write_storage_config(local / "storage-sub.toml", roots)
+
+    return {"lake": lake, "other": other, "env": env, "config": config, "sub": sub_config}
 
 
 def _finding(buckets, allowed: list[str], keys: tuple[str, str]) -> tuple[dict, str]:
@@ -91,4 +110,22 @@ def test_it_never_reads_a_file_with_the_tables_credentials(buckets):
     finding, stdout = _finding(buckets, allowed, ("BOTH", "LAKE"))
 
     assert finding["confirmed"] is False and SECRET not in stdout
+    assert "access denied" in finding["explanation"]
+
+
+def test_it_reads_a_file_under_the_table_with_its_own_folders_root(buckets):
+    # t2's file lies under the table, in a folder whose storage root has keys of its own
+    # (refused in this bucket): it must be read with those, not with the table's store.
+    env = {
+        **buckets["env"],
+        "AUDIT_STORAGE_CONFIG": buckets["sub"](),
+        "AUDIT_ALLOWED_ROOTS": f"s3://{buckets['lake']}",
+    }
+    done = audit_cli(f"s3://{buckets['lake']}/t2", env)
+    assert done.returncode == 0, done.stderr
+    [finding] = [
+        f for f in json.loads(done.stdout)["findings"] if f["kind"] == "never_existed_snapshot"
+    ]
+
+    assert finding["confirmed"] is False and SECRET not in done.stdout
     assert "access denied" in finding["explanation"]
