@@ -50,7 +50,15 @@ class LocalStore:
         self.uri = uri or self.root
 
     def _full(self, path: str) -> str:
-        return os.path.join(self.root, path) if path else self.root
+        if not path:
+            return self.root
+        # Paths are relative to the table root; one that climbs out of it or is absolute
+        # (os.path.join would then drop the root) names something else: refused. Lexical and
+        # cheap, since the log reader calls this per commit file; data files are resolved
+        # fully (symlinks too) by audit/core/roots.py before they are opened.
+        if path.startswith("/") or ".." in path.split("/"):
+            raise DeltaAuditError(f"path {path[:200]!r} leaves the table root", table_uri=self.uri)
+        return os.path.join(self.root, path)
 
     def full_path(self, path: str) -> str:
         return self._full(path)

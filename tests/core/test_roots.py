@@ -13,6 +13,7 @@ from deltalake import write_deltalake
 
 from audit.core.audit import audit_history
 from audit.core.discovery import discover_tables
+from audit.core.errors import DeltaAuditError
 from audit.core.jsonsafe import json_safe
 from audit.core.orphans import referenced_paths, scan_orphans
 from audit.core.roots import REFUSED, UriNotAllowed, check_allowed, resolve_data_file
@@ -224,3 +225,18 @@ def test_it_does_not_discover_tables_through_a_symlink_out_of_the_root(tmp_path)
     found = discover_tables(str(lake))
 
     assert sorted(t.path for t in found.tables) == ["alias", "inside"]
+
+
+@pytest.mark.parametrize("path", ["../outside/secret.txt", "a/../../outside/secret.txt", "{abs}"])
+def test_it_keeps_a_local_stores_relative_paths_inside_its_root(tmp_path, path):
+    (tmp_path / "t" / "a").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.write_text(SECRET)
+    store = open_store(str(tmp_path / "t"))
+    text = path.format(abs=secret)
+
+    with pytest.raises(DeltaAuditError):
+        store.read_bytes(text)
+    with pytest.raises(DeltaAuditError):
+        store.open_input(text)
