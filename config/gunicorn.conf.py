@@ -7,7 +7,7 @@ WEB_THREADS override). A cached API read costs ~0.2 ms of Python; closing the co
 each response (sync workers) made every request pay a TCP handshake and teardown on both sides,
 which cost more than the answer: at 20 wrk connections on 2 busy cores, gthread + keep-alive
 served ~3x the requests of sync workers at a p50 of 5-7 ms instead of ~21 ms, and the cold path
-did no worse (docs/performance.md). A keep-alive connection stays on the worker that
+did no worse (bench/bench_api.py). A keep-alive connection stays on the worker that
 accepted it; with 2 x cores + 1 workers no core idles for lack of a connection, which 2 workers
 of 4 threads did (about a fifth of the CPU idle). The GIL makes threads of one worker take
 turns: they hide I/O waits, processes give parallelism. Put a buffering reverse proxy in front
