@@ -1,4 +1,4 @@
-"""Alerts on table health (issue 18), through the existing finding -> rule -> delivery path.
+"""Alerts on table health, through the existing finding -> rule -> delivery path.
 
 Two sources of findings, both raised by `audit.health_store` as the tail stores commits:
 - `schema_change` / `protocol_change` (info): one per changing version, the diff in the

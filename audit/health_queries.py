@@ -1,4 +1,4 @@
-"""The query layer of issue 18's health, change history and diff, shared by API and dashboard.
+"""The query layer of table health, change history and diff, shared by API and dashboard.
 
 Latest health is one row read (`TableHealth`, kept by `audit.health_store`); a past version or
 a diff is computed from the log (bounded by the stored version) and cached per
@@ -111,7 +111,7 @@ def health_history(table: Table, max_points: int = MAX_POINTS) -> list[dict[str,
     one `version IN (...)` over the (table, version) unique index: a million stored points
     cost a few hundred index lookups, never a scan. Plain SQL (every column is an integer):
     the ORM's preparation of a few hundred IN values and its row dicts cost more CPU than
-    the lookups themselves (issue 16).
+    the lookups themselves.
     """
     ((first, last),) = _health_sql(_POINT_BOUNDS_SQL, [table.id, table.id])
     if first is None or last is None:

@@ -1,4 +1,4 @@
-"""The `"health"` and `"changes"` sections of `manage.py audit --json` (issue 18)."""
+"""The `"health"` and `"changes"` sections of `manage.py audit --json`."""
 
 from __future__ import annotations
 

@@ -413,5 +413,5 @@ class OrphanScan(models.Model):
         indexes = [models.Index(fields=["table", "-scanned_at"], name="orphanscan_table_time")]
 
 
-# Issue 18's stored health lives in its own module; imported here so Django registers it.
+# Stored table health lives in its own module; imported here so Django registers it.
 from audit.health_models import HealthPoint, TableChange, TableHealth  # noqa: E402,F401

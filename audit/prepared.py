@@ -1,4 +1,4 @@
-"""ORM queries compiled once per process and run again with other values (issue 16).
+"""ORM queries compiled once per process and run again with other values.
 
 Building and compiling even a one-row ORM query (`Table.objects.get(pk=...)`, the user a
 session names) costs ~0.2-0.4 ms of Python per request, far more than the database's answer.

@@ -145,7 +145,7 @@ def _timeline(
     else:
         base, width = _fill_buckets(out, table_id, lo, hi, max_points)
         _fill_bucket_findings(out, timeline_sql.bucket_findings(table_id, lo, hi), base, width)
-    # Schema/protocol/property changes (issue 18), marked where they happened.
+    # Schema/protocol/property changes, marked where they happened.
     out["changes"] = timeline_sql.change_marks(table_id, lo, hi)
     return out
 

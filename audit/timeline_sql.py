@@ -1,4 +1,4 @@
-"""The timeline's queries, each compiled once per process (issue 16: the cold path).
+"""The timeline's queries, each compiled once per process (the cold path).
 
 A timeline request that misses its cache ran up to nine ORM queries; building and compiling
 them was about a third of its CPU (profiled at 200k and 1M commits). Each is the queryset it

@@ -1,4 +1,4 @@
-"""Latency of the stored table health (issue 18) on a 1,000,000-commit table, against its peer:
+"""Latency of the stored table health on a 1,000,000-commit table, against its peer:
 recomputing the same health from the log, which is what the stored row saves per request.
 
     .venv/bin/python bench/bench_health.py [--log /tmp/delta-bench-1000000] [--commits 1000000]

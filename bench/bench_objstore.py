@@ -82,7 +82,8 @@ def _old_path():
     from audit.core.storage import ArrowStore
 
     class PyArrowStore(ArrowStore):
-        def __init__(self, uri: str):  # the pre-issue-14 constructor: pyarrow's own S3 client
+        # The constructor before per-root storage options: pyarrow's own S3 client.
+        def __init__(self, uri: str):
             self.uri, self.storage, self._where, self._secrets = uri, None, "", ()
             self.fs, root = pafs.FileSystem.from_uri(uri)
             self.root = root.rstrip("/")

@@ -1,4 +1,4 @@
-"""Cached page fragments of the dashboard (issue 16: every page under 50 ms p95).
+"""Cached page fragments of the dashboard (aim: every page under 50 ms p95).
 
 A findings page or a table page spent ~6-7 ms of CPU building the same HTML for every reader:
 the ORM queries, the filter form's widgets and the rows. The user-independent part of such a

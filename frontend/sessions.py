@@ -1,7 +1,7 @@
 """Who a dashboard request is: the session and its user, each one precompiled indexed read.
 
 Every logged-in page and status poll reads its session row and its user row from the database
-(issue 16: pages under 50 ms p95). Through the ORM each read cost ~0.3-0.5 ms of Python to
+(aim: pages under 50 ms p95). Through the ORM each read cost ~0.3-0.5 ms of Python to
 build and compile the query, a third of a cached page's CPU. Here the SQL is compiled once per
 process; what is read, and when, is exactly Django's database session and `ModelBackend`:
 

@@ -1,4 +1,4 @@
-"""Dashboard pages (issue 8), grouped as frontend/views/ is: tables, a table's tabs, findings."""
+"""Dashboard pages, grouped as frontend/views/ is: tables, a table's tabs, findings."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import include, path

@@ -10,7 +10,7 @@ Django-free; runs in executors (shipped in the job's zip, see spark_archive) and
   equal to the one-shot audit, docs/tail.md) with `audit_history(versions=(start, end))`; out
   come those commits, their commit-level findings, and the range's part of the whole-log pass,
   from which the driver computes the table's whole-history findings (spark_job._table_level);
-- `tablelevel` (only with AUDIT_SPARK_TABLE_LEVEL_UNIT=1, the round-1 way): the whole-history
+- `tablelevel` (only with AUDIT_SPARK_TABLE_LEVEL_UNIT=1, the older way): the whole-history
   findings of a long table, computed by reading and auditing the whole history again.
 
 Units are packed into a few partitions per core (largest first onto the least loaded), so a

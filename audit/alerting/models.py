@@ -66,7 +66,7 @@ class Channel(models.Model):
 
 class AlertRule(models.Model):
     class HealthMetric(models.TextChoices):
-        # Health rules (issue 18) fire when the table's stored health reaches `threshold`.
+        # Health rules fire when the table's stored health reaches `threshold`.
         NONE = "", "— (a findings rule)"
         SMALL_FILES = "small_files", "small files (count)"
         SMALL_FILE_RATIO = "small_file_ratio", "small files (share of files, 0..1)"

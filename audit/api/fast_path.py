@@ -1,4 +1,4 @@
-"""A lean answer for cached hot reads, ahead of sessions, CSRF, routing and DRF (issue 16).
+"""A lean answer for cached hot reads, ahead of sessions, CSRF, routing and DRF.
 
 A cached API read spent most of its server CPU outside the view: the middleware stack, URL
 resolution, DRF's request wrapping, content negotiation and the ORM's compilation of the key

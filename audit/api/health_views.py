@@ -1,4 +1,4 @@
-"""Issue 18 sub-resources of a table: health, health history, changes and version diff.
+"""Table health sub-resources of a table: health, health history, changes and version diff.
 
 A mixin of `TableViewSet`, so they share its router, permissions and table lookup.
 """

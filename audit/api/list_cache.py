@@ -1,4 +1,4 @@
-"""Cached bodies of the findings lists and the tables list (issue 16: p95 < 50 ms).
+"""Cached bodies of the findings lists and the tables list (aim: p95 < 50 ms).
 
 Both are cached as JSON bytes by `audit.timeline.cached_json` under a generation read from the
 database on every request (`audit.queries.*_generation`, one cheap query), so a hit is what a

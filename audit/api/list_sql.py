@@ -1,5 +1,5 @@
 """The commits and findings lists without django-filter's and the ORM's per-request cost
-(issue 16, the cold path: the first request after a table changed).
+(the cold path: the first request after a table changed).
 
 A cold list request spent about half its CPU in django-filter (a deep copy of every filter and
 of a new form class per request) and the ORM (building, compiling and converting the page's

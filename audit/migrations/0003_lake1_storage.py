@@ -1,4 +1,4 @@
-# Issue 14 part 1: why a table's last read failed, and "gone" for tables discovery lost.
+# Storage roots and discovery: why a table's last read failed, and "gone" for tables discovery lost.
 
 from django.db import migrations, models
 

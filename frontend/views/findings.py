@@ -48,7 +48,7 @@ def kind_choices() -> list[str]:
     return sorted({str(k) for k in FindingKind} | health)
 
 
-# Compiled once (issue 16: the ORM's compilation cost more than the query, on every render
+# Compiled once (the ORM's compilation cost more than the query, on every render
 # of a findings page).
 _health_kinds = PreparedRows(
     lambda: (

@@ -1,4 +1,4 @@
-"""Dashboard pieces of issue 18: the version diff page (the health panel's config is
+"""Dashboard pieces of table health: the version diff page (the health panel's config is
 `table.health_config`, next to the page that embeds it)."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ TABLE_SORTS: dict[str, list[Any]] = {
     "version": [F("last_seen_version").desc(nulls_last=True), "name"],
     "lag": [F("lag").desc(nulls_last=True), "name"],
     "status": ["status", "name"],
-    # Fleet health (issue 18): the worst first; tables without stored health last.
+    # Fleet health: the worst first; tables without stored health last.
     "small_files": [F("health__small_files").desc(nulls_last=True), "name"],
     "vacuumable": [F("health__vacuumable_bytes").desc(nulls_last=True), "name"],
     "checkpoint_lag": [F("health__checkpoint_lag").desc(nulls_last=True), "name"],
@@ -112,7 +112,7 @@ def _overview_content(request: HttpRequest, admin: bool) -> str:
         tables = tables.filter(Q(name__icontains=query) | Q(uri__icontains=query))
     n_tables, n_errors = queries.table_counts()
     tables = tables.order_by(*TABLE_SORTS[sort])
-    # Unfiltered, the list holds every table: its count is the one just read (issue 16).
+    # Unfiltered, the list holds every table: its count is the one just read.
     listed = tables if query else _Counted(tables, n_tables)
     page = Paginator(listed, 100).get_page(request.GET.get("page"))
     for table in page:

@@ -65,8 +65,8 @@ def table_header(table: Table) -> dict[str, Any]:
     }
 
 
-# The table page's open findings (50 rows, the fields a row shows), compiled once (issue 16:
-# the ORM's building and compiling was a tenth of the page's cold CPU).
+# The table page's open findings (50 rows, the fields a row shows), compiled once
+# (the ORM's building and compiling was a tenth of the page's cold CPU).
 _open_findings = Prepared(
     lambda pk: (
         queries.findings_by_status(Finding.objects.filter(table_id=pk), "open")

@@ -1,4 +1,4 @@
-/* Table health panel (issue 18): numbers, ECharts charts, recommendations, change history.
+/* Table health panel: numbers, ECharts charts, recommendations, change history.
    Every string from the API (column names, property values, recommendations) is set with
    textContent or drawn on the canvas: never parsed as markup. */
 (function () {

@@ -230,7 +230,7 @@
     return state.layout.lanes;
   }
 
-  // Schema / protocol / property changes (issue 18): a dashed line where each happened.
+  // Schema / protocol / property changes: a dashed line where each happened.
   function changeSeries(changes, xOf) {
     const marks = [];
     (changes || []).forEach(function (c) {
