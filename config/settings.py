@@ -217,8 +217,6 @@ AUDIT_API_TOKEN_CACHE_SECONDS = env_int("AUDIT_API_TOKEN_CACHE_SECONDS", 10)
 # --- Delta Audit ---------------------------------------------------------------
 # Table URIs must live under one of these roots (local paths or remote URI prefixes).
 AUDIT_ALLOWED_ROOTS = env_list("AUDIT_ALLOWED_ROOTS", [str(BASE_DIR)])
-# How many rows of a data file a witness shows.
-AUDIT_WITNESS_SAMPLE_ROWS = env_int("AUDIT_WITNESS_SAMPLE_ROWS", 5)
 AUDIT_TAIL_INTERVAL_SECONDS = env_float("AUDIT_TAIL_INTERVAL_SECONDS", 5.0)
 AUDIT_BACKFILL_CHUNK = env_int("AUDIT_BACKFILL_CHUNK", 5000)
 # A backfill step stores further chunks with the same log listing for up to this long, then
@@ -430,3 +428,12 @@ CELERY_BEAT_SCHEDULE["scan-orphans"] = _beat(
     600.0,
 )
 # === end of orphan block =====================================================================
+
+# Trust boundary settings
+# How many matching rows a witness keeps as samples; 0 = counts and file names only (the rows of
+# a data file may be personal data that the pages, the API and the alerts should not carry).
+AUDIT_WITNESS_SAMPLE_ROWS = max(env_int("AUDIT_WITNESS_SAMPLE_ROWS", 5), 0)
+# Webhook and Slack URLs whose host resolves to a loopback, link-local, private, multicast or
+# reserved address are refused (when the channel is saved and when it is sent to), so that an
+# alert channel cannot reach inside the network; true allows them (a receiver on the LAN).
+AUDIT_ALLOW_PRIVATE_WEBHOOKS = env_bool("AUDIT_ALLOW_PRIVATE_WEBHOOKS", False)
