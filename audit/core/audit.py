@@ -151,17 +151,25 @@ class AuditResult:
 
 
 def audit_history(
-    history: History, *, check_data: bool = True, versions: tuple[int, int] | None = None
+    history: History,
+    *,
+    check_data: bool = True,
+    versions: tuple[int, int] | None = None,
+    sample_rows: int | None = None,
 ) -> AuditResult:
     """Audit a history. `versions=(lo, hi)` keeps only commits whose (read, commit] interval
-    overlaps [lo, hi] (the incremental re-audit of a window)."""
+    overlaps [lo, hi] (the incremental re-audit of a window). A witness keeps at most
+    `sample_rows` matching rows (0: counts and file names only; None: the witness's default)."""
     # The audit builds per-commit results for the whole history: see `paused_gc`.
     with paused_gc():
-        return _audit_history(history, check_data, versions)
+        return _audit_history(history, check_data, versions, sample_rows)
 
 
 def _audit_history(
-    history: History, check_data: bool, versions: tuple[int, int] | None
+    history: History,
+    check_data: bool,
+    versions: tuple[int, int] | None,
+    sample_rows: int | None,
 ) -> AuditResult:
     ctx = TableContext(history)
     stale = find_stale_snapshots(history, ctx, versions)
@@ -170,7 +178,11 @@ def _audit_history(
     auditor.run()
     findings = auditor.findings
     findings += never_existed_findings(
-        history, ctx, stale + auditor.overlap_candidates, check_data=check_data
+        history,
+        ctx,
+        stale + auditor.overlap_candidates,
+        check_data=check_data,
+        sample_rows=sample_rows,
     )
     upgrade_reorders(findings)
     _attach_cycles(findings, ctx, auditor.commits)

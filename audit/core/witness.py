@@ -21,12 +21,14 @@ from audit.core import rowfilter
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, CommitSummary, Metadata, Predicate
+from audit.core.scrub import scrub_error
 from audit.core.vocab import Operation
 
 if TYPE_CHECKING:
     from audit.core.summary import History
 
-# At most this many surviving files are read per candidate; at most this many rows sampled.
+# At most this many surviving files are read per candidate; by default this many rows sampled
+# (the shell passes its own number: AUDIT_WITNESS_SAMPLE_ROWS; 0 keeps counts and file names).
 MAX_FILES_READ = 50
 MAX_SAMPLE_ROWS = 5
 
@@ -59,7 +61,12 @@ class Outcome:
 
 
 def confirm_candidate(
-    history: History, ctx: TableFacts, candidate: Candidate, *, check_data: bool = True
+    history: History,
+    ctx: TableFacts,
+    candidate: Candidate,
+    *,
+    check_data: bool = True,
+    sample_rows: int | None = None,
 ) -> Outcome:
     """Look for rows of the candidate's surviving files that its commit should have changed."""
     predicate = effective_predicate(candidate.txn)
@@ -89,7 +96,9 @@ def confirm_candidate(
             "unreadable", None, "the add actions of the surviving files could not be read"
         )
     names = rowfilter.name_tree(metadata.schema_string if metadata else None)
-    return find_rows(history.table_uri, pruned, predicate, partition_types, names=names)
+    return find_rows(
+        history.table_uri, pruned, predicate, partition_types, names=names, sample_rows=sample_rows
+    )
 
 
 def effective_predicate(txn: Any) -> Predicate | None:
@@ -249,8 +258,11 @@ def find_rows(
     partition_types: dict[str, str],
     *,
     names: rowfilter.NameTree | None = None,
+    sample_rows: int | None = None,
 ) -> Outcome:
-    """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness."""
+    """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness
+    keeping at most `sample_rows` of them (0: the count and the files only; None: the default)."""
+    keep = MAX_SAMPLE_ROWS if sample_rows is None else max(sample_rows, 0)
     from audit.core.storage import open_store  # noqa: PLC0415
 
     try:
@@ -274,12 +286,13 @@ def find_rows(
                 predicate,
                 partition_types,
                 names or rowfilter.NameTree(),
-                MAX_SAMPLE_ROWS - len(samples),
+                max(keep - len(samples), 0),
             )
         except rowfilter.Unevaluable as err:
             return Outcome("unevaluable", None, str(err))
         except (OSError, pa.ArrowException, DeltaAuditError, ValueError) as err:
-            problems.append(f"{add.path}: {one_line(err, limit=300)}")
+            # Scrubbed whole: a data file's URL or its reader's error can carry a SAS token.
+            problems.append(scrub_error(f"{add.path}: {one_line(err, limit=300)}"))
             continue
         if count:
             matched_files.append(add.path)
@@ -287,7 +300,9 @@ def find_rows(
             samples += rows
     if total:
         return Outcome(
-            "rows", _witness(matched_files, total, samples, predicate, partition_types), ""
+            "rows",
+            _witness(matched_files, total, samples[:keep], predicate, partition_types),
+            "",
         )
     if problems:
         return Outcome(
@@ -311,7 +326,7 @@ def _witness(
     return {
         "files": files,
         "row_count": total,
-        "sample_rows": samples[:MAX_SAMPLE_ROWS],
+        "sample_rows": samples,
         "predicate": predicate.raw if predicate is not None else None,
         "method": "partition_values" if partition_only else "data",
     }

@@ -117,7 +117,12 @@ def load_window(log_: DeltaLog, plan: ChunkPlan) -> History:
 
 
 def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
-    return audit_history(history, check_data=settings.AUDIT_CHECK_DATA, versions=versions)
+    return audit_history(
+        history,
+        check_data=settings.AUDIT_CHECK_DATA,
+        versions=versions,
+        sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+    )
 
 
 # --------------------------------------------------------------------------- one tail step

@@ -92,3 +92,14 @@ def test_it_says_plain_http_was_refused_and_what_to_set():
     message = str(storage_error(err, "s3://bkt/t", "listing _delta_log"))
     assert "plain http" in message and "AWS_ALLOW_HTTP=true" in message
     assert "unreachable" not in message
+
+
+def test_it_scrubs_the_witness_per_file_errors(tmp_path):
+    from audit.core import witness
+    from audit.core.model import AddFile
+
+    signed = "https://acct.blob.core.windows.net/c/part-0.parquet?sv=2021&sig=SASsecretValue1"
+    local = f"{tmp_path}/gone.parquet?sig=SASsecretValue2"
+    outcome = witness.find_rows(str(tmp_path), [AddFile(signed, {}), AddFile(local, {})], None, {})
+    assert outcome.status == "unreadable"
+    assert "SASsecretValue" not in outcome.note and "gone.parquet" in outcome.note

@@ -165,13 +165,20 @@ def compaction_in_scope(scope: ReadScope, compaction: CommitSummary) -> bool:
 
 
 def never_existed_findings(
-    history: History, ctx: TableContext, candidates: list[StaleCandidate], *, check_data: bool
+    history: History,
+    ctx: TableContext,
+    candidates: list[StaleCandidate],
+    *,
+    check_data: bool,
+    sample_rows: int | None = None,
 ) -> list[Finding]:
     from audit.core import witness  # noqa: PLC0415  (pyarrow dataset only when needed)
 
     findings = []
     for candidate in sorted(candidates, key=lambda c: c.txn.version):
-        outcome = witness.confirm_candidate(history, ctx, candidate, check_data=check_data)
+        outcome = witness.confirm_candidate(
+            history, ctx, candidate, check_data=check_data, sample_rows=sample_rows
+        )
         if outcome.status == "no_rows":
             continue  # the predicate matches none of the surviving rows: nothing never-existed
         if (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from audit.core.audit import audit_history
@@ -53,7 +54,11 @@ class Command(BaseCommand):
     def _audit(self, options) -> None:
         try:
             history = load_history(options["table_uri"], parallel=spare_core)
-            result = audit_history(history, check_data=not options["no_data"])
+            result = audit_history(
+                history,
+                check_data=not options["no_data"],
+                sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+            )
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
