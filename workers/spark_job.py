@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import stat
 import sys
 import tempfile
 import weakref
@@ -147,13 +148,32 @@ def use_storage_config(text: str | None) -> None:
     """
     if not text:
         return
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = Path(tempfile.gettempdir()) / f"delta-audit-storage-{os.getuid()}-{digest}.toml"
-    if not path.exists():
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    known = _config_files.get(digest)
+    if known is None or not _still_ours(*known):
+        # A new name each time (mkstemp: O_EXCL, mode 0600): a predictable name in a shared
+        # temp directory could be made first by another user, who would then choose the
+        # options (endpoints) this task reads with.
+        descriptor, name = tempfile.mkstemp(prefix="delta-audit-storage-", suffix=".toml")
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
             out.write(text)
-    os.environ[STORAGE_CONFIG_ENV] = str(path)
+        known = (name, os.stat(name).st_ino)
+        _config_files[digest] = known
+    os.environ[STORAGE_CONFIG_ENV] = known[0]
+
+
+# The files this process wrote, by the digest of their text (a reused Python worker runs many
+# tasks: one file per configuration, not one per task).
+_config_files: dict[str, tuple[str, int]] = {}
+
+
+def _still_ours(path: str, inode: int) -> bool:
+    """Whether `path` is still the regular file this process made (not removed or replaced)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_ino == inode and info.st_uid == os.getuid()
 
 
 def _clamp_listing(listing: LogListing, latest: int) -> LogListing:
