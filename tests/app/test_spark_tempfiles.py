@@ -8,6 +8,7 @@ import hashlib
 import os
 import stat
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -39,7 +40,7 @@ def test_it_never_adopts_a_storage_config_file_made_first(temp_dir):
     spark_job.use_storage_config(CONFIG)
     path = os.environ[spark_job.STORAGE_CONFIG_ENV]
     assert path != str(planted)
-    assert open(path).read() == CONFIG and _mode(path) == 0o600
+    assert Path(path).read_text() == CONFIG and _mode(path) == 0o600
 
 
 def test_it_writes_one_file_per_configuration_and_a_new_one_if_it_was_replaced(temp_dir):
@@ -52,7 +53,7 @@ def test_it_writes_one_file_per_configuration_and_a_new_one_if_it_was_replaced(t
     os.symlink(temp_dir / "other.toml", first)  # swapped for a link between two tasks
     spark_job.use_storage_config(CONFIG)
     second = os.environ[spark_job.STORAGE_CONFIG_ENV]
-    assert second != first and open(second).read() == CONFIG
+    assert second != first and Path(second).read_text() == CONFIG
 
 
 def test_it_leaves_a_driver_directory_someone_else_opened(temp_dir):
@@ -63,7 +64,7 @@ def test_it_leaves_a_driver_directory_someone_else_opened(temp_dir):
     path = spark_session._log4j2_file("WARN")
     assert not path.startswith(str(shared) + os.sep)
     assert _mode(os.path.dirname(path)) == 0o700 and _mode(path) == 0o600
-    assert "WARN" in open(path).read()
+    assert "WARN" in Path(path).read_text()
     assert spark_session._log4j2_file("WARN") == path  # one per level and process
 
 
