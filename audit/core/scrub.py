@@ -54,7 +54,8 @@ _QUERY_PARAM = re.compile(
 # urllib3 logs each request as `https://host:443 "POST /path HTTP/1.1" 200`: the path follows.
 _LOGGED_REQUEST = re.compile(r"(?i)(https?://[^\s/\"'<>]+\s+\"[A-Z]+ )/[^\s\"]*")
 _AUTHORIZATION = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+")
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
+# A credential has a digit or punctuation in it: "basic authentication" is left alone.
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}")
 
 
 def is_secret_option(key: str) -> bool:
