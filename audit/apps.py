@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class AuditConfig(AppConfig):
     name = "audit"
     verbose_name = "Delta Audit"
+
+    def ready(self) -> None:
+        from audit import logscrub
+
+        logscrub.install()  # secrets never reach a log line, whoever logs it

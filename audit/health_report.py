@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from audit.core.changes import changes_from_history, link_findings
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.core.health import health_of_history
 from audit.core.summary import History
 
@@ -15,6 +15,6 @@ def add_health_and_changes(report: dict[str, Any], history: History) -> None:
     try:
         report["health"] = health_of_history(history)
     except DeltaAuditError as err:
-        report["health"] = {"error": " ".join(str(err).split())}
+        report["health"] = {"error": one_line(err, limit=2000)}
     report["changes"] = changes_from_history(history)
     link_findings(report["findings"], report["changes"])

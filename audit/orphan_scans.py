@@ -28,6 +28,7 @@ from audit.core.orphans import (
     referenced_paths,
     scan_orphans,
 )
+from audit.core.scrub import scrub_error
 from audit.core.storage import local_path_of, open_store
 from audit.core.summary import load_history
 from audit.core.vocab import FindingKind
@@ -53,7 +54,9 @@ def scan_table(table: Table) -> OrphanScan:
             max_depth=settings.AUDIT_ORPHAN_MAX_DEPTH,
         )
     except DeltaAuditError as err:
-        return OrphanScan.objects.create(table=table, scanned_at=now, error=str(err)[:2000])
+        return OrphanScan.objects.create(
+            table=table, scanned_at=now, error=scrub_error(str(err))[:2000]
+        )
     data = scan.as_dict()
     with transaction.atomic():
         row = OrphanScan.objects.create(

@@ -94,7 +94,7 @@ DECLARED: tuple[Setting, ...] = (
     _S("AUDIT_BACKFILL_STEP_SECONDS", 10.0, float, "a backfill task stores further chunks with one log listing for this long, then requeues"),
     _S("AUDIT_BULK_INSERT", True, bool, "COPY (PostgreSQL) / multi-row INSERT (SQLite) of commit rows; `false` = one INSERT per row"),
     _S("AUDIT_CHECK_DATA", True, bool, "read data files to confirm never-existed snapshots"),
-    _S("AUDIT_WITNESS_SAMPLE_ROWS", 5, int, "rows of a data file shown in a witness (`0` = counts and file names only)"),
+    _S("AUDIT_WITNESS_SAMPLE_ROWS", 5, int, "matching rows a witness keeps (pages, API, alerts); `0` = the row count and file names only"),
     _S("AUDIT_LOCK_SECONDS", 120.0, float, "per-table ingest lock lifetime per chunk (a crashed worker's lock expires)"),
     _S("AUDIT_FULL_CHECK_SECONDS", 30.0, float, "a worker tick on each table at least this often, even without news"),
     _S("AUDIT_FULL_LISTING_SECONDS", 3600.0, float, "a complete listing of each log (notices log cleanup) at least this often"),
@@ -129,7 +129,7 @@ DECLARED: tuple[Setting, ...] = (
     _S("CELERY_VISIBILITY_TIMEOUT", 600, int, "Redis: an unacked task of a killed worker is redelivered after this long", ""),
     # --- alerting ---
     _S("METRICS_TOKEN", "", str, "bearer token for `/metrics` (empty = logged-in users only)"),
-    _S("AUDIT_ALLOW_PRIVATE_WEBHOOKS", False, bool, "let alert channels post to private and loopback addresses"),
+    _S("AUDIT_ALLOW_PRIVATE_WEBHOOKS", False, bool, "`true` lets webhook and Slack URLs point at loopback, private, link-local or reserved addresses"),
     _S("ALERT_SITE_URL", "http://localhost:8000", str, "the site's address in alert links"),
     _S("ALERT_FINDING_PATH", "/findings/{finding_id}/", str, "a finding's path in alert links (`{finding_id}`, `{table_id}`)"),
     _S("ALERT_INTERVAL_SECONDS", 5.0, float, "how often beat scans findings and sends due deliveries"),

@@ -26,6 +26,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 # settings as they are become this module's globals; the rest are composed below.
 env = read_all(BASE_DIR)
 globals().update(django_settings(env))
+# A negative sample count means none (rows are never shown by accident).
+AUDIT_WITNESS_SAMPLE_ROWS = max(AUDIT_WITNESS_SAMPLE_ROWS, 0)  # noqa: F821
 VAR_DIR = Path(env["AUDIT_VAR_DIR"])
 
 # AUDIT_ENV=production (docker-compose sets it) refuses unsafe settings at start-up.

@@ -29,12 +29,17 @@ from tests.support.tables import rows
 from tests.support.waiting import wait_for  # noqa: F401
 from tests.support.workers import REDIS_URL, database_url, redis_reachable  # noqa: F401
 
+# The alert receiver of the tests listens on loopback, which alert channels refuse by default;
+# worker processes started by the tests inherit this (tests of the refusal turn it off).
+os.environ.setdefault("AUDIT_ALLOW_PRIVATE_WEBHOOKS", "true")
+
 
 def pytest_configure(config):
     # The SQLite test database is a file (see config/settings.py) so worker processes share it;
     # one per pytest process, so concurrent test runs in one checkout do not clobber each other.
     from django.conf import settings
 
+    settings.AUDIT_ALLOW_PRIVATE_WEBHOOKS = os.environ["AUDIT_ALLOW_PRIVATE_WEBHOOKS"] == "true"
     db = settings.DATABASES["default"]
     if db["ENGINE"] == "django.db.backends.sqlite3" and not os.environ.get("AUDIT_TEST_SQLITE"):
         (ROOT / "var").mkdir(exist_ok=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import stat
 import sys
 import tempfile
 import weakref
@@ -45,6 +46,7 @@ from audit.core import serialize
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.log import open_log
 from audit.core.model import Finding, IdentityColumn, LogListing, TableState
+from audit.core.scrub import scrub_error
 from audit.core.summary import History, paused_gc
 from workers import spark_units
 from workers.spark_archive import core_archive, running_from_archive
@@ -72,6 +74,12 @@ class TableOutcome:
     audit: FleetAudit | None = None
     error: str | None = None
     settings_payload: str | None = None  # the table's state as stage 2 sent it (JSON)
+
+    def __post_init__(self) -> None:
+        # Scrubbed again here, with the driver's secrets: an executor knows only its own, and
+        # this text is stored (Table.last_error, the output table) and printed.
+        if self.error is not None:
+            self.error = scrub_error(self.error)
 
 
 # --------------------------------------------------------------------------- planning (driver)
@@ -147,13 +155,32 @@ def use_storage_config(text: str | None) -> None:
     """
     if not text:
         return
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = Path(tempfile.gettempdir()) / f"delta-audit-storage-{os.getuid()}-{digest}.toml"
-    if not path.exists():
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    known = _config_files.get(digest)
+    if known is None or not _still_ours(*known):
+        # A new name each time (mkstemp: O_EXCL, mode 0600): a predictable name in a shared
+        # temp directory could be made first by another user, who would then choose the
+        # options (endpoints) this task reads with.
+        descriptor, name = tempfile.mkstemp(prefix="delta-audit-storage-", suffix=".toml")
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
             out.write(text)
-    os.environ[STORAGE_CONFIG_ENV] = str(path)
+        known = (name, os.stat(name).st_ino)
+        _config_files[digest] = known
+    os.environ[STORAGE_CONFIG_ENV] = known[0]
+
+
+# The files this process wrote, by the digest of their text (a reused Python worker runs many
+# tasks: one file per configuration, not one per task).
+_config_files: dict[str, tuple[str, int]] = {}
+
+
+def _still_ours(path: str, inode: int) -> bool:
+    """Whether `path` is still the regular file this process made (not removed or replaced)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_ino == inode and info.st_uid == os.getuid()
 
 
 def _clamp_listing(listing: LogListing, latest: int) -> LogListing:

@@ -12,8 +12,10 @@ Django-free (the settings come in as arguments) so benchmarks and tests can use 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -83,17 +85,50 @@ def java_problem() -> str | None:
     return None
 
 
+_private: list[Path] = []  # the directory this process settled on
+_log4j2_files: dict[str, str] = {}
+
+
 def _private_dir() -> Path:
+    """This user's directory for the driver's files: the usual per-user one when this user
+    made it and no one else may use it, else a new one (never a directory someone else made
+    first under the predictable name: the JVM reads its logging configuration from here)."""
+    if _private and _is_private(_private[0]):
+        return _private[0]
     directory = Path(tempfile.gettempdir()) / f"delta-audit-spark-{os.getuid()}"
-    directory.mkdir(mode=0o700, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        directory.mkdir(mode=0o700)
+    if not _is_private(directory):
+        directory = Path(tempfile.mkdtemp(prefix="delta-audit-spark-"))
+    _private[:] = [directory]
     return directory
 
 
+def _is_private(directory: Path) -> bool:
+    try:
+        info = os.lstat(directory)
+    except OSError:
+        return False
+    return (
+        stat.S_ISDIR(info.st_mode)
+        and info.st_uid == os.getuid()
+        and stat.S_IMODE(info.st_mode) & 0o077 == 0
+    )
+
+
 def _log4j2_file(level: str) -> str:
-    """A log4j2 properties file for this process (rewritten per level, kept for the JVM's life)."""
-    path = _private_dir() / f"log4j2-{level.lower()}.properties"
-    path.write_text(_LOG4J2.format(level=level.upper()))
-    return str(path)
+    """A log4j2 properties file for this process (one per level, kept for the JVM's life),
+    made with mkstemp (a new name, mode 0600), never an existing file adopted."""
+    known = _log4j2_files.get(level.lower())
+    if known is not None and Path(known).parent == _private_dir() and os.path.isfile(known):
+        return known
+    descriptor, name = tempfile.mkstemp(
+        prefix=f"log4j2-{level.lower()}-", suffix=".properties", dir=_private_dir()
+    )
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(_LOG4J2.format(level=level.upper()))
+    _log4j2_files[level.lower()] = name
+    return name
 
 
 def spark_conf(

@@ -85,8 +85,9 @@ def run_spark_audit(
             try:
                 check_registered(table.uri)  # roots may have changed since registration
             except DeltaAuditError as err:
-                ingest.mark_error(table, str(err), lock_token=token)
-                results.append(ingest.TailResult(table.id, "error", message=str(err)))
+                message = one_line(err)
+                ingest.mark_error(table, message, lock_token=token)
+                results.append(ingest.TailResult(table.id, "error", message=message))
                 held.pop(table.id)
                 locks.release(table.id, token)
         by_uri = {t.uri: t for t in tables if t.id in held}

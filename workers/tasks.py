@@ -15,6 +15,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 
 from audit import ingest
+from audit.core.errors import one_line
 from audit.models import Table
 from workers import locks
 
@@ -49,7 +50,7 @@ def tail_table(table_id: int) -> str:
         raise  # transient ones are retried by the decorator; the lock expires on its own
     except Exception as err:  # a core bug on a hostile log must not wedge the table silently
         log.exception("tail of table %s failed", table_id)
-        message = f"internal error while tailing: {type(err).__name__}: {err}"
+        message = f"internal error while tailing: {type(err).__name__}: {one_line(err, empty='')}"
         ingest.mark_error(Table.objects.get(id=table_id), message, lock_token=token)
         return f"table {table_id}: error: {message}"
     finally:

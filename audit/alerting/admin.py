@@ -7,6 +7,22 @@ from audit.alerting.models import AlertRule, Channel, Delivery
 class ChannelAdmin(admin.ModelAdmin):
     list_display = ["name", "kind", "enabled", "disabled_reason", "last_error"]
     list_filter = ["kind", "enabled"]
+    # The config holds the webhook's signing secret (write-only everywhere else) and is
+    # validated (URL, address) only by the alert pages and the API: it is not edited here.
+    exclude = ["config"]
+    readonly_fields = ["url", "has_secret", "emails"]
+
+    @admin.display(description="URL")
+    def url(self, channel: Channel) -> str:
+        return channel.url
+
+    @admin.display(description="signing secret set", boolean=True)
+    def has_secret(self, channel: Channel) -> bool:
+        return bool(channel.secret)
+
+    @admin.display(description="emails")
+    def emails(self, channel: Channel) -> str:
+        return ", ".join(channel.emails)
 
 
 @admin.register(AlertRule)

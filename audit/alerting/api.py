@@ -2,7 +2,8 @@
 
 Any authenticated user may read; only administrators (is_staff) may change anything or send a
 test. Channel secrets are write-only, and webhook/Slack URLs (which are credentials themselves
-for Slack) are shown in full to administrators only.
+for Slack) are shown in full to administrators only; so are the error texts of channels and
+deliveries (others see that there was an error, not its text).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rest_framework.response import Response
 
 from audit.alerting import delivery
 from audit.alerting.forms import RULE_FIELDS, clean_channel_config, clean_kinds
-from audit.alerting.models import AlertRule, Channel, Delivery
+from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
 
 
 class AdminWritesOrReadOnly(permissions.BasePermission):
@@ -51,6 +52,11 @@ class RuleSerializer(serializers.ModelSerializer):
             return clean_kinds(value)
         except DjangoValidationError as err:
             raise serializers.ValidationError(err.messages) from None
+
+
+def _is_staff(serializer: serializers.Serializer) -> bool:
+    request = serializer.context.get("request")
+    return bool(request and request.user.is_staff)
 
 
 def redacted_url(url: str) -> str:
@@ -88,10 +94,11 @@ class ChannelSerializer(serializers.ModelSerializer):
 
     def to_representation(self, channel: Channel) -> dict:
         data = super().to_representation(channel)
-        request = self.context.get("request")
-        staff = bool(request and request.user.is_staff)
+        staff = _is_staff(self)
         data["url"] = channel.url if staff else redacted_url(channel.url)
         data["emails"] = channel.emails
+        for name in ("last_error", "disabled_reason"):
+            data[name] = error_shown(data[name], staff)
         return data
 
     def validate(self, attrs: dict) -> dict:
@@ -138,6 +145,11 @@ class DeliverySerializer(serializers.ModelSerializer):
     def get_table(self, obj: Delivery) -> int | None:
         return obj.finding.table_id if obj.finding_id else None
 
+    def to_representation(self, obj: Delivery) -> dict:
+        data = super().to_representation(obj)
+        data["last_error"] = error_shown(data["last_error"], _is_staff(self))
+        return data
+
 
 class RuleViewSet(viewsets.ModelViewSet):
     queryset = AlertRule.objects.prefetch_related("channels")
@@ -156,7 +168,8 @@ class ChannelViewSet(viewsets.ModelViewSet):
         """Send a test alert now (no retries); returns the recorded delivery."""
         result = delivery.send_test(self.get_object())
         status = 200 if result.status == Delivery.Status.SENT else 502
-        return Response(DeliverySerializer(result).data, status=status)
+        body = DeliverySerializer(result, context=self.get_serializer_context()).data
+        return Response(body, status=status)
 
 
 class DeliveryPagination(pagination.PageNumberPagination):

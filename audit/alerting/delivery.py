@@ -39,6 +39,7 @@ from django.utils import timezone
 from audit.alerting import risk
 from audit.alerting.models import AlertRule, Channel, Delivery, ScanState, alert_level
 from audit.alerting.transports import Alert, TransportError, transport_for
+from audit.core.errors import one_line
 from audit.models import Finding, FindingFlip
 
 log = logging.getLogger(__name__)
@@ -226,8 +227,9 @@ def send_claimed(delivery_id: int, worker: str, now: datetime | None = None) -> 
     except TransportError as err:
         return _record_failure(delivery, mine, err, now)
     except Exception as err:  # a bug must not leave the row claimed until the lease expires
-        log.exception("delivery %s failed unexpectedly", delivery_id)
-        return _record_failure(delivery, mine, TransportError(f"internal error: {err!r}"), now)
+        log.exception("delivery %s failed unexpectedly", delivery_id)  # scrubbed: logscrub.py
+        line = f"{type(err).__name__}: {one_line(err, empty='')}"
+        return _record_failure(delivery, mine, TransportError(f"internal error: {line}"), now)
     mine.update(
         status=Delivery.Status.SENT,
         sent_at=timezone.now(),

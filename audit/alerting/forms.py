@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from audit.alerting.models import AlertRule, Channel
-from audit.alerting.transports import TransportError, check_url
+from audit.alerting.transports import TransportError, check_destination
 
 KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # The rule fields the form and the API serializer both edit (the API adds id, kinds, created_at).
@@ -39,7 +39,7 @@ def clean_channel_config(kind: str, url: str, secret: str, emails: list[str]) ->
         if not url:
             raise ValidationError({"url": "a URL is required"})
         try:
-            check_url(url)
+            check_destination(url)
         except TransportError as err:
             raise ValidationError({"url": err.message}) from None
         if kind == Channel.Kind.WEBHOOK:

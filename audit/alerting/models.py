@@ -15,10 +15,29 @@ from django.db import models
 from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_ORDER
 from audit.models import Finding, Table
 
-__all__ = ["HEALTH_FINDING_PREFIX", "SEVERITY_RANK", "AlertRule", "Channel", "Delivery"]
+__all__ = [
+    "HEALTH_FINDING_PREFIX",
+    "SEVERITY_RANK",
+    "AlertRule",
+    "Channel",
+    "Delivery",
+    "error_shown",
+]
 
 # info 0, warning 1, critical 2 (Severity.rank); unknown severities rank as info.
 SEVERITY_RANK = {str(s): s.rank for s in SEVERITY_ORDER}
+
+
+HIDDEN_ERROR = "failed (the details are shown to administrators)"
+
+
+def error_shown(text: str, staff: bool) -> str:
+    """What a user sees of a channel's or delivery's stored error text.
+
+    The text is scrubbed when stored, but it still names the channel's host and says what the
+    endpoint answered; like the channel's URL it is for administrators only.
+    """
+    return text if staff or not text else HIDDEN_ERROR
 
 
 def alert_level(severity: str, confirmed: bool) -> int:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import smtplib
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +29,7 @@ from django.core.mail import send_mail
 
 from audit.alerting.models import Channel
 from audit.core.errors import one_line
+from audit.core.scrub import scrub_error
 
 SIGNATURE_HEADER = "X-DeltaAudit-Signature"
 TIMESTAMP_HEADER = "X-DeltaAudit-Timestamp"
@@ -36,6 +39,9 @@ USER_AGENT = "DeltaAudit-Alerts/1.0"
 
 class TransportError(Exception):
     def __init__(self, message: str, permanent: bool = False, status_code: int | None = None):
+        # Every stored or shown delivery error comes from here: scrubbed once, at the source
+        # (a Slack URL's path is its credential; errors of requests quote it).
+        message = scrub_error(message)
         super().__init__(message)
         self.message = message
         self.permanent = permanent
@@ -63,6 +69,49 @@ def check_url(url: str) -> str:
     return url
 
 
+def refused_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether an alert may not go to `ip`: loopback, link-local, private, unspecified,
+    multicast, reserved or otherwise not globally routed (IPv4 inside IPv6 looked through)."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        if inner is not None and refused_address(inner):
+            return True
+    return (
+        ip.is_loopback
+        or ip.is_link_local
+        or ip.is_private
+        or ip.is_unspecified
+        or ip.is_multicast
+        or ip.is_reserved
+        or not ip.is_global
+    )
+
+
+def check_destination(url: str) -> str:
+    """`url` when every address its host resolves to is public, or private ones are allowed
+    (AUDIT_ALLOW_PRIVATE_WEBHOOKS); else a permanent TransportError. Checked when a channel is
+    saved and again before each send (the host's addresses can change in between)."""
+    check_url(url)
+    if settings.AUDIT_ALLOW_PRIVATE_WEBHOOKS:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, ValueError, UnicodeError) as err:
+        raise TransportError(f"cannot resolve the host {host}: {one_line(err)}") from None
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        if refused_address(address):
+            raise TransportError(
+                f"the URL's host {host} resolves to {address}, a loopback, private or reserved "
+                "address: alerts are not sent there unless AUDIT_ALLOW_PRIVATE_WEBHOOKS=true",
+                permanent=True,
+            )
+    return url
+
+
 def sign(secret: str, timestamp: str, body: bytes) -> str:
     """`sha256=<hex>` over `<timestamp>.<raw body>`, keyed with the channel secret."""
     message = timestamp.encode("ascii") + b"." + body
@@ -79,7 +128,7 @@ class Transport:
 
 class HttpTransport(Transport):
     def post(self, url: str, body: bytes, headers: dict[str, str]) -> int:
-        check_url(url)
+        check_destination(url)
         try:
             response = requests.post(
                 url,

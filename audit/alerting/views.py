@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from audit.alerting import delivery
 from audit.alerting.forms import ChannelForm, RuleForm
 from audit.alerting.metrics import registry
-from audit.alerting.models import AlertRule, Channel, Delivery
+from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
 
 RECENT_DELIVERIES = 50
 
@@ -44,13 +44,21 @@ def _admin_only(request: HttpRequest) -> None:
 
 @login_required
 def index(request: HttpRequest) -> HttpResponse:
+    staff = request.user.is_staff
+    channels = list(Channel.objects.all())
+    for ch in channels:
+        ch.error_shown = error_shown(ch.last_error, staff)
+        ch.reason_shown = error_shown(ch.disabled_reason, staff)
+    deliveries = list(
+        Delivery.objects.select_related("channel", "rule", "finding__table")[:RECENT_DELIVERIES]
+    )
+    for d in deliveries:
+        d.error_shown = error_shown(d.last_error, staff)
     ctx = {
         "rules": AlertRule.objects.prefetch_related("channels"),
-        "channels": Channel.objects.all(),
-        "deliveries": Delivery.objects.select_related("channel", "rule", "finding__table")[
-            :RECENT_DELIVERIES
-        ],
-        "can_edit": request.user.is_staff,
+        "channels": channels,
+        "deliveries": deliveries,
+        "can_edit": staff,
     }
     return render(request, "alerting/index.html", ctx)
 

@@ -156,13 +156,15 @@ def audit_history(
     check_data: bool = True,
     versions: tuple[int, int] | None = None,
     read_roots: Sequence[str] | None = None,
+    sample_rows: int | None = None,
 ) -> AuditResult:
     """Audit a history. `versions=(lo, hi)` keeps only commits whose (read, commit] interval
     overlaps [lo, hi] (the incremental re-audit of a window). Data files are read only inside
-    `read_roots` (None: the table's own root only; audit/core/roots.py)."""
+    `read_roots` (None: the table's own root only; audit/core/roots.py). A witness keeps at most
+    `sample_rows` matching rows (0: counts and file names only; None: the witness's default)."""
     # The audit builds per-commit results for the whole history: see `paused_gc`.
     with paused_gc():
-        return _audit_history(history, check_data, versions, read_roots)
+        return _audit_history(history, check_data, versions, read_roots, sample_rows)
 
 
 def _audit_history(
@@ -170,6 +172,7 @@ def _audit_history(
     check_data: bool,
     versions: tuple[int, int] | None,
     read_roots: Sequence[str] | None = None,
+    sample_rows: int | None = None,
 ) -> AuditResult:
     ctx = TableContext(history)
     stale = find_stale_snapshots(history, ctx, versions)
@@ -183,6 +186,7 @@ def _audit_history(
         stale + auditor.overlap_candidates,
         check_data=check_data,
         read_roots=read_roots,
+        sample_rows=sample_rows,
     )
     upgrade_reorders(findings)
     _attach_cycles(findings, ctx, auditor.commits)

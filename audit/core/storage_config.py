@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from audit.core.errors import DeltaAuditError
+from audit.core.scrub import is_secret_option
 
 ENV_VAR = "AUDIT_STORAGE_CONFIG"
 ENV_PREFIX = "env:"
@@ -42,10 +43,6 @@ _IDENTITY_OPTIONS = (
     "service_account",
     "google_application_credentials",
 )
-# Option names whose values are secrets (matched as substrings of the lower-cased key).
-_SECRET_MARKERS = ("secret", "key", "token", "sas", "password", "credential", "signature")
-# Keys that contain a marker but are not secrets.
-_NOT_SECRET = frozenset({"aws_access_key_id", "access_key_id"})
 _SCHEME_ALIASES = {"s3a": "s3", "gcs": "gs"}
 
 
@@ -80,11 +77,6 @@ class ResolvedStorage:
     def secrets(self) -> tuple[str, ...]:
         """Resolved secret values, so error texts can be scrubbed of them."""
         return tuple(v for k, v in self.options.items() if is_secret_option(k) and len(v) >= 4)
-
-
-def is_secret_option(key: str) -> bool:
-    low = key.lower()
-    return low not in _NOT_SECRET and any(m in low for m in _SECRET_MARKERS)
 
 
 def normalise_uri(uri: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from audit.core import scrub as scrubber
 from audit.core.errors import DeltaAuditError
 from audit.core.vocab import StorageCause
 
@@ -56,7 +57,19 @@ _LABELS = {
     OTHER: "storage error",
 }
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_QUERY = re.compile(r"(https?://[^\s?]+)\?\S*")
+# object_store refuses an http:// endpoint unless told to allow it; the request never leaves,
+# and its retry wording would otherwise read as an unreachable endpoint.
+_PLAIN_HTTP = re.compile(r"url scheme is not allowed|builder error", re.I)
+PLAIN_HTTP_HINT = (
+    "use an https:// endpoint, or set AWS_ALLOW_HTTP=true "
+    '(allow_http = "true" in the root\'s options of AUDIT_STORAGE_CONFIG)'
+)
+
+
+def plain_http_refused(err: BaseException) -> bool:
+    """Whether `err` is object_store refusing an http:// endpoint (allow_http not set)."""
+    text = str(err)
+    return bool(_PLAIN_HTTP.search(text)) and "http://" in text
 
 
 def classify(err: BaseException) -> StorageCause:
@@ -75,14 +88,11 @@ def classify(err: BaseException) -> StorageCause:
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """The first meaningful line of `text` with query strings and secret values removed."""
+    """The first meaningful line of `text`, scrubbed (audit/core/scrub.py) of URL paths, signed
+    parameters, the given `secrets` and this process's own."""
     lines = [ln.strip(" ↳\t") for ln in _ANSI.sub("", text).splitlines()]
     first = next((ln for ln in lines if ln), "")
-    first = _QUERY.sub(r"\1?…", first)
-    for secret in secrets:
-        if secret:
-            first = first.replace(secret, "***")
-    return first[:300]
+    return scrubber.scrub(first, {*secrets, *scrubber.process_secrets()})[:300]
 
 
 def storage_error(
@@ -100,7 +110,13 @@ def storage_error(
     """
     cause = classify(err)
     context = f" ({where})" if where else ""
-    if cause == OTHER:
+    if plain_http_refused(err):
+        cause = UNREACHABLE
+        message = (
+            f"{uri}: plain http to the storage endpoint was refused while {action}{context}: "
+            + PLAIN_HTTP_HINT
+        )
+    elif cause == OTHER:
         detail = scrub(str(err), secrets) or err.__class__.__name__
         message = f"{uri}: storage error while {action}{context}: {detail}"
     elif cause == NOT_FOUND:

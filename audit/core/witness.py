@@ -27,12 +27,14 @@ from audit.core import rowfilter
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, CommitSummary, Metadata, Predicate
+from audit.core.scrub import scrub_error
 from audit.core.vocab import Operation
 
 if TYPE_CHECKING:
     from audit.core.summary import History
 
-# At most this many surviving files are read per candidate; at most this many rows sampled.
+# At most this many surviving files are read per candidate; by default this many rows sampled
+# (the shell passes its own number: AUDIT_WITNESS_SAMPLE_ROWS; 0 keeps counts and file names).
 MAX_FILES_READ = 50
 MAX_SAMPLE_ROWS = 5
 
@@ -71,6 +73,7 @@ def confirm_candidate(
     *,
     check_data: bool = True,
     roots: Sequence[str] | None = None,
+    sample_rows: int | None = None,
 ) -> Outcome:
     """Look for rows of the candidate's surviving files that its commit should have changed.
 
@@ -103,7 +106,13 @@ def confirm_candidate(
         )
     names = rowfilter.name_tree(metadata.schema_string if metadata else None)
     return find_rows(
-        history.table_uri, pruned, predicate, partition_types, names=names, roots=roots
+        history.table_uri,
+        pruned,
+        predicate,
+        partition_types,
+        names=names,
+        roots=roots,
+        sample_rows=sample_rows,
     )
 
 
@@ -265,10 +274,13 @@ def find_rows(
     *,
     names: rowfilter.NameTree | None = None,
     roots: Sequence[str] | None = None,
+    sample_rows: int | None = None,
 ) -> Outcome:
-    """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness.
+    """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness
+    keeping at most `sample_rows` of them (0: the count and the files only; None: the default).
 
     Only files that resolve inside `roots` are opened (None: the table's own root only)."""
+    keep = MAX_SAMPLE_ROWS if sample_rows is None else max(sample_rows, 0)
     files = DataFiles(table_uri, roots)
     matched_files: list[str] = []
     total = 0
@@ -287,14 +299,15 @@ def find_rows(
                 predicate,
                 partition_types,
                 names or rowfilter.NameTree(),
-                MAX_SAMPLE_ROWS - len(samples),
+                max(keep - len(samples), 0),
             )
         except rowfilter.Unevaluable as err:
             return Outcome("unevaluable", None, str(err))
         except allowed.UriNotAllowed:
             continue  # never opened; DataFiles.refused lists it for the witness
         except (OSError, pa.ArrowException, DeltaAuditError, ValueError) as err:
-            problems.append(f"{add.path}: {one_line(err, limit=300)}")
+            # Scrubbed whole: a data file's URL or its reader's error can carry a SAS token.
+            problems.append(scrub_error(f"{add.path}: {one_line(err, limit=300)}"))
             continue
         if count:
             matched_files.append(add.path)
@@ -302,7 +315,7 @@ def find_rows(
             samples += rows
     not_read = {"not_read": files.refused} if files.refused else {}
     if total:
-        witness = _witness(matched_files, total, samples, predicate, partition_types)
+        witness = _witness(matched_files, total, samples[:keep], predicate, partition_types)
         return Outcome("rows", {**witness, **not_read}, "")
     problems = [f"{r['file']}: {r['reason']}" for r in files.refused] + problems
     if problems:
@@ -384,7 +397,7 @@ def _witness(
     return {
         "files": files,
         "row_count": total,
-        "sample_rows": samples[:MAX_SAMPLE_ROWS],
+        "sample_rows": samples,
         "predicate": predicate.raw if predicate is not None else None,
         "method": "partition_values" if partition_only else "data",
     }

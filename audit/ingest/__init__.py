@@ -122,6 +122,7 @@ def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
         check_data=settings.AUDIT_CHECK_DATA,
         versions=versions,
         read_roots=allowed_roots(),  # the witness reads data files only inside them
+        sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
     )
 
 

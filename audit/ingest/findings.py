@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
@@ -57,9 +58,21 @@ def finding_fields(f: model.Finding) -> dict[str, Any]:
         "confirmed": bool(f.confirmed),
         "summary": clean_text(f.summary),
         "explanation": clean_text(f.explanation),
-        "witness": json_safe(f.witness) if f.witness is not None else None,
+        "witness": stored_witness(f.witness),
         "details": json_safe(f.details or {}),
     }
+
+
+def stored_witness(witness: Any) -> Any:
+    """A witness as stored: JSON-safe, with at most AUDIT_WITNESS_SAMPLE_ROWS sample rows even
+    when it was computed elsewhere with another number (a Spark job, an imported audit)."""
+    if witness is None:
+        return None
+    safe = json_safe(witness)
+    rows = safe.get("sample_rows") if isinstance(safe, dict) else None
+    if isinstance(rows, list):
+        safe["sample_rows"] = rows[: max(settings.AUDIT_WITNESS_SAMPLE_ROWS, 0)]
+    return safe
 
 
 def findings_in(audit_result: Any, start: int, end: int) -> list[model.Finding]:

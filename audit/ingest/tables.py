@@ -17,6 +17,7 @@ from django.utils import timezone
 from audit.core import model
 from audit.core.jsonsafe import clean_text
 from audit.core.log import open_log
+from audit.core.scrub import scrub_error
 from audit.core.vocab import StorageCause
 from audit.models import Table
 from audit.paths import check_allowed
@@ -91,12 +92,13 @@ def mark_error(
     lock_token: str | None = None,
     cause: str = StorageCause.OTHER,
 ) -> None:
+    message = scrub_error(clean_text(message))  # stored and shown: no URL path, no secret
     log.warning("table %s (%s): %s", table.id, table.uri, message)
     update_table(
         table.id,
         lock_token,
         status=Table.Status.ERROR,
-        last_error=clean_text(message)[:2000],
+        last_error=message[:2000],
         error_cause=cause,
         last_tail_at=timezone.now(),
     )

@@ -37,7 +37,7 @@ def _read_logged_commit(table: Table, version: int) -> tuple[Any, str]:
     except DeltaAuditError as err:
         return None, one_line(err, empty="unreadable commit")
     except OSError as err:
-        return None, f"cannot read the commit file: {err}"
+        return None, f"cannot read the commit file: {one_line(err)}"
 
 
 def _schema_fields(schema_string: str | None) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from audit.core.errors import DeltaAuditError
+from audit.core.errors import DeltaAuditError, one_line
 from audit.health_queries import table_diff
 from audit.models import Table
 from frontend.views.common import pretty
@@ -46,7 +46,7 @@ def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
                 for c in diff["changes"]
             ]
         except DeltaAuditError as err:
-            error = f"The table's log cannot be read: {err}"
+            error = f"The table's log cannot be read: {one_line(err)}"
     ctx = {
         **table_header(table),
         "tab": "diff",

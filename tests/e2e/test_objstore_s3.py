@@ -117,6 +117,15 @@ def test_an_unreachable_endpoint_says_so(lake, tmp_path, s3_server):
     assert "storage endpoint unreachable" in result.stderr, result.stderr
 
 
+def test_a_plain_http_endpoint_without_allow_http_says_what_to_set(lake, s3_server):
+    _, uri = lake["tables"]["reorder"]
+    env = {k: v for k, v in s3_server.env().items() if k != "AWS_ALLOW_HTTP"}
+    result = audit_cli(uri, env)
+    assert result.returncode == 2
+    assert "plain http" in result.stderr and "AWS_ALLOW_HTTP=true" in result.stderr, result.stderr
+    assert "unreachable" not in result.stderr
+
+
 def test_a_table_deleted_from_the_bucket_is_not_found(s3_server, lake):
     uri = f"s3://{lake['bucket']}/finance/doomed"
     upload_table(lake["tables"]["reorder"][0], uri, s3_server.options())

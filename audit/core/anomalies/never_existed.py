@@ -172,13 +172,19 @@ def never_existed_findings(
     *,
     check_data: bool,
     read_roots: Sequence[str] | None = None,
+    sample_rows: int | None = None,
 ) -> list[Finding]:
     from audit.core import witness  # noqa: PLC0415  (pyarrow dataset only when needed)
 
     findings = []
     for candidate in sorted(candidates, key=lambda c: c.txn.version):
         outcome = witness.confirm_candidate(
-            history, ctx, candidate, check_data=check_data, roots=read_roots
+            history,
+            ctx,
+            candidate,
+            check_data=check_data,
+            roots=read_roots,
+            sample_rows=sample_rows,
         )
         if outcome.status == "no_rows":
             continue  # the predicate matches none of the surviving rows: nothing never-existed

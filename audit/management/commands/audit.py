@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from audit.core.audit import audit_history
@@ -57,7 +58,12 @@ class Command(BaseCommand):
             # A local user's one-shot tool: the audited table's own root is allowed too
             # (its data files), the other roots only as configured (shallow clones).
             roots = [*allowed_roots(), history.table_uri]
-            result = audit_history(history, check_data=not options["no_data"], read_roots=roots)
+            result = audit_history(
+                history,
+                check_data=not options["no_data"],
+                read_roots=roots,
+                sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+            )
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)

@@ -1,0 +1,155 @@
+"""The one scrubber: what an error text may keep before it is stored, shown or logged.
+
+Error texts come from object stores, HTTP libraries and transports, and they quote what they
+were given: signed URLs, SAS tokens, session tokens, Authorization headers, and for Slack the
+webhook URL itself, whose path *is* the credential. `scrub(text, secrets)` removes
+
+- the path, query and fragment of every http(s) URL (scheme and host stay, so the reader still
+  sees which endpoint failed), and user:password@ in front of the host;
+- signed-request parameters (`sig=`, `se=`, `X-Amz-Signature=`, `X-Amz-Security-Token=`,
+  session tokens ...) and Azure connection-string keys;
+- `Authorization:` and `Bearer` values;
+- every literal secret value it is given.
+
+`process_secrets()` is the list of literal secrets of this process: the secret options of the
+storage configuration (`AUDIT_STORAGE_CONFIG`, `env:NAME` values resolved) and the values of
+secret-looking environment variables (AWS_SECRET_ACCESS_KEY, AZURE_STORAGE_SAS_TOKEN, ...).
+It reads the configuration itself (leniently, never raising) because `storage_config` imports
+this module's notion of a secret option, and imports run one way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+
+MASK = "***"
+# Storage option names whose values are secrets (substrings of the lower-cased key).
+SECRET_MARKERS = ("secret", "key", "token", "sas", "password", "credential", "signature")
+# Option names that contain a marker but only name an identity.
+NOT_SECRET_OPTIONS = frozenset({"aws_access_key_id", "access_key_id"})
+# Words of an environment variable's name that make its value a secret.
+_ENV_WORDS = frozenset(
+    {"SECRET", "TOKEN", "KEY", "PASSWORD", "PASSWD", "SAS", "CREDENTIAL", "CREDENTIALS"}
+)
+# Shorter values are too likely to be ordinary words or numbers ("true", "3600").
+MIN_SECRET_LENGTH = 8
+
+_URL = re.compile(r"(?i)\b(https?)://(?:[^\s/?#@'\"<>]*@)?([^\s/?#'\"<>]+)([^\s'\"<>]*)")
+_TRAILING = ".,;:)]}"
+# `url: /path` as requests and urllib3 word a failed request (the host is said before it).
+_BARE_PATH = re.compile(r"(?i)(\burl:\s*)/[^\s'\"<>)]*")
+# Signed-request parameters anywhere (a SAS token pasted alone has no URL around it).
+_SIGNED = re.compile(
+    r"(?i)(\b(?:sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential"
+    r"|x-goog-signature|x-goog-credential|access_token|session_token|sessiontoken"
+    r"|security_token|client_secret|accountkey|sharedaccesssignature)=)[^&\s;'\"<>]+"
+)
+# Query parameters that are secrets only after ? or & (bare `se=` or `st=` can be a partition).
+_QUERY_PARAM = re.compile(
+    r"(?i)([?&](?:se|st|sp|skoid|sktid|skt|ske|sks|skv|key|token|code)=)[^&\s'\"<>]+"
+)
+# urllib3 logs each request as `https://host:443 "POST /path HTTP/1.1" 200`: the path follows.
+_LOGGED_REQUEST = re.compile(r"(?i)(https?://[^\s/\"'<>]+\s+\"[A-Z]+ )/[^\s\"]*")
+_AUTHORIZATION = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+")
+# A credential has a digit or punctuation in it: "basic authentication" is left alone.
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}")
+
+
+def is_secret_option(key: str) -> bool:
+    """Whether a storage option's value is a secret (its name has secret, key, token, ...)."""
+    low = key.lower()
+    return low not in NOT_SECRET_OPTIONS and any(m in low for m in SECRET_MARKERS)
+
+
+def is_secret_variable(name: str) -> bool:
+    """Whether an environment variable holds a secret (AWS_SECRET_ACCESS_KEY, *_TOKEN, ...)."""
+    words = name.upper().split("_")
+    if words[-1] in ("ID", "NAME", "URL", "FILE", "PATH", "SECONDS", "REGION"):
+        return False  # AWS_ACCESS_KEY_ID names who, not the secret; the rest are not values
+    return any(word in _ENV_WORDS for word in words)
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with URL paths, signed-request parameters, authorization values and `secrets`
+    replaced by masks."""
+    # Literal secrets first: a URL or parameter rule could otherwise cut one in half.
+    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    text = _AUTHORIZATION.sub(lambda m: m.group(1) + MASK, text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    text = _SIGNED.sub(lambda m: m.group(1) + MASK, text)
+    text = _QUERY_PARAM.sub(lambda m: m.group(1) + MASK, text)
+    text = _BARE_PATH.sub(lambda m: m.group(1) + "/…", text)
+    text = _LOGGED_REQUEST.sub(lambda m: m.group(1) + "/…", text)
+    return _URL.sub(_url_without_path, text)
+
+
+def _url_without_path(match: re.Match[str]) -> str:
+    scheme, host, rest = match.group(1), match.group(2), match.group(3)
+    tail = ""
+    while rest and rest[-1] in _TRAILING:  # sentence punctuation after the URL stays
+        rest, tail = rest[:-1], rest[-1] + tail
+    kept = f"{scheme}://{host}"
+    return (kept + "/…" if rest not in ("", "/") else kept + rest) + tail
+
+
+def environment_secrets(environ: Mapping[str, str]) -> set[str]:
+    """Values of secret-looking environment variables, long enough to be secrets."""
+    return {
+        value
+        for name, value in environ.items()
+        if len(value) >= MIN_SECRET_LENGTH and is_secret_variable(name)
+    }
+
+
+def config_secrets(text: str, environ: Mapping[str, str]) -> set[str]:
+    """Secret option values of a storage configuration's TOML text, `env:NAME` resolved."""
+    try:
+        entries = tomllib.loads(text).get("storage", [])
+    except (tomllib.TOMLDecodeError, AttributeError):
+        return set()
+    found: set[str] = set()
+    for entry in entries if isinstance(entries, list) else []:
+        options = entry.get("options") if isinstance(entry, dict) else None
+        for key, raw in options.items() if isinstance(options, dict) else ():
+            if not (isinstance(key, str) and isinstance(raw, str) and is_secret_option(key)):
+                continue
+            value = environ.get(raw[4:], "") if raw.startswith("env:") else raw
+            if len(value) >= 4:
+                found.add(value)
+    return found
+
+
+_config_cache: dict[str, tuple[float, str]] = {}
+
+
+def _config_text(path: str) -> str:
+    try:
+        mtime = os.stat(path).st_mtime
+        cached = _config_cache.get(path)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    _config_cache[path] = (mtime, text)
+    return text
+
+
+def process_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
+    """Every literal secret this process knows of (environment and storage configuration)."""
+    env = os.environ if environ is None else environ
+    found = environment_secrets(env)
+    path = env.get("AUDIT_STORAGE_CONFIG", "").strip()
+    if path:
+        found |= config_secrets(_config_text(path), env)
+    return found
+
+
+def scrub_error(text: str) -> str:
+    """`scrub` with this process's secrets: the call for any text about to be kept."""
+    return scrub(text, process_secrets())
