@@ -16,6 +16,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from audit import access
 from audit.alerting import delivery
 from audit.alerting.forms import RULE_FIELDS, clean_channel_config, clean_kinds
 from audit.alerting.models import AlertRule, Channel, Delivery
@@ -167,7 +168,13 @@ class DeliveryPagination(pagination.PageNumberPagination):
 
 class DeliveryViewSet(viewsets.ReadOnlyModelViewSet):
     pagination_class = DeliveryPagination
-    queryset = Delivery.objects.select_related("finding")
     serializer_class = DeliverySerializer
     permission_classes = [AdminWritesOrReadOnly]
+
+    def get_queryset(self):
+        # A delivery names a finding and its table: only those of the reader's projects (test
+        # deliveries, of no finding, only for staff).
+        rows = Delivery.objects.select_related("finding")
+        return access.restrict(rows, self.request.user, "finding__table__project_id")
+
     filterset_fields = ["status", "channel", "rule", "finding", "is_test"]
