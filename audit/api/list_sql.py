@@ -283,6 +283,11 @@ def commits(query_params, table_id: int) -> RowQuery:
     return _COMMIT_ROWS.query(commit_conditions(table_id, params, bounds))
 
 
+def finding_params(query_params) -> dict[str, Any]:
+    """FindingFilter's cleaned values of the filters given (a 400 for a bad filter)."""
+    return _FINDING_PARAMS.clean(query_params)
+
+
 def findings(query_params, visible: list[int] | None = None) -> RowQuery:
     """The rows FindingFilter selects (a 400 for a bad filter) of the tables `visible` (ids;
     None: every table). A `table` filter naming a table outside them is a 404."""

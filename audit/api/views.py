@@ -109,7 +109,9 @@ class TableViewSet(
         super().check_permissions(request)
 
     def get_queryset(self):
-        return access.restrict(self._queryset(), self.request.user, "project_id")
+        rows = self._queryset()
+        field = "project_id" if rows.model is Table else "table__project_id"
+        return access.restrict(rows, self.request.user, field)
 
     def _queryset(self):
         if self.action == "list":
@@ -188,7 +190,7 @@ class TableViewSet(
         if found is None or not access.sees_project(user, found.pk):
             raise NotFound("no such project")
         if not access.may_manage(user, found):
-            raise PermissionDenied("only owners of the project may register tables into it")
+            raise PermissionDenied("only owners of the project and administrators may register tables into it")
         return found
 
     @extend_schema(
@@ -198,7 +200,7 @@ class TableViewSet(
     def destroy(self, request, *args, **kwargs):
         table = self.get_object()
         if not access.may_manage(request.user, table.project_id):
-            raise PermissionDenied("only owners of the table's project may remove it")
+            raise PermissionDenied("only owners of the table's project and administrators may remove it")
         return super().destroy(request, *args, **kwargs)
 
     # ------------------------------------------------------------------- commits
@@ -383,10 +385,12 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return s.FindingSerializer if self.action == "list" else s.FindingDetailSerializer
 
     def list(self, request, *args, **kwargs):
-        # `?table=` naming another project's table: 404, as for a table that does not exist.
+        # `?table=` naming another project's table: 404, as for a table that does not exist
+        # (read as the filter reads it, so both list paths answer alike).
+        named = list_sql.finding_params(request.query_params).get("table")
+        if named is not None:
+            access.check_table(request.user, named)
         table_id = list_cache.table_param(request)
-        if table_id is not None:
-            access.check_table(request.user, table_id)
         visible = access.visible_table_ids(request.user)
 
         def page() -> bytes:
