@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from audit.models import Finding, Membership, Project, Table
@@ -63,6 +63,18 @@ def visible_tables(user: Any) -> QuerySet[Table]:
 def visible_findings(user: Any) -> QuerySet[Finding]:
     """The findings of the tables `user` sees."""
     return restrict(Finding.objects.all(), user, "table__project_id")
+
+
+def visible_deliveries(user: Any) -> QuerySet:
+    """Alert deliveries of the findings of the tables `user` sees, and test deliveries (which
+    name no finding)."""
+    from audit.alerting.models import Delivery
+
+    ids = visible_project_ids(user)
+    rows = Delivery.objects.all()
+    if ids is None:
+        return rows
+    return rows.filter(Q(finding__isnull=True) | Q(finding__table__project_id__in=sorted(ids)))
 
 
 def restrict(queryset: QuerySet, user: Any, project_field: str) -> QuerySet:

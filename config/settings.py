@@ -430,3 +430,11 @@ CELERY_BEAT_SCHEDULE["scan-orphans"] = _beat(
     600.0,
 )
 # === end of orphan block =====================================================================
+
+# Teams settings ===============================================================================
+# The project each discovery root registers its tables into: "ROOT=PROJECT" entries (comma
+# separated; the text after the last "=" is the project). Roots not named here register into
+# the project named "default".
+AUDIT_DISCOVERY_PROJECTS = dict(
+    entry.rsplit("=", 1) for entry in env_list("AUDIT_DISCOVERY_PROJECTS", []) if "=" in entry
+)

@@ -66,10 +66,8 @@ def index(request: HttpRequest) -> HttpResponse:
         "rules": AlertRule.objects.prefetch_related("channels"),
         "channels": Channel.objects.all(),
         # Deliveries name tables and findings: only those of the reader's projects.
-        "deliveries": access.restrict(
-            Delivery.objects.select_related("channel", "rule", "finding__table"),
-            request.user,
-            "finding__table__project_id",
+        "deliveries": access.visible_deliveries(request.user).select_related(
+            "channel", "rule", "finding__table"
         )[:RECENT_DELIVERIES],
         "can_edit": request.user.is_staff,
     }

@@ -190,7 +190,9 @@ class TableViewSet(
         if found is None or not access.sees_project(user, found.pk):
             raise NotFound("no such project")
         if not access.may_manage(user, found):
-            raise PermissionDenied("only owners of the project and administrators may register tables into it")
+            raise PermissionDenied(
+                "only owners of the project and administrators may register tables into it"
+            )
         return found
 
     @extend_schema(
@@ -200,7 +202,9 @@ class TableViewSet(
     def destroy(self, request, *args, **kwargs):
         table = self.get_object()
         if not access.may_manage(request.user, table.project_id):
-            raise PermissionDenied("only owners of the table's project and administrators may remove it")
+            raise PermissionDenied(
+                "only owners of the table's project and administrators may remove it"
+            )
         return super().destroy(request, *args, **kwargs)
 
     # ------------------------------------------------------------------- commits
