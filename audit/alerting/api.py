@@ -10,6 +10,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import pagination, permissions, serializers, viewsets
 from rest_framework.decorators import action
@@ -170,6 +171,19 @@ class DeliveryViewSet(viewsets.ReadOnlyModelViewSet):
     pagination_class = DeliveryPagination
     serializer_class = DeliverySerializer
     permission_classes = [AdminWritesOrReadOnly]
+
+    def check_permissions(self, request):
+        # Another project's delivery is a 404 on every method, before the role check.
+        user = request.user  # anonymous: the 401 below
+        pk = self.kwargs.get("pk")
+        if (
+            str(pk).isdigit()
+            and user
+            and user.is_authenticated
+            and not access.visible_deliveries(user).filter(pk=pk).exists()
+        ):
+            raise Http404("No Delivery matches the given query.")
+        super().check_permissions(request)
 
     def get_queryset(self):
         # A delivery names a finding and its table: only those of the reader's projects (test

@@ -381,6 +381,20 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
 
     permission_classes = [ProjectRoles]
 
+    def check_permissions(self, request):
+        # Another project's finding is a 404 on every route under /api/findings/{id}/, before
+        # any role check or method dispatch (as a table's, above).
+        user = request.user  # anonymous: the 401 below
+        pk = self.kwargs.get("pk")
+        if (
+            str(pk).isdigit()
+            and user
+            and user.is_authenticated
+            and not access.visible_findings(user).filter(pk=pk).exists()
+        ):
+            raise Http404("No Finding matches the given query.")
+        super().check_permissions(request)
+
     def get_queryset(self):
         rows = Finding.objects.select_related("acknowledged_by")
         return access.restrict(rows, self.request.user, "table__project_id")
