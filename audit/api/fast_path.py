@@ -86,7 +86,8 @@ def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
         table_id = list_cache.table_param(request)
         if table_id is not None and not access.sees_table(user, table_id):
             return None
-        generation = list_cache.findings_generation(table_id, access.scope_key(user))
+        scope = "" if table_id is not None else access.scope_key(user)  # as the view's key
+        generation = list_cache.findings_generation(table_id, scope)
         return _hit(cached_only(generation, uri), _ALLOW_ACTION)
     if _TABLES.match(path):
         generation = list_cache.tables_generation(access.scope_key(user))

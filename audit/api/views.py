@@ -421,7 +421,10 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
             data = self.get_paginated_response([s.finding_list_row(row) for row in rows]).data
             return ORJSONRenderer().render(data)
 
-        body = list_cache.findings_body(request, page, table_id, access.scope_key(request.user))
+        # One table's list is the same for everyone who sees the table (checked above); a list
+        # of several tables depends on the reader's projects.
+        scope = "" if table_id is not None else access.scope_key(request.user)
+        body = list_cache.findings_body(request, page, table_id, scope)
         return HttpResponse(body, content_type="application/json")
 
     @extend_schema(

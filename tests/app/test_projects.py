@@ -228,11 +228,16 @@ def test_moving_a_table_between_projects_shows_at_once_in_cached_lists(people, u
     settings.AUDIT_API_LIST_CACHE_SECONDS = 60
     settings.AUDIT_PAGE_CACHE_SECONDS = 60
     ledger = into(make_table("ledger", "/lake/fin/ledger"), "finance")
+    open_finding(ledger)
     client = token_client(users["viewer"])
     page = session_client(users["viewer"])
     assert [t["name"] for t in client.get("/api/tables/").json()["results"]] == ["salaries"]
     assert b"ledger" not in page.get("/").content
+    findings = {f["table"] for f in client.get("/api/findings/").json()["results"]}
+    assert findings == {people.id}
     into(ledger, "people")
+    findings = {f["table"] for f in client.get("/api/findings/").json()["results"]}
+    assert findings == {people.id, ledger.id}
     assert {t["name"] for t in client.get("/api/tables/").json()["results"]} == {
         "salaries",
         "ledger",
