@@ -171,8 +171,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Isolation audits of Delta Lake tables: commits, findings, settings, advice. "
         "Authenticate with a session or `Authorization: Token <key>` "
-        "(`manage.py drf_create_token <user>`). Administrators (is_staff) register and "
-        "remove tables; every authenticated user reads and may acknowledge findings."
+        "(`manage.py drf_create_token <user>`). Tables belong to projects: a user reads the "
+        "tables of their projects (any other table answers 404); members of a table's project "
+        "acknowledge and re-open its findings (viewers get 403); owners of a project register "
+        "and remove its tables; administrators (is_staff) do everything. A read-only token "
+        "gets 403 on every unsafe method."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
