@@ -441,3 +441,14 @@ CELERY_BEAT_SCHEDULE["scan-orphans"] = _beat(
 AUDIT_DISCOVERY_PROJECTS = dict(
     entry.rsplit("=", 1) for entry in env_list("AUDIT_DISCOVERY_PROJECTS", []) if "=" in entry
 )
+# Log in through a reverse proxy that names the user in a header (the `request.META` key, e.g.
+# "HTTP_X_REMOTE_USER"; empty: off). Only behind a proxy that strips it from clients' requests.
+AUDIT_REMOTE_USER_HEADER = env_str("AUDIT_REMOTE_USER_HEADER", "")
+if AUDIT_REMOTE_USER_HEADER:
+    _AFTER_AUTH = MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1
+    MIDDLEWARE = [
+        *MIDDLEWARE[:_AFTER_AUTH],
+        "audit.remote_user.HeaderRemoteUser",
+        *MIDDLEWARE[_AFTER_AUTH:],
+    ]
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "audit.remote_user.ProxyUserBackend"]
