@@ -5,7 +5,17 @@ from django.contrib import admin
 from django.db import transaction
 
 from audit.core.errors import DeltaAuditError
-from audit.models import Commit, Finding, FindingFlip, Table
+from audit.models import (
+    DEFAULT_PROJECT,
+    ApiToken,
+    Commit,
+    Finding,
+    FindingFlip,
+    Membership,
+    Project,
+    Table,
+    project_named,
+)
 from audit.paths import check_allowed
 
 
@@ -15,6 +25,13 @@ class TableAdminForm(forms.ModelForm):
     class Meta:
         model = Table
         fields = "__all__"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].required = False  # blank: the default project
+
+    def clean_project(self) -> Project:
+        return self.cleaned_data.get("project") or project_named(DEFAULT_PROJECT)
 
     def clean_uri(self) -> str:
         try:
@@ -35,7 +52,7 @@ class TableAdmin(admin.ModelAdmin):
         "risk",
         "last_tail_at",
     )
-    list_filter = ("status",)
+    list_filter = ("status", "project")
     search_fields = ("name", "uri")
     readonly_fields = (
         "last_seen_version",
@@ -53,6 +70,35 @@ class TableAdmin(admin.ModelAdmin):
         "locked_by",
         "locked_until",
     )
+
+    # A table moved to another project leaves and joins cached lists of several tables (keyed
+    # on the findings generation, audit/access.py).
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        Table.bump_findings(obj.pk)
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    raw_id_fields = ("user",)
+    extra = 1
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "created_at")
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = [MembershipInline]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Mark an API token read-only (unsafe methods answer 403); `manage.py api_token` too."""
+
+    list_display = ("token", "read_only")
+    list_filter = ("read_only",)
+    raw_id_fields = ("token",)
 
 
 @admin.register(Commit)

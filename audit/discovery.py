@@ -4,6 +4,7 @@ The walk itself is the core's (`audit.core.discovery`); here its result meets th
 which tables are registered, registering the new ones (through the allowed-roots gate of
 `ingest.register_table`), and marking `gone` the registered tables under the root whose log
 vanished. Gone tables keep their commits and findings; they come back when their log does.
+Each root registers into a project (AUDIT_DISCOVERY_PROJECTS, or `--project`; else "default").
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from audit import ingest
+from audit.access import move_table
 from audit.core.discovery import Discovery, discover_tables
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.storage import open_store
 from audit.core.vocab import StorageCause
-from audit.models import Table
+from audit.models import DEFAULT_PROJECT, Table, project_named
 from audit.paths import check_allowed
 
 log = logging.getLogger(__name__)
@@ -69,8 +71,11 @@ def _key(uri: str) -> str:
         return uri.rstrip("/")
 
 
-def discover(root: str, *, register: bool = False, max_depth: int | None = None) -> DiscoveryReport:
-    """Walk `root`; with `register`, add new tables and mark vanished ones gone."""
+def discover(
+    root: str, *, register: bool = False, max_depth: int | None = None, project: str | None = None
+) -> DiscoveryReport:
+    """Walk `root`; with `register`, add new tables (into `project`, by default the root's
+    project in AUDIT_DISCOVERY_PROJECTS) and mark vanished ones gone."""
     depth = max_depth if max_depth is not None else settings.AUDIT_DISCOVERY_MAX_DEPTH
     found = discover_tables(root, max_depth=depth)
     report = DiscoveryReport(found)
@@ -99,8 +104,15 @@ def discover(root: str, *, register: bool = False, max_depth: int | None = None)
         report.registered[table.uri] = row.id
         if created:
             report.added.append(table.uri)
+            move_table(row.id, project_named(project or root_project(root)))
     _mark_gone_and_revived(report, set(keys.values()))
     return report
+
+
+def root_project(root: str) -> str:
+    """The project a discovery root registers into (AUDIT_DISCOVERY_PROJECTS)."""
+    projects = settings.AUDIT_DISCOVERY_PROJECTS
+    return projects.get(root) or projects.get(root.rstrip("/")) or DEFAULT_PROJECT
 
 
 def _mark_gone_and_revived(report: DiscoveryReport, present: set[str]) -> None:

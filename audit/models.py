@@ -49,6 +49,76 @@ def _count_per_table(severity: Severity, attention: bool) -> RawSQL:
     return RawSQL(sql, ("open", str(severity)), output_field=IntegerField())
 
 
+class Project(models.Model):
+    """A team's set of tables: who may see a table is decided by its project (audit/access.py)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    slug = models.SlugField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# Tables registered without a project (and every table from before projects) go here.
+DEFAULT_PROJECT = "default"
+
+
+def project_named(name: str) -> Project:
+    """The project called `name`, created when missing (its slug derived from the name)."""
+    from django.utils.text import slugify
+
+    project, _ = Project.objects.get_or_create(
+        name=name, defaults={"slug": slugify(name)[:200] or f"project-{abs(hash(name))}"}
+    )
+    return project
+
+
+def default_project_id() -> int:
+    """The default project's id: Table.project's default, so code that registers a table
+    without naming a project still gives it one."""
+    return project_named(DEFAULT_PROJECT).pk
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        # viewer reads; member also acknowledges and re-opens findings; owner also manages
+        # the project's tables and members (audit/access.py).
+        VIEWER = "viewer"
+        MEMBER = "member"
+        OWNER = "owner"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="audit_membership_unique")
+        ]
+        indexes = [models.Index(fields=["user", "project"], name="audit_membership_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.project_id} ({self.role})"
+
+
+class ApiToken(models.Model):
+    """Our side of a DRF token: whether it may only read (unsafe methods answer 403)."""
+
+    token = models.OneToOneField(
+        "authtoken.Token", on_delete=models.CASCADE, primary_key=True, related_name="audit"
+    )
+    read_only = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"token of user {self.token.user_id} ({'read-only' if self.read_only else 'rw'})"
+
+
 class TableQuerySet(models.QuerySet):
     def with_open_counts(self) -> TableQuerySet:
         """Annotate `open_<severity>` (open findings, acknowledged or not) and
@@ -72,6 +142,10 @@ class Table(models.Model):
 
     uri = models.CharField(max_length=2000, unique=True)
     name = models.CharField(max_length=200, blank=True)
+    # Who may see the table: members of its project (and staff).
+    project = models.ForeignKey(
+        Project, on_delete=models.PROTECT, related_name="tables", default=default_project_id
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.INGESTING)
     last_error = models.TextField(blank=True)
     # Why the last read failed: access_denied / not_found / unreachable / other ("" when OK).

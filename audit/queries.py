@@ -5,7 +5,8 @@ Each question has one answer here, so the JSON API and the HTML pages cannot dri
 
 - *open* means the audit has not resolved the finding; *needs attention* means open and not
   acknowledged. Tables carry both counts (`open_<severity>`, `attention_<severity>`).
-- acknowledging keeps the first acknowledger; only administrators acknowledge and re-open.
+- acknowledging keeps the first acknowledger; members of the table's project (and
+  administrators) acknowledge and re-open (audit/access.py decides who sees what).
 - "findings involving version V": found on V, or naming V among their related versions,
   answered by the database on both SQLite and PostgreSQL (no text search, no scan).
 - one way to queue a table's tail.
@@ -136,17 +137,34 @@ def _finding_counts_sql() -> str:
     )
 
 
-def attention_totals() -> dict[str, int]:
-    """Findings needing attention over every table, per severity (the overview's totals), by
-    SQL compiled once (the ORM's building and compiling cost more than the count)."""
-    rows = dict(_attention_per_severity())
+def attention_totals(projects: frozenset[int] | None = None) -> dict[str, int]:
+    """Findings needing attention over every table (of `projects`, ids; None: of every
+    project), per severity (the overview's totals). Every table's by SQL compiled once (the
+    ORM's building and compiling cost more than the count)."""
+    if projects is None:
+        rows = dict(_attention_per_severity())
+    else:
+        rows = dict(
+            Finding.objects.filter(NEEDS_ATTENTION, table__project_id__in=sorted(projects))
+            .order_by()
+            .values_list("severity")
+            .annotate(Count("id"))
+        )
     return {str(s): rows.get(str(s), 0) for s in SEVERITY_ORDER}
 
 
-def table_counts() -> tuple[int, int]:
-    """How many tables there are, and how many are in error (the overview's head): one
-    grouped query compiled once."""
-    rows = dict(_tables_per_status())
+def table_counts(projects: frozenset[int] | None = None) -> tuple[int, int]:
+    """How many tables there are (in `projects`, ids; None: in every project), and how many
+    are in error (the overview's head): every table's by one grouped query compiled once."""
+    if projects is None:
+        rows = dict(_tables_per_status())
+    else:
+        rows = dict(
+            Table.objects.filter(project_id__in=sorted(projects))
+            .order_by()
+            .values_list("status")
+            .annotate(Count("id"))
+        )
     return sum(rows.values()), rows.get(Table.Status.ERROR.value, 0)
 
 
@@ -220,12 +238,13 @@ def findings_involving(
 
 def acknowledge(finding: Finding, user: Any) -> bool:
     """Acknowledge for `user`; the first acknowledgement is kept (see Finding.acknowledge).
-    Callers check that `user` is an administrator (API permission, dashboard view)."""
+    Callers check that `user` may (`audit.access.may_acknowledge`: API view, dashboard view)."""
     return finding.acknowledge(user)
 
 
 def unacknowledge(finding: Finding) -> bool:
-    """Undo an acknowledgement (administrators); the finding needs attention again."""
+    """Undo an acknowledgement (callers check `access.may_acknowledge`); the finding needs
+    attention again."""
     return finding.unacknowledge()
 
 

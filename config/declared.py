@@ -86,6 +86,7 @@ DECLARED: tuple[Setting, ...] = (
     # --- tables, tailing, ingest ---
     _S("AUDIT_ALLOWED_ROOTS", Derived("the project folder", lambda v: [str(v["BASE_DIR"])]), list, "local folders and remote prefixes (`s3://bucket/prefix`) tables must live under"),
     _S("AUDIT_STORAGE_CONFIG", "", str, "TOML file of `[[storage]]` roots: per-prefix object-store options, read by each process that reads a table; without it the standard `AWS_*`/`AZURE_STORAGE_*`/`GOOGLE_*` variables apply ([docs/storage.md](docs/storage.md))", read_by=EACH_PROCESS),
+    _S("AUDIT_DISCOVERY_PROJECTS", [], list, "`<root-uri>=<project>,...`: the project each discovery root registers its tables into (others: `default`)", ""),
     _S("AUDIT_DISCOVERY_ROOTS", [], list, "roots beat walks with `discover --register` (new tables registered, vanished ones marked gone)"),
     _S("AUDIT_DISCOVERY_INTERVAL_SECONDS", 300.0, float, "how often beat walks the discovery roots"),
     _S("AUDIT_DISCOVERY_MAX_DEPTH", 6, int, "folder depth a discovery walk descends"),
@@ -120,7 +121,7 @@ DECLARED: tuple[Setting, ...] = (
     _S("FRONTEND_CSP", _CSP, str, "the Content-Security-Policy of every page outside the exempt prefixes"),
     _S("FRONTEND_CSP_EXEMPT_PREFIXES", ["/api/", "/admin/"], list, "paths without that policy (they ship inline scripts)"),
     _S("FRONTEND_REFRESH_SECONDS", 10, int, "live refresh of the table page while the tab is visible"),
-    _S("AUDIT_REMOTE_USER_HEADER", "", str, "a request header naming the user, set by a trusted proxy (empty = off)"),
+    _S("AUDIT_REMOTE_USER_HEADER", "", str, "the `request.META` key of a header naming the user, set by a trusted proxy, e.g. `HTTP_X_REMOTE_USER` (empty = off)"),
     # --- Celery ---
     _S("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0", str, "broker; `sqla+sqlite:///var/celery-broker.sqlite` is the embedded one"),
     _S("CELERY_RESULT_BACKEND", "", str, "task results (empty = none kept)", ""),

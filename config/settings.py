@@ -180,8 +180,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Isolation audits of Delta Lake tables: commits, findings, settings, advice. "
         "Authenticate with a session or `Authorization: Token <key>` "
-        "(`manage.py drf_create_token <user>`). Administrators (is_staff) register and "
-        "remove tables; every authenticated user reads and may acknowledge findings."
+        "(`manage.py drf_create_token <user>`). Tables belong to projects: a user reads the "
+        "tables of their projects (any other table answers 404); members of a table's project "
+        "acknowledge and re-open its findings (viewers get 403); owners of a project register "
+        "and remove its tables; administrators (is_staff) do everything. A read-only token "
+        "gets 403 on every unsafe method."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -278,3 +281,20 @@ _beat_entries: list[tuple[str, str, float, float | None, bool]] = [
 CELERY_BEAT_SCHEDULE = {
     name: _beat(task, every, expires) for name, task, every, expires, on in _beat_entries if on
 }
+
+# --- teams ---------------------------------------------------------------------------------
+# The project each discovery root registers its tables into ("ROOT=PROJECT" entries; the text
+# after the last "=" is the project); roots not named register into the project "default".
+AUDIT_DISCOVERY_PROJECTS = dict(
+    entry.rsplit("=", 1) for entry in env["AUDIT_DISCOVERY_PROJECTS"] if "=" in entry
+)
+# Log in through a reverse proxy that names the user in a header (the `request.META` key, e.g.
+# "HTTP_X_REMOTE_USER"). Only behind a proxy that strips it from clients' requests.
+if AUDIT_REMOTE_USER_HEADER:  # noqa: F821  (a declared setting)
+    _AFTER_AUTH = MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1
+    MIDDLEWARE = [
+        *MIDDLEWARE[:_AFTER_AUTH],
+        "audit.remote_user.HeaderRemoteUser",
+        *MIDDLEWARE[_AFTER_AUTH:],
+    ]
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "audit.remote_user.ProxyUserBackend"]

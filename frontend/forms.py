@@ -33,6 +33,11 @@ class FindingFilterForm(forms.Form):
     )
     status = forms.ChoiceField(choices=STATUS_CHOICES, required=False)
 
+    def __init__(self, *args, tables=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if tables is not None:  # the reader's tables only (audit/access.py)
+            self.fields["table"].queryset = tables
+
 
 class ExplainForm(forms.Form):
     text = forms.CharField(
@@ -50,3 +55,8 @@ class ExplainForm(forms.Form):
     table = forms.ModelChoiceField(
         Table.objects.all(), required=False, empty_label="No table (explain the text only)"
     )
+
+    def __init__(self, *args, tables=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if tables is not None:  # the reader's tables only (audit/access.py)
+            self.fields["table"].queryset = tables

@@ -12,6 +12,10 @@ list cache (`audit.api.list_cache`): a hit is what a fresh rendering would give.
   finding, an acknowledgement or a rename shows on the very next load.
 - A table page shows its table row (every column goes into the key), its findings (the row's
   findings generation) and whether its health is stored.
+Pages listing several tables (the overview, the findings pages) show only the reader's
+projects' tables: their `variant` holds the reader's project set (`audit.access.scope_key`), so
+a fragment is never served to a reader of other projects; a table page is the same for every
+reader allowed to see it (the view checks that first).
 The key also holds the full path (every filter, sort and page). Cached for at most
 `AUDIT_PAGE_CACHE_SECONDS` (0: never, every page renders).
 """
@@ -71,7 +75,7 @@ def fragment(
 
 def findings_generation() -> str:
     """What a findings page depends on: every table's identity, name and findings."""
-    return "findings:" + queries.tables_list_generation(("name", "uri"))
+    return "findings:" + queries.tables_list_generation(("name", "uri", "project_id"))
 
 
 def table_generation(table: Table, has_health: bool) -> str:
@@ -84,7 +88,7 @@ def table_generation(table: Table, has_health: bool) -> str:
 
 def overview_generation() -> str:
     """What the overview depends on: every table's shown columns, health and findings."""
-    return "overview:" + queries.tables_list_generation(OVERVIEW_COLUMNS)
+    return "overview:" + queries.tables_list_generation((*OVERVIEW_COLUMNS, "project_id"))
 
 
 def since_mark(value: object) -> str:

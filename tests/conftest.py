@@ -4,7 +4,9 @@
   root, so `add_table` / `register_table` accept them).
 - `owner`, `member`, `outsider`, `admin`: users in the spirit of healthchecks' hc/test.py
   (alice, bob, charlie, dana): the superuser, a regular user, one who should see nothing
-  private, and a staff user who is not the superuser.
+  private, and a staff user who is not the superuser. Bob and charlie are viewers of the
+  default project (where tables made without a project go): they read, change nothing, and
+  see no other project (tests/support/projects.py).
 - `receiver`: a real HTTP server on loopback that records the alerts it is sent.
 
 Worker processes (`celery_workers`) and object-store servers (`s3_server`, `azurite_server`) are
@@ -89,12 +91,20 @@ def owner(django_user_model):
 
 @pytest.fixture
 def member(django_user_model):
-    return django_user_model.objects.create_user("bob", "bob@example.org", "password")
+    user = django_user_model.objects.create_user("bob", "bob@example.org", "password")
+    return _viewer_of_default(user)
+
+
+def _viewer_of_default(user):
+    from tests.support.projects import join  # Django's: imported only where a user is made
+
+    return join(user)
 
 
 @pytest.fixture
 def outsider(django_user_model):
-    return django_user_model.objects.create_user("charlie", "charlie@example.org", "password")
+    user = django_user_model.objects.create_user("charlie", "charlie@example.org", "password")
+    return _viewer_of_default(user)
 
 
 @pytest.fixture

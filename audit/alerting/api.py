@@ -11,12 +11,14 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import pagination, permissions, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from audit import access
 from audit.alerting import delivery
 from audit.alerting.forms import RULE_FIELDS, clean_channel_config, clean_kinds
 from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
@@ -180,7 +182,25 @@ class DeliveryPagination(pagination.PageNumberPagination):
 
 class DeliveryViewSet(viewsets.ReadOnlyModelViewSet):
     pagination_class = DeliveryPagination
-    queryset = Delivery.objects.select_related("finding")
     serializer_class = DeliverySerializer
     permission_classes = [AdminWritesOrReadOnly]
+
+    def check_permissions(self, request):
+        # Another project's delivery is a 404 on every method, before the role check.
+        user = request.user  # anonymous: the 401 below
+        pk = self.kwargs.get("pk")
+        if (
+            str(pk).isdigit()
+            and user
+            and user.is_authenticated
+            and not access.visible_deliveries(user).filter(pk=pk).exists()
+        ):
+            raise Http404("No Delivery matches the given query.")
+        super().check_permissions(request)
+
+    def get_queryset(self):
+        # A delivery names a finding and its table: only those of the reader's projects (test
+        # deliveries name no finding: every reader sees them, as the channels).
+        return access.visible_deliveries(self.request.user).select_related("finding")
+
     filterset_fields = ["status", "channel", "rule", "finding", "is_test"]

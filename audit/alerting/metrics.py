@@ -2,7 +2,9 @@
 
 Every value is a gauge computed from the current rows, so any number of web processes report
 the same thing and nothing is lost on restart. Table labels carry both `table_id` (unique) and
-`table` (the display name, which may repeat).
+`table` (the display name, which may repeat). A scrape by a user (a login or their API token)
+reports only the tables of their projects (`projects`; audit/access.py); the deployment's
+METRICS_TOKEN reports every table.
 """
 
 from __future__ import annotations
@@ -20,9 +22,17 @@ from audit.queries import open_findings
 
 
 class AuditCollector(Collector):
+    def __init__(self, projects: frozenset[int] | None = None) -> None:
+        self.projects = projects  # None: every project
+
+    def _scoped(self, queryset, field: str):
+        if self.projects is None:
+            return queryset
+        return queryset.filter(**{f"{field}__in": sorted(self.projects)})
+
     def collect(self) -> Iterator[Metric]:
         tables = list(
-            Table.objects.values_list(
+            self._scoped(Table.objects.all(), "project_id").values_list(
                 "id",
                 "name",
                 "status",
@@ -44,7 +54,7 @@ class AuditCollector(Collector):
             labels=["table_id", "table", "kind", "severity"],
         )
         rows = (
-            open_findings()
+            self._scoped(open_findings(), "table__project_id")
             .values("table_id", "kind", "severity")
             .annotate(n=Count("id"))
             .order_by("table_id", "kind", "severity")
@@ -102,7 +112,10 @@ class AuditCollector(Collector):
             labels=["status", "channel_kind"],
         )
         counts = {(s, k): 0 for s in Delivery.Status.values for k in Channel.Kind.values}
-        rows = Delivery.objects.values("status", "channel__kind").annotate(n=Count("id")).order_by()
+        deliveries_seen = Delivery.objects.all()
+        if self.projects is not None:
+            deliveries_seen = self._scoped(deliveries_seen, "finding__table__project_id")
+        rows = deliveries_seen.values("status", "channel__kind").annotate(n=Count("id")).order_by()
         for row in rows:
             counts[(row["status"], row["channel__kind"])] = row["n"]
         for (status, kind), n in sorted(counts.items()):
@@ -116,8 +129,9 @@ class AuditCollector(Collector):
         yield disabled
 
 
-def registry() -> CollectorRegistry:
-    """A registry holding only our collector (no process metrics of whichever worker serves)."""
+def registry(projects: frozenset[int] | None = None) -> CollectorRegistry:
+    """A registry holding only our collector (no process metrics of whichever worker serves),
+    reporting the tables of `projects` (ids; None: every table)."""
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(AuditCollector())
+    reg.register(AuditCollector(projects))
     return reg

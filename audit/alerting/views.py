@@ -12,20 +12,38 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from rest_framework.exceptions import APIException
 
+from audit import access
 from audit.alerting import delivery
 from audit.alerting.forms import ChannelForm, RuleForm
 from audit.alerting.metrics import registry
 from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
+from audit.api.authentication import CachedTokenAuthentication
 
 RECENT_DELIVERIES = 50
 
 
 def metrics(request: HttpRequest) -> HttpResponse:
-    """Prometheus text; needs `Authorization: Bearer <METRICS_TOKEN>` or a logged-in user."""
-    if not (request.user.is_authenticated or _bearer_ok(request)):
-        return HttpResponse("Forbidden: a bearer token or a login is required\n", status=403)
-    return HttpResponse(generate_latest(registry()), content_type=CONTENT_TYPE_LATEST)
+    """Prometheus text; needs `Authorization: Bearer <METRICS_TOKEN>` (every table), a user's
+    `Authorization: Token <key>` or a login (the tables of that user's projects)."""
+    if _bearer_ok(request):
+        projects = None
+    else:
+        user = _token_user(request) or request.user
+        if not user.is_authenticated:
+            return HttpResponse("Forbidden: a bearer token or a login is required\n", status=403)
+        projects = access.visible_project_ids(user)
+    return HttpResponse(generate_latest(registry(projects)), content_type=CONTENT_TYPE_LATEST)
+
+
+def _token_user(request: HttpRequest):
+    """The user of a valid `Authorization: Token <key>` (DRF's API token), else None."""
+    try:
+        found = CachedTokenAuthentication().authenticate(request)
+    except APIException:
+        return None
+    return found[0] if found else None
 
 
 def _bearer_ok(request: HttpRequest) -> bool:
@@ -49,8 +67,11 @@ def index(request: HttpRequest) -> HttpResponse:
     for ch in channels:
         ch.error_shown = error_shown(ch.last_error, staff)
         ch.reason_shown = error_shown(ch.disabled_reason, staff)
+    # Deliveries name tables and findings: only those of the reader's projects.
     deliveries = list(
-        Delivery.objects.select_related("channel", "rule", "finding__table")[:RECENT_DELIVERIES]
+        access.visible_deliveries(request.user).select_related("channel", "rule", "finding__table")[
+            :RECENT_DELIVERIES
+        ]
     )
     for d in deliveries:
         d.error_shown = error_shown(d.last_error, staff)

@@ -6,6 +6,9 @@ remembered for AUDIT_API_TOKEN_CACHE_SECONDS (default 10) in the process that ch
 a revoked token or a deactivated user keeps access for at most that long; 0 turns it off.
 Only valid tokens are remembered (an unknown key is checked every time), keyed by a digest of
 the key so the key itself is not kept in memory as a dict key.
+
+A token marked read-only (`audit.models.ApiToken`) is refused (403) on any unsafe method here,
+before any view or permission runs, so no view can forget the check.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ import time
 
 from django.conf import settings
 from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import SAFE_METHODS
+
+from audit.models import ApiToken
 
 _MAX_ENTRIES = 10_000
 _remembered: dict[str, tuple[float, object, object]] = {}
@@ -23,6 +30,12 @@ _lock = threading.Lock()
 
 
 class CachedTokenAuthentication(TokenAuthentication):
+    def authenticate(self, request):
+        found = super().authenticate(request)
+        if found is not None and request.method not in SAFE_METHODS and is_read_only(found[1]):
+            raise PermissionDenied("this API token is read-only")
+        return found
+
     def authenticate_credentials(self, key):
         seconds = getattr(settings, "AUDIT_API_TOKEN_CACHE_SECONDS", 10)
         if not seconds:
@@ -38,6 +51,11 @@ class CachedTokenAuthentication(TokenAuthentication):
                 _remembered.clear()
             _remembered[digest] = (now + seconds, user, token)
         return user, token
+
+
+def is_read_only(token) -> bool:
+    """Whether the DRF token is marked read-only (asked on unsafe requests only)."""
+    return ApiToken.objects.filter(token_id=token.pk, read_only=True).exists()
 
 
 def forget_tokens() -> None:

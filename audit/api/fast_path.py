@@ -6,10 +6,12 @@ query. This middleware (placed right after the security middlewares in settings.
 answers only what is already cached, and only when the DRF path would answer the same:
 
 - the request is a `GET` with `Authorization: Token <key>`, checked by the same
-  `CachedTokenAuthentication` (a valid key of an active user; 10 s in-process memory) — every
-  list endpoint lets any authenticated user read, so that is the whole permission check;
+  `CachedTokenAuthentication` (a valid key of an active user; 10 s in-process memory);
+- the user sees the table of a per-table read (`audit.access`, as the views check; else the
+  view answers the 404), and the key of a list of several tables holds the user's project set
+  (the same `access.scope_key` the views put in it), so no body crosses projects;
 - the path is one of the hot reads below, and none of them is throttled in the form served
-  here (whole-history timelines are throttled: they always go to DRF);
+  here (whole-history timelines and a past version's health are throttled: they go to DRF);
 - the body is in the cache under the same generation and request key that the DRF view
   computes (the same helpers), so the bytes are those the view would return.
 
@@ -28,7 +30,7 @@ from django.http import HttpRequest, HttpResponse
 from rest_framework.authentication import get_authorization_header
 from rest_framework.exceptions import APIException
 
-from audit import queries
+from audit import access, queries
 from audit.api import list_cache
 from audit.api.authentication import CachedTokenAuthentication
 from audit.api.health_views import HistoryQuery
@@ -75,20 +77,30 @@ def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
     if not (settings.AUDIT_API_LIST_CACHE_SECONDS and settings.AUDIT_API_FAST_PATH):
         return None
     request.get_host()  # DisallowedHost (400) for a Host not in ALLOWED_HOSTS, as CommonMiddleware
-    if not _accepts_json(request) or not _token_user(request):
+    user = _token_user(request) if _accepts_json(request) else None
+    if user is None:
         return None
     path = request.path_info
     if _FINDINGS.match(path):
         uri = request.build_absolute_uri()
         table_id = list_cache.table_param(request)
-        return _hit(cached_only(list_cache.findings_generation(table_id), uri), _ALLOW_ACTION)
+        if table_id is not None and not access.sees_table(user, table_id):
+            return None
+        scope = "" if table_id is not None else access.scope_key(user)  # as the view's key
+        generation = list_cache.findings_generation(table_id, scope)
+        return _hit(cached_only(generation, uri), _ALLOW_ACTION)
     if _TABLES.match(path):
-        body = cached_only(list_cache.tables_generation(), request.build_absolute_uri())
+        generation = list_cache.tables_generation(access.scope_key(user))
+        body = cached_only(generation, request.build_absolute_uri())
         return None if body is None else (list_cache.with_seconds(body), _ALLOW_TABLES)
     if match := _COMMIT.match(path):
+        if not access.sees_table(user, int(match[1])):
+            return None
         generation = list_cache.findings_generation(int(match[1]))
         return _hit(cached_only(generation, request.build_absolute_uri()), _ALLOW_ACTION)
     if match := _TABLE_SUB.match(path):
+        if not access.sees_table(user, int(match[1])):
+            return None
         table = _key_row(int(match[1]))
         if table is None:
             return None
@@ -106,6 +118,8 @@ def _table_sub_resource(request: HttpRequest, table: Table, name: str) -> tuple[
         return _timeline(request, table)
     if name == "changes":
         return _hit(cached_only(list_cache.changes_generation(table), ""), _ALLOW_ACTION)
+    if name == "health" and "version" in request.GET:
+        return None  # a past version's health is throttled: DRF counts it
     generation, param, default = (
         (list_cache.health_generation(table), "version", None)
         if name == "health"
@@ -169,13 +183,13 @@ def _hit(body: bytes | None, allow: str) -> tuple[bytes, str] | None:
     return None if body is None else (body, allow)
 
 
-def _token_user(request: HttpRequest) -> bool:
-    """Whether the request carries a valid token of an active user (as DRF would decide)."""
+def _token_user(request: HttpRequest):
+    """The active user of a valid token the request carries (as DRF would decide), else None."""
     auth = get_authorization_header(request).split()
     if len(auth) != 2 or auth[0].lower() != b"token":
-        return False
+        return None
     try:
         user, _ = _auth.authenticate_credentials(auth[1].decode())
     except (UnicodeError, APIException):
-        return False
-    return bool(user and user.is_authenticated)
+        return None
+    return user if user and user.is_authenticated else None

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from audit.api import list_cache
 from audit.api.exceptions import BadRequest, readable_log
 from audit.api.renderers import ORJSONRenderer
+from audit.api.throttles import ExpensiveRateThrottle, LogReadThrottle
 from audit.health_queries import health_history, table_changes, table_diff, table_health
 from audit.models import Table
 from audit.timeline import cached_json
@@ -116,9 +117,11 @@ class TableHealthActions:
 
     @_sub_resource(
         "Health of a version, from the log alone: files, sizes, small files, "
-        "partitions, tombstones, checkpoint, log, deletion vectors, recommendations.",
+        "partitions, tombstones, checkpoint, log, deletion vectors, recommendations. With "
+        "`version` (a past version, read from the log) throttled per user.",
         {400: ERROR, 409: ERROR},
         [OpenApiParameter("version", OpenApiTypes.INT64, description="default latest")],
+        throttle_classes=[LogReadThrottle],
     )
     def health(self, request, pk=None):
         table = self.table()
@@ -175,12 +178,13 @@ class TableHealthActions:
 
     @_sub_resource(
         "Files added/removed, rows, schema and property changes and the commits "
-        "between two versions.",
+        "between two versions (read from the log: throttled per user).",
         {400: ERROR, 409: ERROR},
         [
             OpenApiParameter("from", OpenApiTypes.INT64, required=True),
             OpenApiParameter("to", OpenApiTypes.INT64, required=True),
         ],
+        throttle_classes=[ExpensiveRateThrottle],
     )
     def diff(self, request, pk=None):
         table = self.table()

@@ -4,7 +4,11 @@ Both are cached as JSON bytes by `audit.timeline.cached_json` under a generation
 database on every request (`audit.queries.*_generation`, one cheap query), so a hit is what a
 fresh computation would answer: acknowledging, resolving or raising a finding moves its table's
 `findings_generation` in the same transaction. The key also holds the full request URL (every
-filter, cursor and page). Every authenticated user reads the same lists, so no user is in it.
+filter, cursor and page). Lists of several tables (the tables list, the findings list without
+`?table=`) hold only the tables of the reader's projects: their keys hold the reader's project
+set (`audit.access.scope_key`), so a body is never served to a reader of other projects. A
+body of one table is the same for everyone who may see the table (the views and the fast path
+check that first), so no project set is in its key.
 
 The tables list shows `lag.seconds_since_last_commit`, which changes with the clock: the cached
 body holds a mark with the commit time in its place, replaced by the seconds on every request.
@@ -55,16 +59,19 @@ def table_param(request: Request | HttpRequest) -> int | None:
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else None
 
 
-def findings_body(request: Request, compute: Callable[[], bytes], table_id: int | None) -> bytes:
-    """A response showing findings of one table (or of any, `table_id` None) as JSON bytes,
-    cached until a finding it could show changes: `GET /api/findings/?...` and a commit's
-    detail (its commit never changes once stored; its "findings involving" do)."""
-    return _cached(request, compute, lambda: findings_generation(table_id))
+def findings_body(
+    request: Request, compute: Callable[[], bytes], table_id: int | None, scope: str = ""
+) -> bytes:
+    """A response showing findings of one table (or of any the reader sees, `table_id` None)
+    as JSON bytes, cached until a finding it could show changes: `GET /api/findings/?...` and
+    a commit's detail (its commit never changes once stored; its "findings involving" do).
+    `scope`: the reader's project set, for a body that depends on it."""
+    return _cached(request, compute, lambda: findings_generation(table_id, scope))
 
 
-def findings_generation(table_id: int | None) -> str:
+def findings_generation(table_id: int | None, scope: str = "") -> str:
     """The generation of `findings_body` (the view and the fast path share it)."""
-    return f"findings:{queries.findings_list_generation(table_id)}"
+    return f"findings:{scope}:{queries.findings_list_generation(table_id)}"
 
 
 def commits_generation(table: Table) -> str:
@@ -89,9 +96,9 @@ def changes_generation(table: Table) -> str:
     return f"changes:{table_key(table)}:{table.last_seen_version}:{table.findings_generation}"
 
 
-def tables_generation() -> str:
-    """The generation of `tables_list_body`."""
-    return f"tables:{queries.tables_list_generation(TABLE_LIST_COLUMNS)}"
+def tables_generation(scope: str) -> str:
+    """The generation of `tables_list_body` for readers of the project set `scope`."""
+    return f"tables:{scope}:{queries.tables_list_generation((*TABLE_LIST_COLUMNS, 'project_id'))}"
 
 
 def marked_since(when: datetime) -> str:
@@ -99,10 +106,10 @@ def marked_since(when: datetime) -> str:
     return _MARK + when.isoformat()
 
 
-def tables_list_body(request: Request, compute: Callable[[], bytes]) -> bytes:
+def tables_list_body(request: Request, compute: Callable[[], bytes], scope: str) -> bytes:
     """`GET /api/tables/?...` as JSON bytes. `compute` renders the list with `marked_since`
     in the serializer's context; the marks become seconds since, as of this request."""
-    return with_seconds(_cached(request, compute, tables_generation))
+    return with_seconds(_cached(request, compute, lambda: tables_generation(scope)))
 
 
 def with_seconds(body: bytes) -> bytes:

@@ -282,6 +282,15 @@ def commits(query_params, table_id: int) -> RowQuery:
     return _COMMIT_ROWS.query(commit_conditions(table_id, params, bounds))
 
 
-def findings(query_params) -> RowQuery:
-    """The rows FindingFilter selects (a 400 for a bad filter)."""
-    return _FINDING_ROWS.query(finding_conditions(_FINDING_PARAMS.clean(query_params)))
+def finding_params(query_params) -> dict[str, Any]:
+    """FindingFilter's cleaned values of the filters given (a 400 for a bad filter)."""
+    return _FINDING_PARAMS.clean(query_params)
+
+
+def findings(query_params, visible: list[int] | None = None) -> RowQuery:
+    """The rows FindingFilter selects (a 400 for a bad filter) of the tables `visible` (ids;
+    None: every table). The view answers 404 first for a `table` filter outside them."""
+    conditions = finding_conditions(_FINDING_PARAMS.clean(query_params))
+    if visible is not None:
+        conditions.append(("table_id", "in", visible or [-1]))  # "IN ()" is not SQL
+    return _FINDING_ROWS.query(conditions)

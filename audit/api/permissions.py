@@ -1,14 +1,23 @@
 """Who may do what. Anonymous users get nothing (401); see the module docstring of views.py.
 
-- Administrators (`is_staff`): everything, including registering and removing tables.
-- Other authenticated users: read everything, and acknowledge / re-open findings (an on-call
-  action: whoever is paged must be able to silence what they are handling). There is no
-  per-table ownership in the models, so an "outsider" is simply a read-only member.
+Tables belong to projects (audit/access.py decides who sees what):
+
+- A table outside the projects a user is a member of answers 404 on every endpoint (by id in
+  the URL or as a filter value), as if it did not exist; lists and counts leave it out.
+- Viewers of a project read its tables, commits and findings.
+- Members also acknowledge and re-open its findings (an on-call action: whoever is paged must
+  be able to silence what they are handling); viewers get 403.
+- Owners also register tables into the project and remove its tables.
+- Administrators (`is_staff` or superuser): every project, every action.
+- A read-only API token (`manage.py api_token USER --read-only`) gets 403 on any unsafe method,
+  whatever its user's roles (audit/api/authentication.py).
 """
 
 from __future__ import annotations
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
+
+from audit import access
 
 
 class IsAdminOrReadOnly(BasePermission):
@@ -18,4 +27,14 @@ class IsAdminOrReadOnly(BasePermission):
         user = request.user
         if not (user and user.is_authenticated):
             return False
-        return request.method in SAFE_METHODS or bool(user.is_staff)
+        return request.method in SAFE_METHODS or access.is_staff(user)
+
+
+class ProjectRoles(BasePermission):
+    """Reads for every authenticated user (the querysets hold only their projects' rows);
+    writes are let through to the view, which checks the role they need in the object's
+    project (after the object is found, so another project's object is a 404, not a 403)."""
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        return bool(user and user.is_authenticated)

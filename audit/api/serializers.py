@@ -192,6 +192,12 @@ class TableDetailSerializer(TableSerializer):
 class TableCreateSerializer(serializers.Serializer):
     uri = serializers.CharField(max_length=1900, help_text="table root under AUDIT_ALLOWED_ROOTS")
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    project = serializers.CharField(
+        max_length=200,
+        required=False,
+        help_text="name of the project to register into (default: the project named "
+        '"default"); owners of the project and administrators may register',
+    )
 
 
 class TableCreatedSerializer(TableDetailSerializer):

@@ -1,8 +1,9 @@
 """Per-user (per-token) throttling of the expensive endpoints, so one client cannot starve others.
 
 Expensive: explain (parses up to a megabyte of text and may read a table's history), the
-analyses (hotspots, settings, recommendations: a full audit when not cached) and the timeline
-at full zoom (no window, or one wider than AUDIT_API_TIMELINE_CHEAP_SPAN versions). Over the
+analyses (hotspots, settings, recommendations, writers: a full audit when not cached), every
+read of a log or data files (the diff between two versions, the health of a past version) and
+the timeline at full zoom (no window, or one wider than AUDIT_API_TIMELINE_CHEAP_SPAN versions). Over the
 rate DRF answers 429 with Retry-After. The rate is read from settings on every request, so it
 can be changed per deployment (AUDIT_API_EXPENSIVE_RATE) and per test.
 """
@@ -37,6 +38,16 @@ class FullZoomTimelineThrottle(ExpensiveRateThrottle):
 
     def allow_request(self, request: Any, view: Any) -> bool:
         if not is_full_zoom(request.query_params):
+            return True
+        return super().allow_request(request, view)
+
+
+class LogReadThrottle(ExpensiveRateThrottle):
+    """Only the requests that read the log or data files: the health of a past version
+    (`?version=`); the latest version's health is stored and served without reading."""
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        if "version" not in request.query_params:
             return True
         return super().allow_request(request, view)
 

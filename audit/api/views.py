@@ -1,8 +1,9 @@
 """The REST API: one router, read-only viewsets with @action sub-resources.
 
-Permissions (permissions.py): anonymous requests are refused everywhere (401); authenticated
-users read everything (read-only); only administrators (is_staff) register (POST /api/tables/)
-and remove (DELETE /api/tables/{id}/) tables and acknowledge / re-open findings.
+Permissions (permissions.py, audit/access.py): anonymous requests are refused everywhere
+(401); a user reads the tables of their projects (any other table answers 404); members of a
+table's project acknowledge / re-open its findings; owners of a project (and administrators)
+register tables into it (POST /api/tables/) and remove its tables (DELETE /api/tables/{id}/).
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit import queries
+from audit import access, queries
 from audit.analysis import table_analysis, table_history
 from audit.api import list_cache, list_sql
 from audit.api import serializers as s
@@ -29,7 +30,7 @@ from audit.api.exceptions import BadRequest, Conflict, readable_log
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
 from audit.api.health_views import TableHealthActions, fleet_ordering
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
-from audit.api.permissions import IsAdminOrReadOnly
+from audit.api.permissions import ProjectRoles
 from audit.api.renderers import ORJSONRenderer
 from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
 from audit.core.explain import explain_conflict
@@ -37,7 +38,7 @@ from audit.core.jsonsafe import json_safe
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
 from audit.ingest import register_table
 from audit.limits import limit_text
-from audit.models import Commit, Finding, Table
+from audit.models import DEFAULT_PROJECT, Commit, Finding, Project, Table
 from audit.orphan_scans import orphan_report
 from audit.paths import check_allowed
 from audit.timeline import cached_json
@@ -95,12 +96,24 @@ class TableViewSet(
 ):
     """Registered tables, with their commits, timeline and analyses as sub-resources."""
 
-    permission_classes = [IsAdminOrReadOnly]
+    permission_classes = [ProjectRoles]
     pagination_class = TablePagination
     filterset_class = TableFilter
     lookup_value_regex = ID_PATTERN
 
+    def check_permissions(self, request):
+        # Another project's table is a 404 on every route under /api/tables/{id}/, before any
+        # role check (a 403 would tell that it exists) and before any work.
+        if "pk" in self.kwargs and request.user and request.user.is_authenticated:
+            access.check_table(request.user, int(self.kwargs["pk"]))
+        super().check_permissions(request)
+
     def get_queryset(self):
+        rows = self._queryset()
+        field = "project_id" if rows.model is Table else "table__project_id"
+        return access.restrict(rows, self.request.user, field)
+
+    def _queryset(self):
         if self.action == "list":
             # The health columns in the same query: the serializer reads every table's health
             # (one query per table otherwise).
@@ -119,7 +132,7 @@ class TableViewSet(
             data = s.TableSerializer(rows, many=True, context=context).data
             return ORJSONRenderer().render(self.get_paginated_response(data).data)
 
-        body = list_cache.tables_list_body(request, page)
+        body = list_cache.tables_list_body(request, page, access.scope_key(request.user))
         return HttpResponse(body, content_type="application/json")
 
     def get_serializer_class(self):
@@ -132,13 +145,14 @@ class TableViewSet(
     def table(self) -> Table:
         """The table of a sub-resource (no table filters apply to it)."""
         table = queries.table_by_id(self.kwargs["pk"])  # digits (ID_PATTERN): fits int64
-        if table is None:
+        if table is None or not access.sees_project(self.request.user, table.project_id):
             raise Http404("No Table matches the given query.")
         return table
 
     def table_id(self) -> int:
         """The id of an existing table, without loading the row (hot list paths)."""
-        found = Table.objects.filter(pk=self.kwargs["pk"]).values_list("id", flat=True).first()
+        tables = access.visible_tables(self.request.user)
+        found = tables.filter(pk=self.kwargs["pk"]).values_list("id", flat=True).first()
         if found is None:
             raise NotFound("no such table")
         return found
@@ -146,25 +160,51 @@ class TableViewSet(
     @extend_schema(
         request=s.TableCreateSerializer,
         responses={201: s.TableCreatedSerializer, 409: ERROR_RESPONSE, **COMMON_ERRORS},
-        description="Register a table (admins only). The URI must lie under "
-        "AUDIT_ALLOWED_ROOTS and hold a readable Delta log; its first tail is queued.",
+        description="Register a table into a project (its owners and administrators; "
+        "others get 403, and 404 for a project they are not a member of). The URI must lie "
+        "under AUDIT_ALLOWED_ROOTS and hold a readable Delta log; its first tail is queued.",
     )
     def create(self, request, *args, **kwargs):
         body = s.TableCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         uri, name = body.validated_data["uri"], body.validated_data.get("name") or None
+        project = self._target_project(body.validated_data.get("project") or DEFAULT_PROJECT)
         normalised = check_allowed(uri)  # DeltaAuditError -> 400
         existing = Table.objects.filter(uri=normalised).values_list("id", flat=True).first()
         if existing is not None:
             raise Conflict(f"table already registered as id {existing}", {"id": existing})
         table, _ = register_table(normalised, name=name)  # opens the log: DeltaAuditError -> 400
+        access.move_table(table.pk, project)
         queued = queries.enqueue_tail(table.id)
         data = s.TableCreatedSerializer(_tables_with_counts().get(pk=table.pk)).data
         data["tail_queued"] = queued
         return Response(data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(description="Remove a table and everything stored about it (admins only).")
+    def _target_project(self, name: str) -> Project:
+        """The project a table is registered into: 404 unless the user sees it (staff see
+        every project, and may name a new one), 403 unless they own it."""
+        user = self.request.user
+        found = Project.objects.filter(name=name).first()
+        if found is None and access.is_staff(user):
+            return Project.objects.get_or_create(name=name, defaults={"slug": name})[0]
+        if found is None or not access.sees_project(user, found.pk):
+            raise NotFound("no such project")
+        if not access.may_manage(user, found):
+            raise PermissionDenied(
+                "only owners of the project and administrators may register tables into it"
+            )
+        return found
+
+    @extend_schema(
+        description="Remove a table and everything stored about it (owners of its project "
+        "and administrators)."
+    )
     def destroy(self, request, *args, **kwargs):
+        table = self.get_object()
+        if not access.may_manage(request.user, table.project_id):
+            raise PermissionDenied(
+                "only owners of the table's project and administrators may remove it"
+            )
         return super().destroy(request, *args, **kwargs)
 
     # ------------------------------------------------------------------- commits
@@ -289,7 +329,12 @@ class TableViewSet(
         "commits, read-version distance distribution, recorded retries, concurrent commits per "
         "writer pair, and idempotent txn versions that repeat or go backwards.",
     )
-    @action(detail=True, filterset_class=None, serializer_class=s.WritersSerializer)
+    @action(
+        detail=True,
+        filterset_class=None,
+        serializer_class=s.WritersSerializer,
+        throttle_classes=[ExpensiveRateThrottle],
+    )
     def writers(self, request, pk=None):
         return Response(_pick(self._analysis(), "writers"))
 
@@ -327,56 +372,93 @@ def _pick(analysis: dict[str, Any], key: str) -> dict[str, Any]:
 
 @extend_schema(responses=DETAIL_ERRORS)
 class FindingViewSet(viewsets.ReadOnlyModelViewSet):
-    """Findings of every table, newest first; administrators acknowledge / re-open them."""
+    """Findings of the user's projects' tables, newest first; members of a table's project
+    acknowledge / re-open them."""
 
     filterset_class = FindingFilter
     pagination_class = FindingCursorPagination
     lookup_value_regex = ID_PATTERN
 
+    permission_classes = [ProjectRoles]
+
+    def check_permissions(self, request):
+        # Another project's finding is a 404 on every route under /api/findings/{id}/, before
+        # any role check or method dispatch (as a table's, above).
+        user = request.user  # anonymous: the 401 below
+        pk = self.kwargs.get("pk")
+        if (
+            str(pk).isdigit()
+            and user
+            and user.is_authenticated
+            and not access.visible_findings(user).filter(pk=pk).exists()
+        ):
+            raise Http404("No Finding matches the given query.")
+        super().check_permissions(request)
+
     def get_queryset(self):
-        return Finding.objects.select_related("acknowledged_by")
+        rows = Finding.objects.select_related("acknowledged_by")
+        return access.restrict(rows, self.request.user, "table__project_id")
 
     def get_serializer_class(self):
         return s.FindingSerializer if self.action == "list" else s.FindingDetailSerializer
 
     def list(self, request, *args, **kwargs):
+        # `?table=` naming another project's table: 404, as for a table that does not exist
+        # (read as the filter reads it, so both list paths answer alike).
+        named = list_sql.finding_params(request.query_params).get("table")
+        if named is not None:
+            access.check_table(request.user, named)
+        table_id = list_cache.table_param(request)
+        visible = access.visible_table_ids(request.user)
+
         def page() -> bytes:
             if _plain_lists():
-                rows = self.paginate_queryset(list_sql.findings(request.query_params))
+                rows = self.paginate_queryset(list_sql.findings(request.query_params, visible))
             else:  # the reference path (AUDIT_API_PLAIN_LISTS = False)
-                queryset = self.filter_queryset(Finding.objects.all())
+                queryset = self.filter_queryset(self.get_queryset())
                 rows = self.paginate_queryset(queryset.values(*s.FINDING_LIST_FIELDS))
             # The same JSON as FindingSerializer, built from plain rows (no model instances).
             data = self.get_paginated_response([s.finding_list_row(row) for row in rows]).data
             return ORJSONRenderer().render(data)
 
-        body = list_cache.findings_body(request, page, list_cache.table_param(request))
+        # One table's list is the same for everyone who sees the table (checked above); a list
+        # of several tables depends on the reader's projects.
+        scope = "" if table_id is not None else access.scope_key(request.user)
+        body = list_cache.findings_body(request, page, table_id, scope)
         return HttpResponse(body, content_type="application/json")
 
     @extend_schema(
         request=None,
         responses={200: s.FindingDetailSerializer},
-        description="Acknowledge the finding (administrators only; other users get 403). "
-        "Idempotent: the first acknowledgement is kept. The finding stays open (the audit "
-        "resolves it) but no longer needs attention.",
+        description="Acknowledge the finding (members and owners of its table's project, and "
+        "administrators; viewers get 403, other users 404). Idempotent: the first "
+        "acknowledgement is kept. The finding stays open (the audit resolves it) but no longer "
+        "needs attention.",
     )
-    @action(detail=True, methods=["post"], permission_classes=[IsAdminOrReadOnly])
+    @action(detail=True, methods=["post"])
     def acknowledge(self, request, pk=None):
-        finding = self.get_object()
+        finding = self._changeable()
         queries.acknowledge(finding, request.user)
         return Response(s.FindingDetailSerializer(finding).data)
 
     @extend_schema(
         request=None,
         responses={200: s.FindingDetailSerializer},
-        description="Undo an acknowledgement (administrators). Whether a finding is "
-        "open or resolved is decided by the audit, not by this action.",
+        description="Undo an acknowledgement (members and owners of its table's project, and "
+        "administrators). Whether a finding is open or resolved is decided by the audit, not "
+        "by this action.",
     )
-    @action(detail=True, methods=["post"], permission_classes=[IsAdminOrReadOnly])
+    @action(detail=True, methods=["post"])
     def reopen(self, request, pk=None):
-        finding = self.get_object()
+        finding = self._changeable()
         queries.unacknowledge(finding)
         return Response(s.FindingDetailSerializer(finding).data)
+
+    def _changeable(self) -> Finding:
+        finding = self.get_object()  # 404 for another project's finding
+        if not access.may_acknowledge(self.request.user, finding.table):
+            raise PermissionDenied("only members of the table's project may do this")
+        return finding
 
 
 class ConflictMatrixView(APIView):
@@ -426,7 +508,7 @@ class ExplainView(APIView):
         history = None
         table_id = body.validated_data.get("table")
         if table_id is not None:
-            table = Table.objects.filter(pk=table_id).first()
+            table = access.visible_tables(request.user).filter(pk=table_id).first()
             if table is None:
                 raise BadRequest(f"no table with id {table_id}", {"table": ["unknown table"]})
             with readable_log():

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from audit import access
 from audit.core.errors import DeltaAuditError
 from audit.models import Table
 from audit.orphan_scans import orphan_report
@@ -69,7 +70,7 @@ def matrix_grid(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 @login_required
 def table_analysis_page(request: HttpRequest, table_id: int) -> HttpResponse:
-    table = get_object_or_404(Table, id=table_id)
+    table = get_object_or_404(access.visible_tables(request.user), id=table_id)
     ctx: dict[str, Any] = {
         **table_header(table),
         "tab": "analysis",

@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from audit import queries
+from audit import access, queries
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.vocab import TABLE_ISOLATION_LEVELS
 from audit.models import Commit, Table
@@ -137,7 +137,7 @@ def _later(table: Table, version: int) -> list[dict[str, Any]]:
 
 @login_required
 def commit_detail(request: HttpRequest, table_id: int, version: int) -> HttpResponse:
-    table = get_object_or_404(Table, id=table_id)
+    table = get_object_or_404(access.visible_tables(request.user), id=table_id)
     commit = get_object_or_404(Commit, table=table, version=version)
     raw, read_error = _read_logged_commit(table, version)
     ctx = {

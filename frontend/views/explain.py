@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
+from audit import access
 from audit.core.errors import DeltaAuditError, one_line
 from audit.models import Commit, Table
 from frontend.forms import ExplainForm
@@ -48,7 +49,11 @@ def explain(request: HttpRequest) -> HttpResponse:
     from audit.core.explain import explain_conflict
     from audit.limits import limit_text
 
-    form = ExplainForm(request.POST or None, initial={"table": request.GET.get("table")})
+    form = ExplainForm(
+        request.POST or None,
+        initial={"table": request.GET.get("table")},
+        tables=access.visible_tables(request.user),
+    )
     result, history_error, table = None, "", None
     commits: dict[int, dict[str, Any]] = {}
     if request.method == "POST" and form.is_valid():

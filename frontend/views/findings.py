@@ -6,29 +6,31 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
-from audit import queries
+from audit import access, queries
 from audit.core.vocab import HEALTH_FINDING_PREFIX, FindingKind
 from audit.models import Commit, Finding
 from audit.prepared import PreparedRows
 from frontend import page_cache
 from frontend.forms import FindingFilterForm
 from frontend.templatetags.findings_rows import ROW_FIELDS, TABLE_ROW_FIELDS
-from frontend.views.common import is_admin, pretty, require_admin
+from frontend.views.common import pretty
 
 _EDGE_TYPES = frozenset({"ww", "wr", "rw"})
 MAX_CYCLE_EDGES = 40
 MAX_RELATED_SHOWN = 200
 
 
-def _filtered(form: FindingFilterForm) -> tuple[Any, str]:
-    """The findings the list's filters select, and the status tab ("open" by default)."""
-    rows = Finding.objects.all()
+def _filtered(form: FindingFilterForm, user: Any) -> tuple[Any, str]:
+    """The findings the list's filters select of the reader's tables, and the status tab
+    ("open" by default)."""
+    rows = access.visible_findings(user)
     status, table = "open", None
     if form.is_valid():
         data = form.cleaned_data
@@ -63,17 +65,24 @@ _health_kinds = PreparedRows(
 
 @login_required
 def findings_list(request: HttpRequest) -> HttpResponse:
-    # The page's content is the same for every reader: cached (frontend/page_cache.py).
+    raw = request.GET.get("table", "")
+    if raw.isascii() and raw.isdigit() and len(raw) <= 18:
+        access.check_table(request.user, int(raw))  # another project's table: 404
+    # The page's content is the same for every reader of the same projects: cached under
+    # their project set (frontend/page_cache.py).
     content = page_cache.fragment(
-        page_cache.findings_generation, request, lambda: _findings_content(request)
+        page_cache.findings_generation,
+        request,
+        lambda: _findings_content(request),
+        access.scope_key(request.user),
     )
     return render(request, "frontend/findings.html", {"content": content})
 
 
 def _findings_content(request: HttpRequest) -> str:
     """The findings page's content block: filters, rows and pager."""
-    form = FindingFilterForm(request.GET or None)
-    rows, status = _filtered(form)
+    form = FindingFilterForm(request.GET or None, tables=access.visible_tables(request.user))
+    rows, status = _filtered(form, request.user)
     table = form.cleaned_data.get("table") if form.is_valid() else None
     rows = rows.order_by("-last_seen", "-id").only(*(ROW_FIELDS if table else TABLE_ROW_FIELDS))
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
@@ -129,7 +138,8 @@ def witness_table(witness: dict[str, Any] | None) -> dict[str, Any]:
 @login_required
 def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
     finding = get_object_or_404(
-        Finding.objects.select_related("table", "acknowledged_by"), id=finding_id
+        access.visible_findings(request.user).select_related("table", "acknowledged_by"),
+        id=finding_id,
     )
     related = finding.related_versions[:MAX_RELATED_SHOWN]
     commits = {
@@ -151,15 +161,18 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
         "witness_table": witness_table(witness),
         "details": pretty(finding.details) if finding.details else "",
         "flips": list(finding.flips.all()[:20]),
-        "is_admin": is_admin(request.user),
+        "may_acknowledge": access.may_acknowledge(request.user, finding.table),
     }
     return render(request, "frontend/finding.html", ctx)
 
 
 def _set_acknowledged(request: HttpRequest, finding_id: int, *, acknowledged: bool):
-    """Acknowledge or re-open for the user (administrators), then back to the finding."""
-    require_admin(request.user, "acknowledge findings" if acknowledged else "re-open findings")
-    finding = get_object_or_404(Finding, id=finding_id)
+    """Acknowledge or re-open for the user (members of the table's project, administrators),
+    then back to the finding. Another project's finding is a 404, a viewer gets 403."""
+    finding = get_object_or_404(access.visible_findings(request.user), id=finding_id)
+    if not access.may_acknowledge(request.user, finding.table):
+        doing = "acknowledge findings" if acknowledged else "re-open findings"
+        raise PermissionDenied(f"only members of the table's project {doing}")
     if not acknowledged:
         queries.unacknowledge(finding)
         messages.success(request, "Finding re-opened.")

@@ -7,9 +7,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from audit import access
 from audit.core.errors import DeltaAuditError, one_line
 from audit.health_queries import table_diff
-from audit.models import Table
 from frontend.views.common import pretty
 from frontend.views.table import health_config, table_header
 
@@ -28,7 +28,7 @@ def _version(raw: str | None) -> int | None:
 @login_required
 def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
     """/tables/<id>/diff/?from=A&to=B: what changed between two stored versions."""
-    table = get_object_or_404(Table, id=table_id)
+    table = get_object_or_404(access.visible_tables(request.user), id=table_id)
     a, b = _version(request.GET.get("from")), _version(request.GET.get("to"))
     error, diff = None, None
     last = table.last_seen_version

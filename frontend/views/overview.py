@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods
 
-from audit import queries
+from audit import access, queries
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.vocab import SEVERITY_ORDER
 from audit.models import Table
@@ -85,13 +85,14 @@ def index(request: HttpRequest) -> HttpResponse:
                 return redirect("frontend:table", table_id=table.id)
 
     admin = is_admin(request.user)
-    # The list is the same for every reader (an administrator sees one more sentence), cached;
-    # the register form (CSRF token) and the times since are filled in per request.
+    # The list is the same for every reader of the same projects (an administrator sees one
+    # more sentence), cached under their project set; the register form (CSRF token) and the
+    # times since are filled in per request.
     content = page_cache.fragment(
         page_cache.overview_generation,
         request,
         lambda: _overview_content(request, admin),
-        str(admin),
+        f"{admin}:{access.scope_key(request.user)}",
     )
     register = ""
     if admin:
@@ -108,9 +109,11 @@ def _overview_content(request: HttpRequest, admin: bool) -> str:
     if sort not in TABLE_SORTS:
         sort = "findings"
     tables = queries.tables_with_counts().select_related("health").defer("health__data")
+    tables = access.restrict(tables, request.user, "project_id")
     if query:
         tables = tables.filter(Q(name__icontains=query) | Q(uri__icontains=query))
-    n_tables, n_errors = queries.table_counts()
+    projects = access.visible_project_ids(request.user)
+    n_tables, n_errors = queries.table_counts(projects)
     tables = tables.order_by(*TABLE_SORTS[sort])
     # Unfiltered, the list holds every table: its count is the one just read.
     listed = tables if query else _Counted(tables, n_tables)
@@ -125,7 +128,7 @@ def _overview_content(request: HttpRequest, admin: bool) -> str:
         "sort": sort,
         "sorts": list(TABLE_SORTS),
         "register": page_cache.REGISTER_MARK,
-        "totals": queries.attention_totals(),
+        "totals": queries.attention_totals(projects),
         "n_tables": n_tables,
         "n_errors": n_errors,
         "is_admin": admin,

@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from audit import queries
+from audit import access, queries
 from audit.core import storage_errors
 from audit.core.storage_config import describe_storage
 from audit.models import Finding, Table
@@ -78,7 +78,7 @@ _open_findings = Prepared(
 
 @login_required
 def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
-    table = _table_or_404(table_id)
+    table = _table_or_404(request.user, table_id)
     has_health = bool(table.has_health)
     # The content is the same for every reader: cached (frontend/page_cache.py).
     content = page_cache.fragment(
@@ -114,7 +114,7 @@ def table_status(request: HttpRequest, table_id: int) -> HttpResponse:
 
     `open` counts open findings (acknowledged or not, as the API's `open_findings`);
     `attention` the open ones nobody acknowledged (the header's badges)."""
-    table = _table_or_404(table_id)
+    table = _table_or_404(request.user, table_id)
     header = table_header(table)
     return JsonResponse(
         {
@@ -132,10 +132,11 @@ def table_status(request: HttpRequest, table_id: int) -> HttpResponse:
     )
 
 
-def _table_or_404(table_id: int) -> Table:
-    """The table with `has_health`, read by one query compiled once (each page load and poll)."""
+def _table_or_404(user: Any, table_id: int) -> Table:
+    """The table with `has_health`, read by one query compiled once (each page load and poll);
+    404 for another project's table, as for none."""
     table = queries.table_with_health_flag(table_id)
-    if table is None:
+    if table is None or not access.sees_project(user, table.project_id):
         raise Http404("No Table matches the given query.")
     return table
 

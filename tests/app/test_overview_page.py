@@ -5,6 +5,8 @@ acknowledged, resolved and open, no tables at all; for administrators and reader
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from django.test import RequestFactory
 
@@ -15,9 +17,12 @@ from tests.app.test_findings_rows import HOSTILE, findings_of
 
 pytestmark = pytest.mark.django_db
 
+STAFF = SimpleNamespace(is_authenticated=True, is_staff=True, is_superuser=False, pk=0)
+
 
 def same(query: str, admin: bool = False) -> str:
     request = RequestFactory().get(f"/?{query}")
+    request.user = STAFF  # every project's tables, as before projects
     html = _overview_content(request, admin)
     assert html == reference(request, admin), query
     return html

@@ -1,4 +1,5 @@
-"""`manage.py add_table <uri> [--name NAME]`: register a Delta table for tailing."""
+"""`manage.py add_table <uri> [--name NAME] [--project P]`: register a Delta table for tailing,
+in project P (created if missing; without --project: the project named "default")."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import sys
 
 from django.core.management.base import BaseCommand
 
+from audit.access import move_table
 from audit.core.errors import DeltaAuditError
 from audit.ingest import register_table
+from audit.models import DEFAULT_PROJECT, project_named
 
 
 class Command(BaseCommand):
@@ -16,12 +19,26 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("uri", help="table root: a local path or s3:// abfss:// gs:// URI")
         parser.add_argument("--name", default=None, help="display name (default: last path part)")
+        parser.add_argument(
+            "--project",
+            default=None,
+            help=f"project the table belongs to, created if missing (default: {DEFAULT_PROJECT})",
+        )
 
-    def handle(self, *args, uri: str, name: str | None, **options):
+    def handle(self, *args, uri: str, name: str | None, project: str | None, **options):
         try:
             table, created = register_table(uri, name=name)
         except DeltaAuditError as err:
             self.stderr.write(f"error: {err}")
             sys.exit(2)
+        # An existing table keeps its project unless one is named.
+        if created or project:
+            target = project_named(project or DEFAULT_PROJECT)
+            if table.project_id != target.pk:
+                move_table(table.pk, target)
+        else:
+            target = table.project
         verb = "registered" if created else "already registered"
-        self.stdout.write(f"{verb} table {table.id} {table.name!r} at {table.uri}")
+        self.stdout.write(
+            f"{verb} table {table.id} {table.name!r} at {table.uri} in project {target.name!r}"
+        )

@@ -1,5 +1,7 @@
-"""`manage.py discover <root-uri> [--register] [--json] [--max-depth N]`: list the Delta tables
-under a root (local folder or s3:// abfss:// gs:// prefix) and whether each is registered."""
+"""`manage.py discover <root-uri> [--register] [--project P] [--json] [--max-depth N]`: list the
+Delta tables under a root (local folder or s3:// abfss:// gs:// prefix) and whether each is
+registered; new ones register into project P (default: the root's in AUDIT_DISCOVERY_PROJECTS,
+else "default")."""
 
 from __future__ import annotations
 
@@ -24,10 +26,15 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
         parser.add_argument("--max-depth", type=int, default=None, help="folder levels to walk")
+        parser.add_argument(
+            "--project", default=None, help="project new tables register into (made if missing)"
+        )
 
     def handle(self, *args, root: str, register: bool, max_depth: int | None, **options):
         try:
-            report = discover(root, register=register, max_depth=max_depth)
+            report = discover(
+                root, register=register, max_depth=max_depth, project=options["project"]
+            )
         except DeltaAuditError as err:
             self.stderr.write(f"error: {err}")
             sys.exit(2)

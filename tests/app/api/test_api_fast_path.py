@@ -44,7 +44,6 @@ def hot_urls(table_id: int) -> list[str]:
         f"{t}/timeline/?from_version=0&to_version=4",
         f"{t}/timeline/?from_version=1&to_version=3&max_points=2",
         f"{t}/health/",
-        f"{t}/health/?version=2",
         f"{t}/health/history/",
         f"{t}/health/history/?max_points=10",
         f"{t}/changes/",
@@ -145,6 +144,15 @@ def test_whole_history_timelines_stay_throttled(reorder_table, member, settings)
     assert [client.get(whole).status_code for _ in range(3)] == [200, 200, 429]
     window = f"{whole}?from_version=0&to_version=4"  # narrow windows are not throttled
     assert {client.get(window).status_code for _ in range(4)} == {200}
+
+
+def test_it_throttles_a_past_versions_health_even_when_cached(reorder_table, member, settings):
+    settings.AUDIT_API_EXPENSIVE_RATE = "2/minute"
+    client = token_client(member)
+    past = f"/api/tables/{reorder_table.id}/health/?version=2"
+    assert [client.get(past).status_code for _ in range(3)] == [200, 200, 429]
+    latest = f"/api/tables/{reorder_table.id}/health/"  # stored: not throttled
+    assert {client.get(latest).status_code for _ in range(4)} == {200}
 
 
 @pytest.mark.parametrize(

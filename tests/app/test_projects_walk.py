@@ -1,0 +1,224 @@
+"""Every routed page and API endpoint, walked as a member of another project.
+
+Two projects: "finance" (erin is a member) and "people" (frank is a member). The people table,
+its findings (their summaries) and a witness row carry the marker `hrsecret`. The routes come
+from the URL resolver, so a new route cannot escape the walk: a route with a parameter this
+module does not know fails it. Bodies are warmed first by frank (the cached API bodies, the
+fast path, the cached pages), then read by erin:
+
+- a route naming the people table, one of its findings or deliveries answers erin 404 on every
+  method (and frank not 404 on GET, so the 404 is about the project, not the URL);
+- no body erin gets (lists, counts, pages, /metrics, the schema) holds the marker.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from audit.alerting.models import Delivery
+from audit.models import Finding, Table
+from tests.support import scenarios
+from tests.support.alerting import rule_for, webhook
+from tests.support.clients import session_client, token_client
+from tests.support.ingested import ingest_table
+from tests.support.projects import into, join
+
+MARKER = b"hrsecret"
+# The parameters of routes that name one of the people project's objects.
+PROJECT_OBJECTS = {"table_id", "finding_id", "tables/pk", "findings/pk", "deliveries/pk"}
+
+
+@pytest.fixture
+def lake(tmp_path, settings, django_user_model, fresh_cache):
+    settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    settings.AUDIT_TABLE_FINDINGS_SECONDS = 0
+    for name in ("AUDIT_API_LIST_CACHE_SECONDS", "AUDIT_PAGE_CACHE_SECONDS"):
+        setattr(settings, name, 60)
+    settings.AUDIT_API_FAST_PATH = True
+    settings.AUDIT_API_EXPENSIVE_RATE = None
+    scenarios.build_ws_reorder_matching(str(tmp_path / "ledger"))
+    scenarios.build_ws_reorder_matching(str(tmp_path / "hrsecretdir"))
+    ledger = into(ingest_table(tmp_path / "ledger", name="ledger"), "finance")
+    people = into(ingest_table(tmp_path / "hrsecretdir", name="hrsecrettable"), "people")
+    findings = Finding.objects.filter(table=people)
+    assert findings.exists()
+    findings.update(
+        summary="hrsecretsummary: a stale delete",
+        witness={"row_count": 1, "sample_rows": [{"name": "hrsecretrow"}], "files": []},
+    )
+    Table.bump_findings(people.id)
+    erin = join(django_user_model.objects.create_user("erin", password="password"), "finance")
+    frank = join(
+        django_user_model.objects.create_user("frank", password="password"), "people", "member"
+    )
+    channel = webhook("http://127.0.0.1:9/", name="ops")
+    rule = rule_for(channel)
+    delivery = Delivery.objects.create(
+        finding=findings.first(),
+        rule=rule,
+        channel=channel,
+        severity="warning",
+        next_attempt_at=timezone.now(),
+    )
+    return {
+        "ledger": ledger,
+        "people": people,
+        "erin": erin,
+        "frank": frank,
+        "values": {
+            "table_id": people.id,
+            "tables/pk": people.id,
+            "finding_id": findings.first().id,
+            "findings/pk": findings.first().id,
+            "deliveries/pk": delivery.id,
+            "rules/pk": rule.id,
+            "rule_id": rule.id,
+            "channels/pk": channel.id,
+            "channel_id": channel.id,
+            "version": 3,
+            "format": "json",
+            "rest": f"tables/{people.id}/nothing/",
+        },
+    }
+
+
+def routes() -> list[str]:
+    """Every route of the URL resolver (the admin's aside) as its pattern text."""
+
+    def walk(patterns, prefix: str):
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                yield from walk(p.url_patterns, prefix + str(p.pattern))
+            else:
+                assert isinstance(p, URLPattern)
+                yield prefix + str(p.pattern)
+
+    return [r for r in walk(get_resolver().url_patterns, "") if not r.startswith("admin/")]
+
+
+_PARAM = re.compile(r"\(\?P<(\w+)>[^)]*\)|<(?:\w+:)?(\w+)>")
+
+
+def url_of(route: str, values: dict) -> tuple[str, set[str]]:
+    """The URL of `route` with its parameters filled in, and the parameters' keys."""
+    used: set[str] = set()
+
+    def fill(match: re.Match) -> str:
+        name = match[1] or match[2]
+        before = route[: match.start()]
+        key = name
+        if name == "pk":
+            key = before.rstrip("/").rsplit("/", 1)[-1].lstrip("^") + "/pk"
+        assert key in values, f"a route with a parameter the walk does not know: {route}"
+        used.add(key)
+        return str(values[key])
+
+    text = _PARAM.sub(fill, route.replace("(/.*)?", ""))
+    text = text.replace("^", "").replace("$", "").replace("\\.", ".").replace("/?", "/")
+    return "/" + text, used
+
+
+def test_it_walks_every_route_as_a_member_of_another_project(lake):
+    erin, frank = lake["erin"], lake["frank"]
+    as_erin = [token_client(erin), session_client(erin)]
+    as_frank = [token_client(frank), session_client(frank)]
+    walked = 0
+    for route in routes():
+        url, used = url_of(route, lake["values"])
+        if url == "/logout/":
+            continue  # would end the session clients' login
+        names_object = bool(used & PROJECT_OBJECTS)
+        # The same route naming objects that do not exist: what erin must get instead.
+        ghost, _ = url_of(route, {**lake["values"], **dict.fromkeys(PROJECT_OBJECTS, 999999)})
+        # Tokens only reach the API (and /metrics); pages need the login.
+        token_too = url.startswith(("/api/", "/metrics"))
+        for warm, client in list(zip(as_frank, as_erin, strict=True))[0 if token_too else 1 :]:
+            frank_status = warm.get(url).status_code  # fills the caches first
+            response = client.get(url)
+            assert MARKER not in response.content.lower(), (url, response.status_code)
+            if not names_object:
+                assert response.status_code < 500, (url, response.status_code)
+                continue
+            if frank_status == 405:  # a POST-only route (acknowledge, re-open)
+                frank_status = warm.post(url).status_code
+            assert frank_status not in (404, 405), (url, "the walk does not reach the object")
+            for method in ("get", "post", "put", "patch", "delete"):
+                status = getattr(client, method)(url).status_code
+                # As if it did not exist: a 404, or the 405 a route without the method gives.
+                assert status in (404, 405), (url, method, status)
+                assert status == getattr(client, method)(ghost).status_code, (url, method)
+        walked += 1
+    assert walked > 60
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/tables/",
+        "/api/tables/?ordering=open_findings",
+        "/api/findings/",
+        "/api/findings/?severity=critical&acknowledged=false",
+        "/api/findings/?status=open",
+        "/api/alerts/deliveries/",
+        "/metrics",
+        "/",
+        "/findings/",
+        "/findings/?status=all",
+        "/alerts/",
+        "/explain/",
+    ],
+)
+def test_it_keeps_the_other_projects_rows_out_of_every_list(lake, url):
+    ledger = lake["ledger"]
+    pairs = [(session_client(lake["frank"]), session_client(lake["erin"]))]
+    if url.startswith(("/api/", "/metrics")):  # tokens reach the API and /metrics only
+        pairs.insert(0, (token_client(lake["frank"]), token_client(lake["erin"])))
+    for warm, client in pairs:
+        theirs = (MARKER, f'"table":{lake["people"].id},'.encode())
+        seen = warm.get(url).content.lower()  # fills the caches first
+        assert any(mark in seen for mark in theirs) or url == "/explain/", url
+        body = client.get(url)
+        assert body.status_code == 200
+        assert not any(mark in body.content.lower() for mark in theirs), url
+        # ... and still holds the reader's own project's rows.
+        own = f'"table":{ledger.id}'.encode() if url.startswith("/api/findings") else b"ledger"
+        assert own in body.content or url in ("/api/alerts/deliveries/", "/alerts/"), url
+
+
+def test_it_answers_a_filter_naming_another_projects_table_404(lake):
+    people = lake["people"].id
+    erin_token, frank = token_client(lake["erin"]), session_client(lake["frank"])
+    erin_session = session_client(lake["erin"])
+    for url, clients in (
+        (f"/api/findings/?table={people}", (erin_token, erin_session)),
+        (f"/findings/?table={people}", (erin_session,)),
+    ):
+        for client in clients:
+            assert frank.get(url).status_code == 200  # cached now
+            assert client.get(url).status_code == 404, url
+    body = {"text": "ConcurrentAppendException", "table": people}
+    answer = erin_token.post("/api/explain/", body, format="json")
+    assert answer.status_code == 400 and MARKER not in answer.content.lower()
+
+
+def test_it_counts_only_the_readers_projects(lake):
+    erin = token_client(lake["erin"])
+    tables = erin.get("/api/tables/").json()
+    assert [t["name"] for t in tables["results"]] == ["ledger"] and tables["count"] == 1
+    page = session_client(lake["erin"]).get("/")
+    assert page.context is None or b"1 table" in page.content or b"ledger" in page.content
+
+
+def test_staff_see_every_project(lake, admin):
+    client = token_client(admin)
+    names = {t["name"] for t in client.get("/api/tables/").json()["results"]}
+    assert names == {"ledger", "hrsecrettable"}
+
+
+def test_anonymous_clients_get_nothing(lake):
+    assert APIClient().get(f"/api/tables/{lake['people'].id}/").status_code == 401
