@@ -63,14 +63,10 @@ def test_it_reads_the_audited_tables_own_files_from_the_cli_outside_the_roots(tm
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("how", ["absolute", "relative", "file_uri"])
-def test_it_keeps_rows_outside_the_roots_out_of_the_finding_detail(settings, tmp_path, how):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def test_it_keeps_rows_outside_the_roots_out_of_the_finding_detail(settings, tmp_path, how, member):
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path / "lake")]
     settings.AUDIT_CHECK_DATA = True
     cache.clear()
-    from django.contrib.auth import get_user_model
-
-    member = get_user_model().objects.create_user("bob", "bob@example.org", "password")
     table = tmp_path / "lake" / "t"
     build_outside(table, tmp_path / "elsewhere", how)
     ingest_table(table)
@@ -86,14 +82,12 @@ def test_it_keeps_rows_outside_the_roots_out_of_the_finding_detail(settings, tmp
 
 
 @pytest.mark.django_db
-def test_it_confirms_a_shallow_clone_into_another_allowed_root_in_the_api(settings, tmp_path):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def test_it_confirms_a_shallow_clone_into_another_allowed_root_in_the_api(
+    settings, tmp_path, member
+):
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path / "lake"), str(tmp_path / "clones")]
     settings.AUDIT_CHECK_DATA = True
     cache.clear()
-    from django.contrib.auth import get_user_model
-
-    member = get_user_model().objects.create_user("bob", "bob@example.org", "password")
     table = tmp_path / "lake" / "t"
     build_outside(table, tmp_path / "clones" / "source", "absolute")
     ingest_table(table)
