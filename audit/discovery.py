@@ -110,8 +110,11 @@ def discover(
 
 
 def root_project(root: str) -> str:
-    """The project a discovery root registers into (AUDIT_DISCOVERY_PROJECTS)."""
-    projects = settings.AUDIT_DISCOVERY_PROJECTS
+    """The project a discovery root registers into (AUDIT_DISCOVERY_PROJECTS: "ROOT=PROJECT"
+    entries; the text after the last "=" is the project)."""
+    projects = dict(
+        entry.rsplit("=", 1) for entry in settings.AUDIT_DISCOVERY_PROJECTS if "=" in entry
+    )
     return projects.get(root) or projects.get(root.rstrip("/")) or DEFAULT_PROJECT
 
 

@@ -86,7 +86,7 @@ DECLARED: tuple[Setting, ...] = (
     # --- tables, tailing, ingest ---
     _S("AUDIT_ALLOWED_ROOTS", Derived("the project folder", lambda v: [str(v["BASE_DIR"])]), list, "local folders and remote prefixes (`s3://bucket/prefix`) tables must live under"),
     _S("AUDIT_STORAGE_CONFIG", "", str, "TOML file of `[[storage]]` roots: per-prefix object-store options, read by each process that reads a table; without it the standard `AWS_*`/`AZURE_STORAGE_*`/`GOOGLE_*` variables apply ([docs/storage.md](docs/storage.md))", read_by=EACH_PROCESS),
-    _S("AUDIT_DISCOVERY_PROJECTS", [], list, "`<root-uri>=<project>,...`: the project each discovery root registers its tables into (others: `default`)", ""),
+    _S("AUDIT_DISCOVERY_PROJECTS", [], list, "`<root-uri>=<project>,...`: the project each discovery root registers its tables into (others: `default`)"),
     _S("AUDIT_DISCOVERY_ROOTS", [], list, "roots beat walks with `discover --register` (new tables registered, vanished ones marked gone)"),
     _S("AUDIT_DISCOVERY_INTERVAL_SECONDS", 300.0, float, "how often beat walks the discovery roots"),
     _S("AUDIT_DISCOVERY_MAX_DEPTH", 6, int, "folder depth a discovery walk descends"),

@@ -283,11 +283,6 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- teams ---------------------------------------------------------------------------------
-# The project each discovery root registers its tables into ("ROOT=PROJECT" entries; the text
-# after the last "=" is the project); roots not named register into the project "default".
-AUDIT_DISCOVERY_PROJECTS = dict(
-    entry.rsplit("=", 1) for entry in env["AUDIT_DISCOVERY_PROJECTS"] if "=" in entry
-)
 # Log in through a reverse proxy that names the user in a header (the `request.META` key, e.g.
 # "HTTP_X_REMOTE_USER"). Only behind a proxy that strips it from clients' requests.
 if AUDIT_REMOTE_USER_HEADER:  # noqa: F821  (a declared setting)

@@ -153,7 +153,7 @@ def test_discovery_registers_into_the_roots_project(tmp_path, settings):
     from audit.discovery import discover
 
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
-    settings.AUDIT_DISCOVERY_PROJECTS = {str(tmp_path / "hr"): "people"}
+    settings.AUDIT_DISCOVERY_PROJECTS = [f"{tmp_path / 'hr'}=people"]
     scenarios.build_sequential(str(tmp_path / "hr" / "salaries"))
     discover(str(tmp_path / "hr"), register=True)
     assert Table.objects.get().project.name == "people"
