@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from audit.core.changes import changes_from_history, link_findings
+from audit.core.datascan import scan_data
 from audit.core.errors import DeltaAuditError
 from audit.core.health import health_of_history
+from audit.core.report import finding_entry
+from audit.core.storage import local_path_of, open_store
 from audit.core.summary import History
+from audit.core.timetravel import reachability, time_travel_section
 
 
 def add_health_and_changes(report: dict[str, Any], history: History) -> None:
@@ -18,3 +23,26 @@ def add_health_and_changes(report: dict[str, Any], history: History) -> None:
         report["health"] = {"error": " ".join(str(err).split())}
     report["changes"] = changes_from_history(history)
     link_findings(report["findings"], report["changes"])
+
+
+def add_data_scan(report: dict[str, Any], history: History, uri: str, *, scan: bool) -> None:
+    """List the data folders once: orphan and missing files join the findings, the readable
+    range joins the health (`time_travel`). Without `scan`, the range says it was not judged."""
+    now_ms = int(time.time() * 1000)
+    reason = None
+    try:
+        if scan:
+            found = scan_data(open_store(uri), history, local_path_of(uri) or uri, now_ms=now_ms)
+            report["findings"].extend(finding_entry(f) for f in found.findings)
+            reach = found.reach
+        else:
+            reach = reachability(history, None, lambda p: p, now_ms=now_ms)
+    except DeltaAuditError as err:
+        reason = " ".join(str(err).split())
+        reach = reachability(history, None, lambda p: p, now_ms=now_ms)
+    section = time_travel_section(reach, history)
+    if reason is not None:
+        section["reason"] = reason
+    health = report.get("health")
+    if isinstance(health, dict):
+        health["time_travel"] = section
