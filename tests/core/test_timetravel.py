@@ -15,6 +15,7 @@ from audit.core.storage import open_store
 from audit.core.summary import load_history
 from audit.core.timetravel import retention_ms, time_travel_section
 from audit.core.vocab import FindingKind
+from tests.support.hand_commits import base_actions, changed_add, write_commit
 
 TEST_TABLES = Path(__file__).resolve().parents[1] / "data" / "delta-tables"
 NEW_KINDS = {FindingKind.MISSING_DATA_FILE, FindingKind.VACUUM_BROKE_SNAPSHOT}
@@ -144,3 +145,27 @@ def test_it_reports_no_new_kind_on_any_test_table_and_a_log_cleanup_is_not_broke
     assert travel["judged"] and travel["broken_versions"] == []
     assert travel["earliest_readable_version"] == 5
     assert travel["missing_files"] == travel["missing_files_beyond_retention"] > 0
+
+
+def test_it_follows_a_file_of_a_checkpoint_to_the_commit_that_removed_it(tmp_path):
+    write_deltalake(str(tmp_path), _rows("A", [1]))
+    (first_file,) = DeltaTable(str(tmp_path)).file_uris()  # known only to the checkpoint below
+    write_deltalake(str(tmp_path), _rows("A", [2]), mode="append")
+    DeltaTable(str(tmp_path)).create_checkpoint()
+    (tmp_path / "_delta_log" / f"{0:020d}.json").unlink()  # the log cleaned up to v1
+    write_deltalake(str(tmp_path), _rows("A", [3]), mode="overwrite")
+    Path(first_file.removeprefix("file://")).unlink()
+    found, travel = _scan(tmp_path)
+    assert travel["first_available_version"] == 1
+    (missing,) = _by_kind(found)[FindingKind.MISSING_DATA_FILE]
+    assert (missing.severity, missing.version) == ("warning", 1)
+    assert missing.witness["broken_versions"] == [[1, 1]]
+
+
+def test_it_does_not_judge_files_outside_the_table_root(tmp_path):
+    adds = base_actions(tmp_path)
+    elsewhere = changed_add(adds[0], path="s3://another-bucket/clone/part-0.parquet")
+    write_commit(tmp_path, 2, elsewhere)
+    found, travel = _scan(tmp_path)
+    assert travel["judged"] and travel["missing_files"] == 0
+    assert not NEW_KINDS & {f.kind for f in found.findings}
