@@ -12,6 +12,7 @@ from audit.core.health import health_of_history
 from audit.core.report import finding_entry
 from audit.core.storage import local_path_of, open_store
 from audit.core.summary import History
+from audit.core.timestamps import timestamps_section
 from audit.core.timetravel import reachability, time_travel_section
 
 
@@ -35,6 +36,8 @@ def add_data_scan(report: dict[str, Any], history: History, uri: str, *, scan: b
             found = scan_data(open_store(uri), history, local_path_of(uri) or uri, now_ms=now_ms)
             report["findings"].extend(finding_entry(f) for f in found.findings)
             reach = found.reach
+            if found.timestamps is not None and isinstance(report.get("health"), dict):
+                report["health"]["timestamps"] = timestamps_section(found.timestamps)
         else:
             reach = reachability(history, None, lambda p: p, now_ms=now_ms)
     except DeltaAuditError as err:

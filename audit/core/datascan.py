@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core import severity as sev
+from audit.core.log.layout import LOG_DIR
 from audit.core.model import Finding
 from audit.core.orphans import (
     MAX_DEPTH,
@@ -27,6 +28,7 @@ from audit.core.orphans import (
     scan_orphans,
 )
 from audit.core.storage import LogStore
+from audit.core.timestamps import TimestampFacts, timestamp_facts
 from audit.core.timetravel import (
     Reachability,
     broken_snapshots,
@@ -35,7 +37,11 @@ from audit.core.timetravel import (
     retention_ms,
 )
 from audit.core.vocab import FindingKind
-from audit.core.wording.timetravel import missing_data_file_text, vacuum_broke_snapshot_text
+from audit.core.wording.timetravel import (
+    missing_data_file_text,
+    timestamps_out_of_order_text,
+    vacuum_broke_snapshot_text,
+)
 
 # The kinds a data scan opens and resolves (never the audit of the log).
 DATA_SCAN_KINDS = SCAN_KINDS
@@ -48,6 +54,7 @@ class DataScan:
     orphans: OrphanScan
     reach: Reachability
     findings: list[Finding] = field(default_factory=list)
+    timestamps: TimestampFacts | None = None
 
 
 def scan_data(
@@ -85,7 +92,48 @@ def scan_data(
     if orphans.files and orphans.bytes >= orphan_finding_bytes:
         findings.append(orphan_finding(orphans, history.latest_version))
     findings.extend(reachability_findings(history, reach))
-    return DataScan(orphans, reach, findings)
+    stamps = timestamp_facts(history, log_file_times(store, history))
+    findings.extend(timestamp_findings(stamps))
+    return DataScan(orphans, reach, findings, stamps)
+
+
+def log_file_times(store: LogStore, history: Any) -> dict[int, int]:
+    """The commit files' modification times. An object store's listing of the log had them
+    (no request here); a local one lists without stat calls, so they are read now."""
+    known = history.listing.file_modification_times
+    if len(known) >= len(history.summaries):
+        return {}
+    times: dict[int, int] = {}
+    for entry in store.list(LOG_DIR, stats=True):
+        name, mtime = entry.name, entry.modification_time
+        if len(name) == 25 and name.endswith(".json") and name[:20].isdigit() and mtime:
+            times[int(name[:20])] = mtime
+    return times
+
+
+def timestamp_findings(facts: TimestampFacts) -> list[Finding]:
+    """`timestamps_out_of_order` when a time resolves to another version than it should."""
+    if not facts.out_of_order:
+        return []
+    first = min([*facts.backwards[:1], *facts.skewed[:1]] or [facts.times[0].version])
+    return [
+        timestamps_out_of_order_text(facts).finding(
+            FindingKind.TIMESTAMPS_OUT_OF_ORDER,
+            sev.timestamps_out_of_order_severity(),
+            first,
+            [],
+            witness={
+                "backwards": facts.backwards[:100],
+                "skewed": facts.skewed[:100],
+                "max_skew_ms": facts.max_skew_ms,
+                "in_commit_timestamps_from": facts.enablement_version,
+                "intervals": [
+                    {"from": a, "to": b, "history_says": s, "resolves_to": r}
+                    for a, b, s, r in facts.intervals
+                ],
+            },
+        )
+    ]
 
 
 def _inside(path: str, root: str) -> str | None:

@@ -18,7 +18,11 @@ from audit.core.vocab import FindingKind
 from tests.support.hand_commits import base_actions, changed_add, write_commit
 
 TEST_TABLES = Path(__file__).resolve().parents[1] / "data" / "delta-tables"
-NEW_KINDS = {FindingKind.MISSING_DATA_FILE, FindingKind.VACUUM_BROKE_SNAPSHOT}
+NEW_KINDS = {
+    FindingKind.MISSING_DATA_FILE,
+    FindingKind.VACUUM_BROKE_SNAPSHOT,
+    FindingKind.TIMESTAMPS_OUT_OF_ORDER,
+}
 
 
 def _rows(day: str, ids: list[int]) -> pa.Table:

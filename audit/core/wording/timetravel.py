@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
+from audit.core.timestamps import TimestampFacts
 from audit.core.timetravel import BrokenSnapshot, MissingFile, MissingGroup, Vacuum
 from audit.core.wording import FindingText
 
@@ -82,4 +85,45 @@ def vacuum_broke_snapshot_text(fact: BrokenSnapshot) -> FindingText:
         f"({_files(files)}), and it committed after. What it read may have failed part way or "
         f"been computed from a snapshot no reader can rebuild; {retention_words(vacuum, fact.retention_ms)}. "
         "Keep the retention longer than the longest transaction.",
+    )
+
+
+def _moment(ms: int) -> str:
+    return (
+        dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    )
+
+
+def _version(version: int | None) -> str:
+    return "no version (before the first)" if version is None else f"v{version}"
+
+
+def timestamps_out_of_order_text(facts: TimestampFacts) -> FindingText:
+    causes = []
+    if facts.backwards:
+        causes.append(
+            f"the commit time goes backwards at {len(facts.backwards)} version(s) "
+            f"(first v{facts.backwards[0]})"
+        )
+    if facts.skewed:
+        causes.append(
+            f"{len(facts.skewed)} commit file(s) have modification times up to "
+            f"{_hours(facts.max_skew_ms)} away from the recorded commit times (a copied or "
+            "restored table)"
+        )
+    shown = "; ".join(
+        f"{_moment(a)} to {_moment(b)}: history says {_version(s)}, resolves to {_version(r)}"
+        for a, b, s, r in facts.intervals[:5]
+    )
+    uses = (
+        f"in-commit timestamps from v{facts.enablement_version} and file modification times before"
+        if facts.enablement_version is not None
+        else "the commit files' modification times"
+    )
+    return FindingText(
+        f"TIMESTAMP AS OF resolves {len(facts.intervals)} time interval(s) to another version "
+        "than the history's order says",
+        f"{'; '.join(causes).capitalize()}. TIMESTAMP AS OF uses {uses}, so queries by time "
+        f"read another version than the one committed at that time: {shown}. Enable in-commit "
+        "timestamps (delta.enableInCommitTimestamps) so lookups use the recorded time.",
     )
