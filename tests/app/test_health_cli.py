@@ -47,3 +47,4 @@ def test_cli_json_carries_health_and_changes(evolving):
         (V_PROPS, "properties"),
         (V_PROTOCOL, "protocol"),
     ]
+    assert all(c["by"]["engine"].startswith("delta-rs:") for c in report["changes"])
