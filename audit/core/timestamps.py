@@ -189,7 +189,8 @@ def timestamps_section(facts: TimestampFacts) -> dict[str, Any]:
             if not facts.skewed
             else "partly far from the recorded times"
         ),
-        "max_skew_ms": facts.max_skew_ms,
+        # No magnitude here: it is the copy's own time, not the table's (a copy of a copy
+        # differs); the finding's witness has it.
         "misresolved_intervals": [
             {"from": a, "to": b, "history_says": s, "resolves_to": r}
             for a, b, s, r in facts.intervals
