@@ -173,3 +173,19 @@ def test_it_does_not_judge_files_outside_the_table_root(tmp_path):
     found, travel = _scan(tmp_path)
     assert travel["judged"] and travel["missing_files"] == 0
     assert not NEW_KINDS & {f.kind for f in found.findings}
+
+
+def test_it_does_not_blame_a_vacuum_for_a_transaction_that_committed_before_it(tmp_path):
+    write_deltalake(str(tmp_path), _rows("A", [1, 2]), partition_by=["day"])
+    write_deltalake(str(tmp_path), _rows("B", [3, 4]), mode="append")
+    stale = DeltaTable(str(tmp_path))
+    write_deltalake(str(tmp_path), _rows("A", [5]), mode="overwrite", predicate="day = 'A'")
+    stale.delete("day = 'B' and id = 3")  # v3, read v1: committed before the VACUUM
+    DeltaTable(str(tmp_path)).vacuum(
+        retention_hours=0, enforce_retention_duration=False, dry_run=False
+    )
+    found, _ = _scan(tmp_path)
+    kinds = _by_kind(found)
+    assert FindingKind.VACUUM_BROKE_SNAPSHOT not in kinds
+    (missing,) = kinds[FindingKind.MISSING_DATA_FILE]
+    assert missing.related_versions == [4]  # the VACUUM START
