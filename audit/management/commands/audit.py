@@ -66,13 +66,13 @@ class Command(BaseCommand):
             history, result, include_files=options["files"], stream_commits=options["json"]
         )
         add_health_and_changes(report, history)
-        add_data_scan(report, history, options["table_uri"], scan=not options["no_data"])
+        scanned = add_data_scan(report, history, options["table_uri"], scan=not options["no_data"])
         if options["json"]:
             write_json(report, sys.stdout.buffer)
         else:
             sys.stdout.write(render_text(report) + "\n")
         sys.stdout.flush()
-        if fails_gate(result.findings, options["fail_on"]):
+        if fails_gate([*result.findings, *scanned], options["fail_on"]):
             sys.exit(1)
 
 
