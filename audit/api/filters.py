@@ -82,8 +82,10 @@ class CommaListField(forms.CharField):
         if self.allowed is not None:
             unknown = [item for item in items if not self._allowed(item)]
             if unknown:
+                # The value as a parameter: a '%' in it must not be read as a format.
                 raise forms.ValidationError(
-                    f"unknown value {unknown[0][:40]!r}; expected one of {', '.join(self.allowed)}"
+                    "unknown value %(value)s; expected one of %(allowed)s",
+                    params={"value": repr(unknown[0][:40]), "allowed": ", ".join(self.allowed)},
                 )
         return items
 

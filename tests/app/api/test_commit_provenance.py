@@ -58,3 +58,5 @@ def test_it_filters_commits_by_user_engine_job_and_user_metadata(
     assert versions(user_metadata="%") == [1]  # a literal percent, not a wildcard
     assert versions(user="alice", job="adhoc") == [3]
     assert member_client.get(url, {"engine": "bogus"}).status_code == 400
+    bad = member_client.get(url, {"engine": "K%R"})  # a '%' in an unknown value: still a 400
+    assert bad.status_code == 400 and "K%R" in bad.content.decode()
