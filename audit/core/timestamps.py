@@ -116,7 +116,9 @@ def timestamp_facts(
     # A whole copy fails before the copy instead of resolving elsewhere: see the limits above.
     judge_file_times = bool(facts.skewed) and agreeing > 0
     if facts.backwards or judge_file_times:
-        facts.intervals = _intervals(times, resolution_times(times))
+        # Only versions whose lookup time is known (a long local log has the newest timed).
+        pairs = [(t, r) for t, r in zip(times, resolution_times(times), strict=True) if r]
+        facts.intervals = _intervals([t for t, _ in pairs], [r for _, r in pairs])
     return facts
 
 

@@ -127,3 +127,15 @@ def test_it_uses_in_commit_timestamps_from_their_enablement_and_finds_them_go_ba
     assert finding.witness["backwards"] == [4]
     resolved = {(i["history_says"], i["resolves_to"]) for i in finding.witness["intervals"]}
     assert (4, 2) in resolved  # between its time and v3's, the lookup still answers v2
+
+
+def test_it_reads_only_the_newest_file_times_of_a_long_local_log(tmp_path, monkeypatch):
+    from audit.core import datascan
+
+    for n in range(4):
+        write_deltalake(str(tmp_path), rows(2, start=10 * n), mode="append")
+    _copied_later(tmp_path, range(2), hours=2)  # only the two oldest look copied
+    monkeypatch.setattr(datascan, "MAX_TIMED_COMMITS", 2)
+    found = _scan(tmp_path)
+    assert timestamps_section(found.timestamps)["versions_with_file_time"] == 2
+    assert not _out_of_order(found)  # the newest two agree; the older ones were not read
