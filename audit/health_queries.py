@@ -21,7 +21,7 @@ from audit.core.log import open_log
 from audit.core.vocab import FindingKind
 from audit.health_models import HealthPoint, TableChange, TableHealth
 from audit.health_store import stored_activity
-from audit.models import Finding, Table
+from audit.models import Commit, Finding, Table
 from audit.paths import check_registered
 
 CACHE_PREFIX = "audit:health:v1"
@@ -77,8 +77,15 @@ def table_changes(table: Table) -> list[dict[str, Any]]:
         version__in={c["version"] for c in changes},
     ).values_list("id", "version"):
         findings.setdefault(version, []).append(fid)
+    # Who made each change: the stored provenance of its commit ({} when not stored).
+    by = dict(
+        Commit.objects.filter(table=table, version__in={c["version"] for c in changes}).values_list(
+            "version", "provenance"
+        )
+    )
     for c in changes:
         c["findings"] = sorted(findings.get(c["version"], []))
+        c["by"] = by.get(c["version"]) or {}
     return changes
 
 

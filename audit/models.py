@@ -252,6 +252,11 @@ class Commit(models.Model):
     txn_id = models.CharField(max_length=200, blank=True)
     user_id = models.CharField(max_length=200, blank=True)
     user_name = models.CharField(max_length=200, blank=True)
+    # Who and what wrote it (audit/core/provenance.py); job and user metadata as columns for
+    # the list filters, everything in `provenance` as the one-shot report gives it.
+    job_id = models.CharField(max_length=200, blank=True)
+    user_metadata = models.TextField(blank=True)
+    provenance = models.JSONField(default=dict, blank=True)
     files_added = models.IntegerField(default=0)
     files_removed = models.IntegerField(default=0)
     bytes_added = models.BigIntegerField(default=0)

@@ -2,7 +2,8 @@
 
 `scan_table` lists one table's data folders within the configured bounds, stores an
 `OrphanScan` row (counts, bytes, time range, per-hour histogram, a sample of paths) and opens or
-resolves the table's `orphan_files` finding through `audit.ingest`. A table whose log or
+resolves the table's `orphan_files`, `missing_data_file` and `vacuum_broke_snapshot` findings
+through `audit.ingest` (the last two from the same listing: audit/core/datascan.py). A table whose log or
 folders cannot be read gets a scan row with the error; other tables are not affected. Nothing
 is ever deleted from a table.
 """
@@ -19,15 +20,9 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from audit import ingest
+from audit.core.datascan import scan_data
 from audit.core.errors import DeltaAuditError
-from audit.core.orphans import (
-    HOUR_MS,
-    SCAN_KINDS,
-    in_flight_bound_ms,
-    orphan_finding,
-    referenced_paths,
-    scan_orphans,
-)
+from audit.core.orphans import HOUR_MS, SCAN_KINDS
 from audit.core.scrub import scrub_error
 from audit.core.storage import local_path_of, open_store
 from audit.core.summary import load_history
@@ -43,12 +38,13 @@ def scan_table(table: Table) -> OrphanScan:
     try:
         uri = check_registered(table.uri)
         history = load_history(uri)  # the current log: newer commits reference their files
-        floor = int(settings.AUDIT_ORPHAN_MIN_AGE_SECONDS * 1000)
-        scan = scan_orphans(
+        found = scan_data(
             open_store(uri),
-            referenced_paths(history, local_path_of(uri) or uri),
+            history,
+            local_path_of(uri) or uri,
             now_ms=int(time.time() * 1000),
-            min_age_ms=in_flight_bound_ms(history, floor),
+            min_age_floor_ms=int(settings.AUDIT_ORPHAN_MIN_AGE_SECONDS * 1000),
+            orphan_finding_bytes=settings.AUDIT_ORPHAN_FINDING_BYTES,
             max_files=settings.AUDIT_ORPHAN_MAX_FILES,
             max_dirs=settings.AUDIT_ORPHAN_MAX_DIRS,
             max_depth=settings.AUDIT_ORPHAN_MAX_DEPTH,
@@ -57,7 +53,7 @@ def scan_table(table: Table) -> OrphanScan:
         return OrphanScan.objects.create(
             table=table, scanned_at=now, error=scrub_error(str(err))[:2000]
         )
-    data = scan.as_dict()
+    data = found.orphans.as_dict()
     with transaction.atomic():
         row = OrphanScan.objects.create(
             table=table,
@@ -65,9 +61,10 @@ def scan_table(table: Table) -> OrphanScan:
             version=history.latest_version,
             **{k: data[k] for k in _STORED},
         )
-        findings = []
-        if scan.files and scan.bytes >= settings.AUDIT_ORPHAN_FINDING_BYTES:
-            findings.append(orphan_finding(scan, _finding_version(table, history.latest_version)))
+        findings = found.findings
+        for finding in findings:
+            if finding.kind == FindingKind.ORPHAN_FILES:
+                finding.version = _finding_version(table, history.latest_version)
         ingest.upsert_findings(table, findings, scope=None, kinds=SCAN_KINDS, now=now)
     _prune(table)
     return row

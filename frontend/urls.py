@@ -14,6 +14,7 @@ table_pages = [
     path("analysis/", views.table_analysis_page, name="analysis"),
     path("commits/<int:version>/", views.commit_detail, name="commit"),
     path("diff/", views.table_diff_page, name="diff"),
+    path("writers/", views.table_writers_page, name="writers"),
 ]
 
 # Under /findings/<id>/: one finding, and what administrators do with it.

@@ -12,11 +12,18 @@ from collections.abc import Iterable
 
 import django_filters
 from django import forms
+from django.db.models import Q
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 
 from audit import queries
-from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_ORDER, FindingKind, Severity
+from audit.core.vocab import (
+    HEALTH_FINDING_PREFIX,
+    SEVERITY_ORDER,
+    Engine,
+    FindingKind,
+    Severity,
+)
 from audit.models import Commit, Finding, Table
 
 INT64_MAX = 2**63 - 1
@@ -75,8 +82,10 @@ class CommaListField(forms.CharField):
         if self.allowed is not None:
             unknown = [item for item in items if not self._allowed(item)]
             if unknown:
+                # The value as a parameter: a '%' in it must not be read as a format.
                 raise forms.ValidationError(
-                    f"unknown value {unknown[0][:40]!r}; expected one of {', '.join(self.allowed)}"
+                    "unknown value %(value)s; expected one of %(allowed)s",
+                    params={"value": repr(unknown[0][:40]), "allowed": ", ".join(self.allowed)},
                 )
         return items
 
@@ -84,6 +93,14 @@ class CommaListField(forms.CharField):
         if item in self.allowed:
             return True
         return bool(self.allowed_prefix) and item.startswith(self.allowed_prefix)
+
+
+class TextValueField(forms.CharField):
+    """A text value of a filter: at most 200 characters (Django's CharField refuses NUL)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("max_length", 200)
+        super().__init__(*args, **kwargs)
 
 
 class TimeField(forms.CharField):
@@ -160,6 +177,13 @@ def _list_filter(
     return extend_schema_field(schema)(flt)
 
 
+def _text_filter(method: str, help_text: str) -> django_filters.Filter:
+    """Free text (at most 200 characters, no NUL) handed to `method`."""
+    flt = django_filters.Filter(method=method, label=help_text)
+    flt.field_class = TextValueField
+    return extend_schema_field(_STR)(flt)
+
+
 def _time_filter(field_name: str, lookup: str, help_text: str) -> django_filters.Filter:
     flt = django_filters.Filter(field_name=field_name, lookup_expr=lookup, label=help_text)
     flt.field_class = TimeField
@@ -179,6 +203,14 @@ class CommitFilter(django_filters.FilterSet):
         "Only commits with (true) or without (false) concurrent commits.",
         method=True,
     )
+    user = _text_filter("filter_user", "Written by this user name or user id (exact).")
+    engine = _list_filter(
+        "engine", "Written by these engine(s), comma-separated.", tuple(str(e) for e in Engine)
+    )
+    job = _text_filter("filter_job", "Written by this job (job id, or job name; exact).")
+    user_metadata = _text_filter(
+        "filter_user_metadata", "Whose userMetadata contains this text (case-insensitive)."
+    )
 
     class Meta:
         model = Commit
@@ -196,6 +228,15 @@ class CommitFilter(django_filters.FilterSet):
         if bounds is None:
             return queryset
         return queryset.filter(version__gte=bounds[0], version__lte=bounds[1])
+
+    def filter_user(self, queryset, name, value):
+        return queryset.filter(Q(user_name=value) | Q(user_id=value)) if value else queryset
+
+    def filter_job(self, queryset, name, value):
+        return queryset.filter(job_id=value) if value else queryset
+
+    def filter_user_metadata(self, queryset, name, value):
+        return queryset.filter(user_metadata__icontains=value) if value else queryset
 
     def filter_has_concurrent(self, queryset, name, value):
         if value is None:

@@ -160,8 +160,18 @@ class RowSource:
         return RowQuery(compiled, where)
 
 
-def sql_condition(compiled: _Compiled, field: str, op: str, value: Any = None) -> tuple[str, list]:
+def sql_condition(
+    compiled: _Compiled, field: str | tuple[str, ...], op: str, value: Any = None
+) -> tuple[str, list]:
+    if isinstance(field, tuple):  # any of the fields: (a = %s OR b = %s)
+        parts = [sql_condition(compiled, one, op, value) for one in field]
+        return "(" + " OR ".join(text for text, _ in parts) + ")", [
+            p for _, ps in parts for p in ps
+        ]
     column = compiled.column(field)
+    if op == "icontains":  # as the ORM's icontains: UPPER on both sides, LIKE escaped
+        escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return f"UPPER({column}) LIKE UPPER(%s) ESCAPE '\\'", [f"%{escaped}%"]
     if op == "in":
         values = list(dict.fromkeys(value))  # the ORM's In lookup drops repeats too
         return f"{column} IN ({', '.join(['%s'] * len(values))})", values
@@ -219,6 +229,10 @@ COMMIT_CONDITIONS = {
     "max_version": ("version", "<="),
     "since": ("timestamp", ">="),
     "until": ("timestamp", "<="),
+    "user": (("user_name", "user_id"), "="),
+    "engine": ("engine", "in"),
+    "job": ("job_id", "="),
+    "user_metadata": ("user_metadata", "icontains"),
 }
 FINDING_CONDITIONS = {
     "table": ("table_id", "="),

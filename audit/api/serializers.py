@@ -273,7 +273,7 @@ class CommitDetailSerializer(serializers.ModelSerializer):
             "blind_append_fact", "facts", "engine_info", "txn_id", "user_id", "user_name",
             "bytes_added", "bytes_removed", "predicate", "operation_parameters",
             "operation_metrics", "partitions", "app_ids", "metadata_changed",
-            "protocol_changed", "recheck", "findings",
+            "protocol_changed", "recheck", "provenance", "findings",
         ]  # fmt: skip
         read_only_fields = fields
 

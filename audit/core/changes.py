@@ -2,7 +2,7 @@
 or clustering, with what it was before and after. Pure functions over the config timelines.
 
 A change entry: {"version", "timestamp", "kind", "before", "after", "summary"}; `kind` is one of
-KINDS. Strings from the log (column names, property values) are data, never markup.
+KINDS. Entries of a history also name who made the change (`by`: the commit's provenance). Strings from the log (column names, property values) are data, never markup.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from audit.core.model import Metadata, Protocol
+from audit.core.provenance import provenance_of
 from audit.core.summary import History
 from audit.core.vocab import FindingKind
 
@@ -234,6 +235,9 @@ def changes_from_history(history: History) -> list[dict[str, Any]]:
         if change is not None:
             out.append(change)
     out.sort(key=lambda c: (c["version"], KINDS.index(c["kind"])))
+    for change in out:  # who made it: the commit's provenance ({} when the log lost it)
+        summary = history.summary(change["version"])
+        change["by"] = provenance_of(summary) if summary is not None else {}
     return out
 
 

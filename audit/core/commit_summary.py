@@ -29,6 +29,7 @@ from audit.core.model import (
     RemoveFile,
 )
 from audit.core.predicates import parse_predicate
+from audit.core.provenance import commit_extra, share_key
 from audit.core.vocab import IsolationLevel, Operation
 
 ISOLATION_PROPERTY = "delta.isolationLevel"
@@ -98,6 +99,7 @@ _SUMMARY_FIELDS = (
     "unknown_actions",
     "compacted_paths",
     "compacted_removed_partitions",
+    "provenance",
 )
 if tuple(f.name for f in fields(CommitSummary))[: len(_SUMMARY_FIELDS)] != _SUMMARY_FIELDS:
     raise ImportError(
@@ -212,7 +214,19 @@ def summarize_digest(
         tuple(commit.unknown_actions),  # unknown_actions
         files.compacted_paths,  # compacted_paths
         files.compacted_removed_partitions,  # compacted_removed_partitions
+        _provenance(info, interner),  # provenance
     )
+
+
+def _provenance(info: dict[str, Any], interner: Interner) -> dict[str, Any] | None:
+    """What the commit says of who wrote it beyond the summary's fields; one shared dict per
+    distinct set of values (a writer repeats its client version on every commit)."""
+    extra = commit_extra(info)
+    key = share_key(extra)
+    if key is None:
+        return extra
+    cached = interner.cached(key)
+    return cached if cached is not None else interner.remember(key, extra)
 
 
 def _parameters(raw: Any, interner: Interner) -> tuple[dict[str, Any], Predicate | None]:

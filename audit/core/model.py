@@ -239,6 +239,8 @@ class CommitSummary:
     # hold rows earlier commits wrote, and the partitions of the files it removed.
     compacted_paths: frozenset[str] = EMPTY_SET
     compacted_removed_partitions: frozenset[PartitionKey] = EMPTY_SET
+    # Who and what wrote it beyond the fields above (provenance.commit_extra); None: nothing.
+    provenance: dict[str, Any] | None = None
 
     @property
     def partitions_touched(self) -> frozenset[PartitionKey]:

@@ -24,8 +24,16 @@ from audit.core.model import Finding
 from audit.core.storage import FolderWalk, LogStore
 from audit.core.vocab import FindingKind
 
-# Kinds produced by the orphan scan, not by the audit: audits never create or resolve them.
-SCAN_KINDS = frozenset({FindingKind.ORPHAN_FILES})
+# Kinds produced by the scan of the data folders (orphans here, missing files in
+# timetravel.py), not by the audit: audits never create or resolve them.
+SCAN_KINDS = frozenset(
+    {
+        FindingKind.ORPHAN_FILES,
+        FindingKind.MISSING_DATA_FILE,
+        FindingKind.VACUUM_BROKE_SNAPSHOT,
+        FindingKind.TIMESTAMPS_OUT_OF_ORDER,
+    }
+)
 
 MAX_FILES = 200_000
 MAX_DIRS = 20_000
@@ -136,8 +144,12 @@ def scan_orphans(
     max_files: int = MAX_FILES,
     max_dirs: int = MAX_DIRS,
     max_depth: int = MAX_DEPTH,
+    seen: set[str] | None = None,
 ) -> OrphanScan:
-    """List the data folders of `store` breadth-first, within the bounds; never writes."""
+    """List the data folders of `store` breadth-first, within the bounds; never writes.
+
+    `seen`, when given, receives every data file path listed (the time-travel check reads the
+    same listing instead of making its own)."""
     scan = OrphanScan(min_age_ms=min_age_ms)
     walk = FolderWalk(store, stats=True, max_listings=max_dirs)
     for directory, depth, entries in walk:
@@ -158,6 +170,8 @@ def scan_orphans(
                 scan.listed_dirs = walk.listings
                 return scan
             scan.listed_files += 1
+            if seen is not None:
+                seen.add(path)
             if path in referenced:
                 continue
             mtime = entry.modification_time or 0

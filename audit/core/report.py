@@ -11,6 +11,7 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 
 from audit.core.model import SEVERITY_RANK, CommitSummary, Finding
+from audit.core.provenance import provenance_of
 from audit.core.summary import paused_gc
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ def commit_entry(summary: CommitSummary, audit: Any | None = None) -> dict[str, 
         "engine": summary.engine,
         "facts": facts,
         "predicate": predicate.raw if predicate is not None else None,
+        "provenance": provenance_of(summary),
     }
 
 

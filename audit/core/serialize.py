@@ -141,6 +141,7 @@ def summary_to_row(s: CommitSummary, *, paths: bool = True) -> dict[str, Any]:
             "unknown_actions": list(s.unknown_actions),
             "compacted_paths": sorted(s.compacted_paths) if paths else [],
             "compacted_removed_partitions": _keys_out(s.compacted_removed_partitions),
+            "provenance": s.provenance,
         }
     )
     return row
@@ -173,6 +174,7 @@ def summary_from_row(d: dict[str, Any]) -> CommitSummary:
         compacted_removed_partitions=_shared_set(
             _keys_in(n.get("compacted_removed_partitions") or [])
         ),
+        provenance=n.get("provenance"),
     )
 
 

@@ -26,6 +26,10 @@ the rules are deliberately few and stable:
 | protocol_violation            | warning (readers may ignore what the protocol does not allow)  |
 | retry_storm                   | warning (a writer's attempts keep losing conflicts)            |
 | orphan_files                  | warning (storage leaked by commits that never landed)          |
+| missing_data_file             | critical when the latest version references a missing file     |
+|                               | (the table cannot be read now), warning when only older ones do|
+| vacuum_broke_snapshot         | critical (a VACUUM deleted files a running transaction read)   |
+| timestamps_out_of_order       | warning (TIMESTAMP AS OF resolves to another version)          |
 
 The thresholds below are the only tuning knobs.
 """
@@ -102,4 +106,17 @@ def retry_storm_severity() -> Severity:
 
 
 def orphan_files_severity() -> Severity:
+    return "warning"
+
+
+def missing_data_file_severity(latest_broken: bool) -> Severity:
+    # The latest version unreadable means every reader fails now; older ones only time travel.
+    return "critical" if latest_broken else "warning"
+
+
+def vacuum_broke_snapshot_severity() -> Severity:
+    return "critical"
+
+
+def timestamps_out_of_order_severity() -> Severity:
     return "warning"

@@ -51,6 +51,11 @@ class FindingKind(StrEnum):
     PROTOCOL_VIOLATION = "protocol_violation"
     # Storage scans (orphans.py).
     ORPHAN_FILES = "orphan_files"
+    # Time travel (timetravel.py): from the same listing of the data folders.
+    MISSING_DATA_FILE = "missing_data_file"
+    VACUUM_BROKE_SNAPSHOT = "vacuum_broke_snapshot"
+    # Commit times (timestamps.py).
+    TIMESTAMPS_OUT_OF_ORDER = "timestamps_out_of_order"
     # Health (raised by the app as it stores commits; health_<metric> kinds are per rule).
     SCHEMA_CHANGE = "schema_change"
     PROTOCOL_CHANGE = "protocol_change"

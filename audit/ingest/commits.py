@@ -13,6 +13,7 @@ from typing import Any
 
 from audit.core import model
 from audit.core.jsonsafe import clean_text, json_safe
+from audit.core.provenance import provenance_of
 from audit.core.vocab import ReadVersionFact
 
 INT64_MAX = 2**63 - 1
@@ -46,6 +47,7 @@ def commit_values(table_id: int, s: model.CommitSummary, audit: Any | None) -> d
         txn_id=clean_text(s.txn_id or "")[:200],
         user_id=clean_text(s.user_id or "")[:200],
         user_name=clean_text(s.user_name or "")[:200],
+        **provenance_columns(s),
         files_added=min(s.files_added, INT32_MAX),
         files_removed=min(s.files_removed, INT32_MAX),
         bytes_added=int64(s.bytes_added) or 0,
@@ -65,6 +67,18 @@ def commit_values(table_id: int, s: model.CommitSummary, audit: Any | None) -> d
         recheck=_recheck(audit),
         facts=dict(s.facts),
     )
+
+
+def provenance_columns(s: model.CommitSummary) -> dict[str, Any]:
+    """The provenance of a commit as stored: the report's object, its job and user metadata."""
+    # Stored through jsonsafe.json_text by insert_commits, like the other JSON columns.
+    provenance = provenance_of(s)
+    job = provenance.get("job_id") or provenance.get("job_name") or ""
+    return {
+        "job_id": clean_text(str(job))[:200],
+        "user_metadata": clean_text(str(provenance.get("user_metadata") or "")),
+        "provenance": provenance,
+    }
 
 
 def _read_version(s: model.CommitSummary, audit: Any | None) -> tuple[int | None, str]:

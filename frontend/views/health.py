@@ -1,5 +1,5 @@
 """Dashboard pieces of table health: the version diff page (the health panel's config is
-`table.health_config`, next to the page that embeds it)."""
+`table.health_config`, next to the page that embeds it); who changed the table."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from django.shortcuts import get_object_or_404, render
 from audit import access
 from audit.core.errors import DeltaAuditError, one_line
 from audit.health_queries import table_diff
+from audit.provenance_queries import table_writers
 from frontend.views.common import pretty
 from frontend.views.table import health_config, table_header
 
-__all__ = ["health_config", "table_diff_page"]
+__all__ = ["health_config", "table_diff_page", "table_writers_page"]
 
 INT64_MAX = 2**63 - 1
 
@@ -57,3 +58,11 @@ def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
     }
     # A form error is shown on the page (200), like the other dashboard forms.
     return render(request, "frontend/diff.html", ctx)
+
+
+@login_required
+def table_writers_page(request: HttpRequest, table_id: int) -> HttpResponse:
+    """/tables/<id>/writers/: who changed this table (per writer, from stored provenance)."""
+    table = get_object_or_404(access.visible_tables(request.user), id=table_id)
+    ctx = {**table_header(table), "tab": "writers", "writers": table_writers(table)}
+    return render(request, "frontend/writers.html", ctx)

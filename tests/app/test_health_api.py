@@ -104,6 +104,8 @@ def test_changes_endpoint_lists_schema_property_and_protocol_changes(table, clie
     ]
     assert body["changes"][0]["diff"]["added"][0]["name"] == HOSTILE_COLUMN
     assert TableChange.objects.filter(table=table).count() == 3
+    # Who made each change: the provenance of its commit (delta-rs writes engineInfo).
+    assert all(c["by"]["engine"].startswith("delta-rs:") for c in body["changes"])
 
 
 def test_changes_link_concurrent_metadata_change_findings(table, client):

@@ -31,12 +31,20 @@ def test_cli_json_carries_health_and_changes(evolving):
     import json
 
     report = json.loads(proc.stdout)
+    # The readable range (time_travel) and the commit times (timestamps) come from the
+    # listing of the data folders.
     assert report["health"] == health_at(open_log(evolving)) | {
-        "recommendations": report["health"]["recommendations"]
+        "recommendations": report["health"]["recommendations"],
+        "time_travel": report["health"]["time_travel"],
+        "timestamps": report["health"]["timestamps"],
     }
+    assert report["health"]["timestamps"]["file_times"] == "agree"
+    assert report["health"]["time_travel"]["judged"]
+    assert report["health"]["time_travel"]["broken_versions"] == []
     assert report["health"]["tombstones"]["vacuumable_count"] == len(dry_run_vacuum(evolving))
     assert [(c["version"], c["kind"]) for c in report["changes"]] == [
         (V_SCHEMA, "schema"),
         (V_PROPS, "properties"),
         (V_PROTOCOL, "protocol"),
     ]
+    assert all(c["by"]["engine"].startswith("delta-rs:") for c in report["changes"])

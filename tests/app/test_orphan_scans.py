@@ -97,3 +97,23 @@ def test_beat_schedules_the_scan(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["scan-orphans"]
     assert entry["task"] == "workers.orphan_tasks.scan_all_orphans"
     assert "workers.orphan_tasks" in settings.CELERY_IMPORTS
+
+
+def test_the_scan_opens_and_resolves_missing_data_file_from_the_same_listing(tmp_path, settings):
+    settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    path = tmp_path / "m"
+    write_deltalake(str(path), rows(2), partition_by=["day"])
+    write_deltalake(str(path), rows(2, start=10, day="2024-01-02"), mode="append")
+    table = ingest_table(str(path), name="m")
+    (victim,) = (path / "day=2024-01-02").glob("*.parquet")
+    saved = victim.read_bytes()
+    victim.unlink()  # deleted by hand: the latest version cannot be read
+    orphan_scans.scan_table(table)
+    (finding,) = Finding.objects.filter(table=table, kind="missing_data_file")
+    assert (finding.status, finding.severity, finding.version) == ("open", "critical", 1)
+    # A full audit of the table neither creates nor resolves scan findings.
+    ingest.reaudit(table.id)
+    assert Finding.objects.get(id=finding.id).status == "open"
+    victim.write_bytes(saved)  # restored from a backup
+    orphan_scans.scan_table(table)
+    assert Finding.objects.get(id=finding.id).status == "resolved"

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from django.core.management import call_command
 
+from audit.core.orphans import SCAN_KINDS
 from audit.health_alerts import HEALTH_KINDS
 from audit.models import Commit, Finding, Table
 
@@ -44,6 +45,8 @@ def cli_view(report: dict[str, Any]) -> tuple[dict, set]:
     findings = {
         (f["kind"], f["version"], tuple(f["related_versions"]), f["severity"], f["confirmed"])
         for f in report["findings"]
+        # The data-folder scan's kinds come from the worker's periodic scan, not the tail.
+        if f["kind"] not in SCAN_KINDS
     }
     return commits, findings
 

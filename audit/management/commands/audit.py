@@ -19,7 +19,7 @@ from audit.core.parallel import spare_core
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.summary import load_history, paused_gc
 from audit.core.vocab import Severity
-from audit.health_report import add_health_and_changes
+from audit.health_report import add_data_scan, add_health_and_changes
 from audit.paths import allowed_roots
 
 
@@ -42,7 +42,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-data",
             action="store_true",
-            help="do not read data files to confirm never-existed snapshots (log only)",
+            help="log only: do not read data files to confirm never-existed snapshots, nor "
+            "list the data folders for orphan and missing files",
         )
 
     def handle(self, *args, **options):
@@ -75,12 +76,13 @@ class Command(BaseCommand):
             history, result, include_files=options["files"], stream_commits=options["json"]
         )
         add_health_and_changes(report, history)
+        scanned = add_data_scan(report, history, options["table_uri"], scan=not options["no_data"])
         if options["json"]:
             write_json(report, sys.stdout.buffer)
         else:
             sys.stdout.write(render_text(report) + "\n")
         sys.stdout.flush()
-        if fails_gate(result.findings, options["fail_on"]):
+        if fails_gate([*result.findings, *scanned], options["fail_on"]):
             sys.exit(1)
 
 

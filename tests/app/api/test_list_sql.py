@@ -52,6 +52,10 @@ def _commits(table: Table, count: int, rng: random.Random) -> None:
                 files_added=rng.randint(0, 9),
                 files_removed=rng.randint(0, 3),
                 engine=rng.choice(["spark", "delta-rs", ""]),
+                user_name=rng.choice(["alice", "bob", ""]),
+                user_id=rng.choice(["u1", "alice", ""]),
+                job_id=rng.choice(["nightly", "42", ""]),
+                user_metadata=rng.choice(["Backfill 100%_done", "hotfix", "", "ÉTÉ run"]),
             )
         )
     Commit.objects.bulk_create(commits)
@@ -129,6 +133,10 @@ COMMIT_VALUES = {
               "bad", "99999999999999999999", "", str(BASE + 200_000), "-5"],
     "until": [str(BASE + 60_000), "2023-11-14T22:15:30Z", "9999-12-31T23:59:59-23:59", str(BASE)],
     "has_concurrent": ["true", "false", "yes", "0", "maybe", "", "TRUE"],
+    "user": ["alice", "u1", "nobody", "", "x" * 201, "a\x00"],
+    "engine": ["spark", "delta-rs,spark", "bogus", ""],
+    "job": ["nightly", "42", "none", ""],
+    "user_metadata": ["backfill", "100%", "_", "%_d", "HOT", "été", "", "\\"],
     "order": ["asc", "desc", "sideways", ""],
     "page_size": ["1", "7", "1000", "0", "-1", "abc", "5000"],
     "cursor": HOSTILE_CURSORS,

@@ -1,0 +1,200 @@
+"""Commit times, kept apart: in-commit timestamps, recorded timestamps, file modification times.
+
+`TIMESTAMP AS OF` resolves a time to a version with the in-commit timestamp on the versions
+where the table has them enabled (`delta.enableInCommitTimestamps`, from
+`delta.inCommitTimestampEnablementVersion` on) and with the commit file's modification time
+before that (made increasing: a time not after the previous one counts as the previous + 1 ms).
+A table copied or restored gets new modification times, so the same time resolves to another
+version than the history's order says. This module finds those intervals.
+
+Facts only; the words are in `wording/timetravel.py`.
+
+Limits: when every version's file time disagrees with its recorded time (a whole table
+copied, as test fixtures are) the resolution fails before the copy rather than picking
+another version: that is reported in health (`timestamps.file_times`), not as a finding.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.core.vocab import ReadVersionFact
+
+ICT_PROPERTY = "delta.enableInCommitTimestamps"
+ICT_VERSION_PROPERTY = "delta.inCommitTimestampEnablementVersion"
+ICT_TIMESTAMP_PROPERTY = "delta.inCommitTimestampEnablementTimestamp"
+SKEW_MS = 3_600_000  # file time and recorded time further apart than this disagree
+MAX_INTERVALS = 20
+
+
+@dataclass(frozen=True)
+class CommitTime:
+    version: int
+    recorded: int | None  # the in-commit timestamp, else commitInfo.timestamp
+    file_time: int | None  # the commit file's modification time, from the listing
+    in_commit: bool  # the table has in-commit timestamps at this version
+
+    @property
+    def true_time(self) -> int | None:
+        """When the commit happened: what the writer recorded, else the file's time."""
+        return self.recorded if self.recorded is not None else self.file_time
+
+
+@dataclass
+class TimestampFacts:
+    times: list[CommitTime]
+    enablement_version: int | None
+    backwards: list[int] = field(default_factory=list)  # versions older than the one before
+    skewed: list[int] = field(default_factory=list)  # file time far from the recorded time
+    max_skew_ms: int = 0
+    # [from ms, to ms), the version the history's order says, the version it resolves to.
+    intervals: list[tuple[int, int, int | None, int | None]] = field(default_factory=list)
+
+    @property
+    def out_of_order(self) -> bool:
+        return bool(self.intervals)
+
+
+def enablement_version(properties: dict[str, str]) -> int | None:
+    if str(properties.get(ICT_PROPERTY, "")).strip().lower() != "true":
+        return None
+    text = str(properties.get(ICT_VERSION_PROPERTY, "0")).strip()
+    return int(text) if text.isdigit() else 0
+
+
+def commit_times(history: Any, mtimes: dict[int, int] | None = None) -> list[CommitTime]:
+    """Each commit's times; `mtimes` (version -> ms) adds to the file times the listing had."""
+    enabled = enablement_version(history.state.properties)
+    mtimes = {**history.listing.file_modification_times, **(mtimes or {})}
+    out = []
+    for s in history.summaries:
+        recorded = s.timestamp if s.facts.get("timestamp") == ReadVersionFact.RECORDED else None
+        in_commit = enabled is not None and s.version >= enabled
+        out.append(CommitTime(s.version, recorded, mtimes.get(s.version), in_commit))
+    return out
+
+
+def resolution_times(times: list[CommitTime]) -> list[int | None]:
+    """The time `TIMESTAMP AS OF` gives each version (None: none known)."""
+    out: list[int | None] = []
+    previous: int | None = None
+    for t in times:
+        value = t.recorded if t.in_commit else t.file_time
+        if value is not None and not t.in_commit and previous is not None and value <= previous:
+            value = previous + 1  # Delta makes file times increasing
+        out.append(value)
+        previous = value if value is not None else previous
+    return out
+
+
+def timestamp_facts(
+    history: Any, mtimes: dict[int, int] | None = None, skew_ms: int = SKEW_MS
+) -> TimestampFacts:
+    times = commit_times(history, mtimes)
+    facts = TimestampFacts(times, enablement_version(history.state.properties))
+    previous: int | None = None
+    agreeing = 0
+    for t in times:
+        # Recorded times only: a file time is what a copy may have changed.
+        recorded = t.recorded
+        if recorded is not None and previous is not None and recorded < previous:
+            facts.backwards.append(t.version)
+        previous = recorded if recorded is not None else previous
+        if t.in_commit:
+            agreeing += 1  # looked up by its recorded time: right whatever its file says
+            continue
+        if t.recorded is None or t.file_time is None:
+            continue
+        skew = abs(t.file_time - t.recorded)
+        if skew > skew_ms:
+            facts.skewed.append(t.version)
+            facts.max_skew_ms = max(facts.max_skew_ms, skew)
+        else:
+            agreeing += 1
+    # A whole copy fails before the copy instead of resolving elsewhere: see the limits above.
+    judge_file_times = bool(facts.skewed) and agreeing > 0
+    if facts.backwards or judge_file_times:
+        # Only versions whose lookup time is known (a long local log has the newest timed).
+        pairs = [(t, r) for t, r in zip(times, resolution_times(times), strict=True) if r]
+        facts.intervals = _intervals([t for t, _ in pairs], [r for _, r in pairs])
+    return facts
+
+
+def _intervals(
+    times: list[CommitTime], resolved: list[int | None]
+) -> list[tuple[int, int, int | None, int | None]]:
+    """The time intervals, within the history's span, that resolve to another version."""
+    truth = [(t.true_time, t.version) for t in times if t.true_time is not None]
+    if not truth:
+        return []
+    by_time = sorted(truth)
+    keys = [time for time, _ in by_time]
+    best: list[int] = []  # the latest version committed at or before each time
+    for _, version in by_time:
+        best.append(max(version, best[-1]) if best else version)
+    lookup = _Lookup(times, resolved)
+    span_end = keys[-1]
+    points = sorted({*keys, *(r for r in resolved if r is not None and keys[0] <= r <= span_end)})
+    out: list[tuple[int, int, int | None, int | None]] = []
+    for start, end in zip(points, [*points[1:], span_end + 1], strict=True):
+        i = bisect_right(keys, start) - 1
+        says = best[i] if i >= 0 else None
+        resolves = lookup.version_at(start)
+        if says == resolves:
+            continue
+        if out and out[-1][1] == start and out[-1][2:] == (says, resolves):
+            out[-1] = (out[-1][0], end, says, resolves)
+        elif len(out) < MAX_INTERVALS:
+            out.append((start, end, says, resolves))
+    return out
+
+
+class _Lookup:
+    """`TIMESTAMP AS OF` as Delta answers it: a binary search over the in-commit timestamps
+    for times from the enablement on, over the (increasing) file times before it. A binary
+    search over times that go backwards answers what it answers: bisect does the same."""
+
+    def __init__(self, times: list[CommitTime], resolved: list[int | None]) -> None:
+        pairs = [(r, t) for r, t in zip(resolved, times, strict=True) if r is not None]
+        self.before = [(r, t.version) for r, t in pairs if not t.in_commit]
+        self.after = [(r, t.version) for r, t in pairs if t.in_commit]
+        self.before_keys = [r for r, _ in self.before]
+        self.after_keys = [r for r, _ in self.after]
+
+    def version_at(self, moment: int) -> int | None:
+        if self.after and moment >= self.after_keys[0]:
+            return self.after[bisect_right(self.after_keys, moment) - 1][1]
+        j = bisect_right(self.before_keys, moment) - 1
+        return self.before[j][1] if j >= 0 else None
+
+
+def timestamps_section(facts: TimestampFacts) -> dict[str, Any]:
+    """The report's `health.timestamps`: which time each lookup uses, and what disagrees."""
+    times = facts.times
+    return {
+        "in_commit_timestamps_from": facts.enablement_version,
+        "versions_with_file_time": sum(1 for t in times if t.file_time is not None),
+        "backwards": facts.backwards[:100],
+        "file_times_skewed": len(facts.skewed),
+        "file_times": (
+            "all far from the recorded times (a copied table): TIMESTAMP AS OF before the copy fails"
+            if facts.skewed
+            and len(facts.skewed)
+            == sum(
+                1
+                for t in times
+                if not t.in_commit and t.recorded is not None and t.file_time is not None
+            )
+            else "agree"
+            if not facts.skewed
+            else "partly far from the recorded times"
+        ),
+        # No magnitude here: it is the copy's own time, not the table's (a copy of a copy
+        # differs); the finding's witness has it.
+        "misresolved_intervals": [
+            {"from": a, "to": b, "history_says": s, "resolves_to": r}
+            for a, b, s, r in facts.intervals
+        ],
+    }

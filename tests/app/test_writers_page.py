@@ -1,0 +1,60 @@
+"""The dashboard's "who changed this table" page, on a table of real delta-rs writers with
+user names, a job, a schema change and a finding at one writer's commit."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from deltalake import CommitProperties, write_deltalake
+
+from audit.models import Finding
+from audit.provenance_queries import table_writers
+from tests.support.clients import session_client
+from tests.support.ingested import ingest_table
+from tests.support.tables import rows
+
+pytestmark = pytest.mark.django_db
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+def _write(path, data, *, mode="append", **custom) -> None:
+    props = CommitProperties(custom_metadata=custom) if custom else None
+    write_deltalake(str(path), data, mode=mode, commit_properties=props, schema_mode="merge")
+
+
+@pytest.fixture
+def table(tmp_path, settings):
+    settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    path = tmp_path / "events"
+    _write(path, rows(1), userName="alice")
+    _write(path, rows(1, start=1), userName="alice")
+    wider = rows(1, start=2).append_column("note", pa.array(["x"]))
+    _write(path, wider, userName=HOSTILE)  # v2: adds a column
+    _write(path, rows(1, start=3), job="nightly")
+    table = ingest_table(path)
+    Finding.objects.create(
+        table=table, kind="metrics_mismatch", severity="warning", version=2,
+        related_versions=[], summary="s", key="k", last_seen="2026-01-01T00:00:00Z",
+    )  # fmt: skip
+    return table
+
+
+def test_it_groups_commits_changes_and_findings_per_writer(table):
+    by = {w["writer"]: w for w in table_writers(table)}
+    assert set(by) == {"user alice", f"user {HOSTILE}", "job nightly"}
+    assert by["user alice"]["commits"] == 2
+    assert by["user alice"]["operations"] == [("WRITE", 2)]
+    assert [(c["version"], c["kind"]) for c in by[f"user {HOSTILE}"]["changes"]] == [(2, "schema")]
+    assert by[f"user {HOSTILE}"]["findings"]["warning"] == 1  # and the schema change (info)
+    assert by["job nightly"]["findings"] == {} and by["job nightly"]["changes"] == []
+    assert sum(week["commits"] for week in by["user alice"]["weeks"]) == 2
+
+
+def test_it_shows_the_page_escaped_to_signed_in_users(table, member):
+    response = session_client(member).get(f"/tables/{table.id}/writers/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Who changed this table" in body and "job nightly" in body
+    assert HOSTILE not in body and "&lt;script&gt;" in body
+    assert session_client(None).get(f"/tables/{table.id}/writers/").status_code == 302
