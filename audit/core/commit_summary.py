@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from audit.core.digest import FileFacts, Interner
+from audit.core.numbers import log_int, log_timestamp_ms
 from audit.core.model import (
     EMPTY_SET,
     AddFile,
@@ -410,7 +411,7 @@ def _canonical_level(value: str | None) -> str | None:
 
 def _timestamp(info: dict[str, Any], file_time: int | None) -> tuple[int | None, Fact]:
     for key in ("inCommitTimestamp", "timestamp"):
-        value = _as_int(info.get(key))
+        value = log_timestamp_ms(info.get(key))
         if value is not None:
             return value, _RECORDED
     if file_time is not None:
@@ -419,15 +420,8 @@ def _timestamp(info: dict[str, Any], file_time: int | None) -> tuple[int | None,
 
 
 def _as_int(value: Any) -> int | None:
-    if type(value) is int:  # the common case first (a bool is not of type int)
-        return value
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return None
+    # Signed: timestamps before 1970 and a readVersion of -1 are written by some writers.
+    return log_int(value, signed=True)
 
 
 def _as_bool(value: Any) -> bool | None:

@@ -51,9 +51,12 @@ class Command(BaseCommand):
             self._audit(options)
 
     def _audit(self, options) -> None:
+        # The report and its output are inside too: a hostile log must not reach them as a
+        # traceback either.
         try:
             history = load_history(options["table_uri"], parallel=spare_core)
             result = audit_history(history, check_data=not options["no_data"])
+            self._print(history, result, options)
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
@@ -61,6 +64,10 @@ class Command(BaseCommand):
             reason = f"{type(err).__name__}: {one_line(str(err), limit=300)}"
             sys.stderr.write(f"error: cannot audit this table ({reason})\n")
             sys.exit(2)
+        if fails_gate(result.findings, options["fail_on"]):
+            sys.exit(1)
+
+    def _print(self, history, result, options) -> None:
         report = build_report(
             history, result, include_files=options["files"], stream_commits=options["json"]
         )
@@ -70,8 +77,6 @@ class Command(BaseCommand):
         else:
             sys.stdout.write(render_text(report) + "\n")
         sys.stdout.flush()
-        if fails_gate(result.findings, options["fail_on"]):
-            sys.exit(1)
 
 
 def run_standalone(argv: list[str]) -> None:
