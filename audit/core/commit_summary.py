@@ -17,7 +17,6 @@ from typing import Any
 import orjson
 
 from audit.core.digest import FileFacts, Interner
-from audit.core.numbers import log_int, log_timestamp_ms
 from audit.core.model import (
     EMPTY_SET,
     AddFile,
@@ -29,6 +28,7 @@ from audit.core.model import (
     Predicate,
     RemoveFile,
 )
+from audit.core.numbers import log_int, log_timestamp_ms
 from audit.core.predicates import parse_predicate
 from audit.core.vocab import IsolationLevel, Operation
 

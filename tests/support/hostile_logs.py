@@ -55,6 +55,52 @@ HOSTILE_VALUES: tuple[Any, ...] = (
     {"a": {"b": [1]}},
 )
 
+# What a number's place gets: text a careless parser takes for digits, numbers past 64 bits,
+# numbers of the wrong sign or kind, and values that are not numbers at all.
+NUMBER_VALUES: tuple[Any, ...] = (
+    "²",
+    "①",
+    "١٢",
+    "9" * 5000,
+    str(10**27),
+    10**27,
+    2**64 - 1,
+    str(2**62),
+    -1,
+    1.5,
+    1e308,
+    True,
+    None,
+    [],
+    {},
+)
+
+# Keys whose values are read as numbers (or as numbers in text): an edit aims at them often,
+# since a random leaf of a commit line is rarely one of them.
+NUMBER_KEYS: tuple[str, ...] = (
+    "readVersion",
+    "timestamp",
+    "inCommitTimestamp",
+    "numAddedFiles",
+    "numRemovedFiles",
+    "numOutputRows",
+    "numTargetRowsDeleted",
+    "num_retries",
+    "numRetries",
+    "delta.checkpointInterval",
+    "delta.deletedFileRetentionDuration",
+    "delta.logRetentionDuration",
+    "delta.targetFileSize",
+    "size",
+    "modificationTime",
+    "deletionTimestamp",
+    "version",
+    "minReaderVersion",
+    "minWriterVersion",
+    "cardinality",
+    "lastUpdated",
+)
+
 HOSTILE_LINES: tuple[str, ...] = (
     '{"add": "x"}',
     '{"add": null}',
@@ -77,7 +123,7 @@ HOSTILE_LINES: tuple[str, ...] = (
 )
 
 
-_MARK = "\ue000hostile\ue000"
+_MARK = "@@hostile-value@@"
 
 
 @dataclass(frozen=True)
@@ -92,6 +138,7 @@ class Edit:
     new_line: str | None = None
     cut: int | None = None  # truncate the line to this many characters instead
     depth: int = 0  # wrap the value in this many lists (deep nesting)
+    key: str | None = None  # set this key wherever the line has it (else in commitInfo)
 
 
 def small_tables() -> list[Path]:
@@ -121,8 +168,16 @@ def edits() -> st.SearchStrategy[Edit]:
     line_edit = st.builds(
         Edit, commit=index, line=index, leaf=index, new_line=st.sampled_from(HOSTILE_LINES)
     )
+    key_edit = st.builds(
+        Edit,
+        commit=index,
+        line=index,
+        leaf=index,
+        value=st.sampled_from(NUMBER_VALUES),
+        key=st.sampled_from(NUMBER_KEYS),
+    )
     cut_edit = st.builds(Edit, commit=index, line=index, leaf=index, cut=index)
-    return st.one_of(value_edit, value_edit, line_edit, cut_edit)
+    return st.one_of(key_edit, key_edit, value_edit, line_edit, cut_edit)
 
 
 def hostile_copy(source: Path, target: Path, edit: Edit) -> Path:
@@ -131,7 +186,8 @@ def hostile_copy(source: Path, target: Path, edit: Edit) -> Path:
     files = commit_files(target)
     path = files[edit.commit % len(files)]
     lines = path.read_text(encoding="utf-8").splitlines() or [""]
-    i = edit.line % len(lines)
+    aimed = [n for n, line in enumerate(lines) if _holds(line, edit.key)] if edit.key else []
+    i = aimed[edit.line % len(aimed)] if aimed else edit.line % len(lines)
     if edit.new_line is not None:
         lines[i] = edit.new_line
     elif edit.cut is not None:
@@ -150,6 +206,8 @@ def _replace_leaf(line: str, edit: Edit) -> str:
     # The nesting is spliced in as text: json.dumps itself would stop at its recursion limit.
     value = "[" * edit.depth + json.dumps(edit.value, ensure_ascii=False) + "]" * edit.depth
     slots = list(_slots(obj))
+    if edit.key is not None:
+        slots = _key_slots(obj, slots, edit.key)
     if not slots:
         return value
     parent, key = slots[edit.leaf % len(slots)]
@@ -157,9 +215,40 @@ def _replace_leaf(line: str, edit: Edit) -> str:
     return json.dumps(obj, ensure_ascii=False).replace(json.dumps(_MARK), value, 1)
 
 
+def _holds(line: str, key: str) -> bool:
+    """Whether `key` is on the line, or the line has the object that would hold it."""
+    home = '"metaData"' if key.startswith("delta.") else '"commitInfo"'
+    return f'"{key}"' in line or home in line
+
+
+def _key_slots(obj: Any, slots: list[tuple[Any, Any]], key: str) -> list[tuple[Any, Any]]:
+    found = [(parent, k) for parent, k in slots if k == key and isinstance(parent, dict)]
+    if found or not isinstance(obj, dict):
+        return found or slots
+    # Not on this line: its table properties or its commitInfo get it (metrics for counts).
+    meta, info = obj.get("metaData"), obj.get("commitInfo")
+    if key.startswith("delta.") and isinstance(meta, dict):
+        config = meta.get("configuration")
+        if not isinstance(config, dict):
+            config = meta["configuration"] = {}
+        return [(config, key)]
+    if not isinstance(info, dict):
+        return slots
+    metrics = info.get("operationMetrics")
+    if isinstance(metrics, dict) and key.startswith("num"):
+        return [(metrics, key)]
+    return [(info, key)]
+
+
 def _slots(node: Any):
     """(container, key) of every value under `node`, depth first."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    items = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else ()
+    )
     for key, child in items:
         yield node, key
         yield from _slots(child)
