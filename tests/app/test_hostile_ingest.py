@@ -109,3 +109,19 @@ def test_it_answers_400_to_unicode_digit_versions_in_the_api(unicode_retries, me
     response = session_client(member).get(f"/api/tables/{unicode_retries.id}/{path}/", query)
     assert response.status_code == 400
     assert "\n" not in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [
+        ("timeline", {"from_version": "١"}),
+        ("timeline", {"to_version": "²"}),
+        ("commits", {"min_version": "١"}),
+        ("commits", {"max_version": "①"}),
+    ],
+)
+def test_it_answers_400_to_non_ascii_digits_in_lists_and_the_timeline(
+    unicode_retries, member, path, query
+):
+    response = session_client(member).get(f"/api/tables/{unicode_retries.id}/{path}/", query)
+    assert response.status_code == 400
