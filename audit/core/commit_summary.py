@@ -28,7 +28,7 @@ from audit.core.model import (
     Predicate,
     RemoveFile,
 )
-from audit.core.numbers import log_int, log_timestamp_ms
+from audit.core.numbers import log_int
 from audit.core.predicates import parse_predicate
 from audit.core.vocab import IsolationLevel, Operation
 
@@ -411,7 +411,7 @@ def _canonical_level(value: str | None) -> str | None:
 
 def _timestamp(info: dict[str, Any], file_time: int | None) -> tuple[int | None, Fact]:
     for key in ("inCommitTimestamp", "timestamp"):
-        value = log_timestamp_ms(info.get(key))
+        value = _as_int(info.get(key))
         if value is not None:
             return value, _RECORDED
     if file_time is not None:

@@ -48,17 +48,3 @@ def log_int(value: Any, *, signed: bool = False) -> int | None:
     else:
         return None
     return number if low <= number <= INT64_MAX else None
-
-
-# Milliseconds since the epoch that `datetime` can show (years 1 to 9999, a day inside each
-# end so a time zone shift stays in range too).
-_DAY_MS = 86_400_000
-MIN_DATETIME_MS = -62_135_596_800_000 + _DAY_MS
-MAX_DATETIME_MS = 253_402_300_800_000 - _DAY_MS
-
-
-def log_timestamp_ms(value: Any) -> int | None:
-    """A log timestamp (ms since the epoch) as `log_int`, and None outside datetime's range:
-    an int64 can be far past year 9999, where every date formatting would fail."""
-    number = log_int(value, signed=True)
-    return number if number is not None and MIN_DATETIME_MS <= number <= MAX_DATETIME_MS else None
