@@ -206,7 +206,7 @@ def log_sizes(log: DeltaLog) -> dict[int, int]:
     out: dict[int, int] = {}
     for entry in log.store.list(LOG_DIR, stats=True):
         name = entry.name
-        if len(name) == 25 and name.endswith(".json") and name[:20].isdigit():
+        if len(name) == 25 and name.endswith(".json") and log_int(name[:20]) is not None:
             out[int(name[:20])] = entry.size or 0
     return out
 

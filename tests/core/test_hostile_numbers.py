@@ -142,3 +142,23 @@ def test_it_reports_an_unopenable_log_during_the_integrity_pass_as_an_error(copy
     reopened = dataclasses.replace(history, _log=None)
     with pytest.raises(DeltaAuditError, match="log integrity cannot be checked"):
         integrity_findings(reopened)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "0000000000000000000².json",  # str.isdigit() yes, int() no
+        "０００００００００００００００００００２.json",  # fullwidth digits: int() takes them
+        "99999999999999999999.json",  # twenty ASCII digits past 64 bits
+        "0000000000000000000².checkpoint.parquet",
+        "99999999999999999999.checkpoint.parquet",
+        "00000000000000000000.99999999999999999999.compacted.json",
+    ],
+)
+def test_it_ignores_log_file_names_that_are_no_version(copy: Path, name: str):
+    (copy / "_delta_log" / name).write_bytes(b'{"commitInfo": {}}\n')
+    history = load_history(str(copy))
+    assert history.listing.commit_versions == [0, 1]
+    assert history.listing.checkpoints == {}
+    audit_history(history)
+    health_of_history(history)
