@@ -15,10 +15,12 @@ from typing import Any
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
-# ASCII digits only (`\d` would take any Unicode decimal digit); at most 19 of them, so the
-# text is never long enough for int() to be slow or to refuse it.
-_UNSIGNED = re.compile(r"[0-9]{1,19}", re.ASCII)
-_SIGNED = re.compile(r"-?[0-9]{1,19}", re.ASCII)
+# ASCII digits only (`\d` would take any Unicode decimal digit): leading zeros (a commit file
+# name has twenty digits), then at most 19 digits, so the text is never long enough for int()
+# to be slow or to refuse it (see _MAX_TEXT).
+_UNSIGNED = re.compile(r"0*[0-9]{1,19}", re.ASCII)
+_SIGNED = re.compile(r"-?0*[0-9]{1,19}", re.ASCII)
+_MAX_TEXT = 64
 _BLANKS = " \t\r\n"
 
 
@@ -42,7 +44,7 @@ def log_int(value: Any, *, signed: bool = False) -> int | None:
         number = int(value)
     elif isinstance(value, str):
         text = value.strip(_BLANKS)
-        if not (_SIGNED if signed else _UNSIGNED).fullmatch(text):
+        if len(text) > _MAX_TEXT or not (_SIGNED if signed else _UNSIGNED).fullmatch(text):
             return None
         number = int(text)
     else:

@@ -17,7 +17,7 @@ import pytest
 
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError
-from audit.core.health import activity_from, health_of_history
+from audit.core.health import activity_from, health_of_history, log_sizes
 from audit.core.integrity import integrity_findings
 from audit.core.numbers import log_int
 from audit.core.summary import load_history
@@ -32,6 +32,7 @@ TABLE = "golden/basic-with-inserts-updates"  # v0 CREATE + WRITE, v1 UPDATE with
     [
         (12, 12),
         ("12", 12),
+        ("00000000000000000003", 3),  # a commit file's name
         (" 12 ", 12),
         (5.0, 5),
         (2**63 - 1, 2**63 - 1),
@@ -160,5 +161,6 @@ def test_it_ignores_log_file_names_that_are_no_version(copy: Path, name: str):
     history = load_history(str(copy))
     assert history.listing.commit_versions == [0, 1]
     assert history.listing.checkpoints == {}
+    assert set(log_sizes(history.get_log())) == {0, 1}
     audit_history(history)
     health_of_history(history)
