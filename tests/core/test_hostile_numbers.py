@@ -13,14 +13,18 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError
+from audit.core.explain import explain_conflict
 from audit.core.health import activity_from, health_of_history, log_sizes
 from audit.core.integrity import integrity_findings
+from audit.core.jsonsafe import json_text
 from audit.core.numbers import log_int
 from audit.core.summary import load_history
+from audit.core.witness import arrow_type_of
 from audit.core.writers import writer_telemetry
 from tests.support.logutil import commit_file, copy_table
 
@@ -164,3 +168,21 @@ def test_it_ignores_log_file_names_that_are_no_version(copy: Path, name: str):
     assert set(log_sizes(history.get_log())) == {0, 1}
     audit_history(history)
     health_of_history(history)
+
+
+@pytest.mark.parametrize("delta_type", ["decimal(99,2)", "decimal(١٢,2)", "decimal(0,0)"])
+def test_it_reads_a_decimal_arrow_cannot_hold_as_text(delta_type: str):
+    assert arrow_type_of(delta_type) == pa.string()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ConcurrentAppendException: Files were added ... committed at version 9999999999999999999.",
+        '{"version": 18446744073709551615, "operation": "WRITE"}',
+    ],
+)
+def test_it_reads_a_conflict_version_past_64_bits_as_unknown(text: str):
+    result = explain_conflict(text)
+    assert json_text(result)
+    assert result["conflicting_version"] is None
