@@ -63,7 +63,7 @@ def run_every_entry_point(uri: str) -> None:
 
 
 @settings(
-    max_examples=400,
+    max_examples=1000,
     deadline=None,
     derandomize=True,
     database=None,
