@@ -22,6 +22,7 @@ from audit import access
 from audit.alerting import delivery
 from audit.alerting.forms import RULE_FIELDS, clean_channel_config, clean_kinds
 from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
+from audit.core.numbers import log_int
 
 
 class AdminWritesOrReadOnly(permissions.BasePermission):
@@ -190,7 +191,7 @@ class DeliveryViewSet(viewsets.ReadOnlyModelViewSet):
         user = request.user  # anonymous: the 401 below
         pk = self.kwargs.get("pk")
         if (
-            str(pk).isdigit()
+            log_int(pk) is not None
             and user
             and user.is_authenticated
             and not access.visible_deliveries(user).filter(pk=pk).exists()

@@ -17,6 +17,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 
 from audit import queries
+from audit.core.numbers import log_int
 from audit.core.vocab import (
     HEALTH_FINDING_PREFIX,
     SEVERITY_ORDER,
@@ -43,6 +44,12 @@ class Int64Field(forms.IntegerField):
         kwargs.setdefault("min_value", -INT64_MAX)
         kwargs.setdefault("max_value", INT64_MAX)
         super().__init__(*args, **kwargs)
+
+    def to_python(self, value):
+        # ASCII digits only: Django's own field takes "١٢" (Arabic-Indic) as 12.
+        if isinstance(value, str) and value.strip() and log_int(value, signed=True) is None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
 
 
 class StrictBooleanField(forms.CharField):

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from audit.api import list_cache
 from audit.api.exceptions import BadRequest, readable_log
 from audit.api.renderers import ORJSONRenderer
+from audit.api.serializers import AsciiIntegerField
 from audit.api.throttles import ExpensiveRateThrottle, LogReadThrottle
 from audit.health_queries import health_history, table_changes, table_diff, table_health
 from audit.models import Table
@@ -30,13 +31,13 @@ JSON = OpenApiResponse(response=OpenApiTypes.OBJECT)
 
 
 class HealthQuery(serializers.Serializer):
-    version = serializers.IntegerField(required=False, min_value=0, max_value=INT64_MAX)
+    version = AsciiIntegerField(required=False, min_value=0, max_value=INT64_MAX)
 
 
 class DiffQuery(serializers.Serializer):
     # `from` is a Python keyword: the fields are renamed in `validate`.
-    from_ = serializers.IntegerField(min_value=0, max_value=INT64_MAX)
-    to = serializers.IntegerField(min_value=0, max_value=INT64_MAX)
+    from_ = AsciiIntegerField(min_value=0, max_value=INT64_MAX)
+    to = AsciiIntegerField(min_value=0, max_value=INT64_MAX)
 
     def to_internal_value(self, data):
         data = {"from_": data.get("from"), "to": data.get("to")}
@@ -49,7 +50,7 @@ class DiffQuery(serializers.Serializer):
 
 
 class HistoryQuery(serializers.Serializer):
-    max_points = serializers.IntegerField(required=False, min_value=2, max_value=5000, default=400)
+    max_points = AsciiIntegerField(required=False, min_value=2, max_value=5000, default=400)
 
 
 # `GET /api/tables/?ordering=<key>`: the fleet view's sorts (worst first; "-" reverses).

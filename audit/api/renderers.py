@@ -9,7 +9,7 @@ from __future__ import annotations
 import orjson
 from rest_framework.renderers import JSONRenderer
 
-from audit.core.jsonsafe import json_default
+from audit.core.jsonsafe import json_default, json_text
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
@@ -18,4 +18,7 @@ class ORJSONRenderer(JSONRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
         if data is None:
             return b""
-        return orjson.dumps(data, default=json_default, option=_OPTIONS)
+        try:
+            return orjson.dumps(data, default=json_default, option=_OPTIONS)
+        except TypeError:  # a sum of log numbers past 64 bits: the one sanitiser spells it
+            return json_text(data).encode()

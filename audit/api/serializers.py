@@ -15,6 +15,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from audit.core.numbers import log_int
 from audit.core.storage_config import describe_storage
 from audit.core.vocab import (
     SEVERITY_ORDER,
@@ -29,6 +30,15 @@ from audit.models import Commit, Finding, Table
 from audit.timeline import FINDING_FIELDS
 
 INT64_MAX = 2**63 - 1
+
+
+class AsciiIntegerField(serializers.IntegerField):
+    """An integer query parameter in ASCII digits: DRF's own takes "١٢" (Arabic-Indic) as 12."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and log_int(data, signed=True) is None:
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 # --------------------------------------------------------------------------- tables
@@ -362,9 +372,9 @@ class FindingDetailSerializer(FindingSerializer):
 
 
 class TimelineQuerySerializer(serializers.Serializer):
-    from_version = serializers.IntegerField(required=False, min_value=0, max_value=INT64_MAX)
-    to_version = serializers.IntegerField(required=False, min_value=0, max_value=INT64_MAX)
-    max_points = serializers.IntegerField(
+    from_version = AsciiIntegerField(required=False, min_value=0, max_value=INT64_MAX)
+    to_version = AsciiIntegerField(required=False, min_value=0, max_value=INT64_MAX)
+    max_points = AsciiIntegerField(
         required=False, min_value=2, max_value=10_000, default=2000,
         help_text="rows when the window holds at most this many commits, else ~max_points/2 buckets",
     )  # fmt: skip

@@ -36,6 +36,7 @@ from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
 from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
+from audit.core.numbers import log_int
 from audit.ingest import register_table
 from audit.limits import limit_text
 from audit.models import DEFAULT_PROJECT, Commit, Finding, Project, Table
@@ -387,7 +388,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         user = request.user  # anonymous: the 401 below
         pk = self.kwargs.get("pk")
         if (
-            str(pk).isdigit()
+            log_int(pk) is not None
             and user
             and user.is_authenticated
             and not access.visible_findings(user).filter(pk=pk).exists()

@@ -28,6 +28,7 @@ from audit.core.model import (
     Predicate,
     RemoveFile,
 )
+from audit.core.numbers import log_int
 from audit.core.predicates import parse_predicate
 from audit.core.provenance import commit_extra, share_key
 from audit.core.vocab import IsolationLevel, Operation
@@ -433,15 +434,8 @@ def _timestamp(info: dict[str, Any], file_time: int | None) -> tuple[int | None,
 
 
 def _as_int(value: Any) -> int | None:
-    if type(value) is int:  # the common case first (a bool is not of type int)
-        return value
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return None
+    # Signed: timestamps before 1970 and a readVersion of -1 are written by some writers.
+    return log_int(value, signed=True)
 
 
 def _as_bool(value: Any) -> bool | None:

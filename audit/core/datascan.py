@@ -14,6 +14,7 @@ from typing import Any
 from audit.core import severity as sev
 from audit.core.log.layout import LOG_DIR, _commit_path
 from audit.core.model import Finding
+from audit.core.numbers import log_int
 from audit.core.orphans import (
     MAX_DEPTH,
     MAX_DIRS,
@@ -114,8 +115,13 @@ def log_file_times(store: LogStore, history: Any) -> dict[int, int]:
     times: dict[int, int] = {}
     for entry in store.list(LOG_DIR, stats=True):
         name, mtime = entry.name, entry.modification_time
-        if len(name) == 25 and name.endswith(".json") and name[:20].isdigit() and mtime:
-            times[int(name[:20])] = mtime
+        if (
+            len(name) == 25
+            and name.endswith(".json")
+            and mtime
+            and (version := log_int(name[:20])) is not None
+        ):
+            times[version] = mtime
     return times
 
 

@@ -59,10 +59,16 @@ def _side(files: list[AddFile]) -> dict[str, Any]:
         "count": len(files),
         "bytes": sum(f.size or 0 for f in files),
         "rows": rows,
-        "partitions": [dict(k) for k in sorted({partition_key(f.partition_values) for f in files})][
-            :100
-        ],
+        "partitions": [
+            dict(k)
+            for k in sorted({partition_key(f.partition_values) for f in files}, key=_key_order)
+        ][:100],
     }
+
+
+def _key_order(key: tuple[tuple[str, str | None], ...]) -> tuple[tuple[str, bool, str], ...]:
+    # A null partition value (None) sorts first; None and text do not compare by themselves.
+    return tuple((column, value is not None, value or "") for column, value in key)
 
 
 def diff_states(

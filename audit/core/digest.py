@@ -24,6 +24,7 @@ from audit.core.log.actions import _file_path, _Malformed
 from audit.core.log.coerce import _partition_values
 from audit.core.log.commits import _SlowPath, load_actions, split_actions
 from audit.core.model import EMPTY_SET, Commit, PartitionKey, PartitionValues, partition_key
+from audit.core.numbers import INT64_MAX
 
 # Entries of the shared-dict cache before it starts afresh: the common values (a few facts
 # combinations, the parameters of appends) are back after a few commits.
@@ -227,7 +228,7 @@ def _file_side(
             continue
         count += 1
         size = item.get("size")
-        if type(size) is int:
+        if type(size) is int and 0 <= size <= INT64_MAX:
             total += size
         keys.add(key(_partition_values(item.get("partitionValues"))))
         paths.append(path)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -25,6 +24,7 @@ from audit.core.matrix import (
     verdict_for,
 )
 from audit.core.model import AddFile, CommitSummary, LogListing, TableState, partition_key
+from audit.core.numbers import log_int
 from audit.core.summary import History
 from audit.core.tombstones import Snapshot, snapshot_at
 from audit.core.vocab import IsolationLevel, OperationClass, Verdict
@@ -33,8 +33,6 @@ MIB = 1024 * 1024
 DEFAULT_TARGET_FILE_SIZE = 128 * MIB
 DAY_MS = 24 * 3600 * 1000
 HOUR_MS = 3600 * 1000
-# Up to 9999-12-31: ms timestamps datetime.fromtimestamp accepts (the rest fall back to it).
-_MAX_DATETIME_MS = 253_402_300_800_000
 DEFAULT_DELETED_FILE_RETENTION = "interval 7 days"
 DEFAULT_LOG_RETENTION = "interval 30 days"
 DEFAULT_CHECKPOINT_INTERVAL = 10  # Delta's default (Spark); delta-rs uses 100
@@ -76,22 +74,30 @@ def parse_bytes(value: str | None) -> int | None:
     """'134217728', '128mb', '1g' -> bytes; None when absent or unreadable."""
     if value is None:
         return None
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(value))
+    m = re.fullmatch(r"\s*([0-9]+)\s*([a-zA-Z]*)\s*", str(value))
     if not m:
         return None
     unit = _UNITS.get(m.group(2).lower() or "b")
-    return int(m.group(1)) * unit if unit else None
+    return _scaled(m.group(1), unit)
 
 
 def parse_interval_ms(value: str | None) -> int | None:
     """Delta's 'interval 7 days' (also '168 hours', 'interval 1 week') -> milliseconds."""
     if value is None:
         return None
-    m = re.fullmatch(r"\s*(?:interval\s+)?(\d+)\s*([a-zA-Z]+?)s?\s*", str(value), re.IGNORECASE)
+    m = re.fullmatch(
+        r"\s*(?:interval\s+)?([0-9]+)\s*([a-zA-Z]+?)s?\s*", str(value), re.IGNORECASE | re.ASCII
+    )
     if not m:
         return None
     unit = _INTERVAL_UNITS_MS.get(m.group(2).lower())
-    return int(m.group(1)) * unit if unit else None
+    return _scaled(m.group(1), unit)
+
+
+def _scaled(digits: str, unit: int | None) -> int | None:
+    # A table property is log text: a value past 64 bits (before or after the unit) is unknown.
+    number = log_int(digits)
+    return log_int(number * unit) if number is not None and unit else None
 
 
 def target_file_size(properties: dict[str, str]) -> int:
@@ -122,12 +128,10 @@ class Activity:
 
     def add(self, timestamp: int | None, family: str | None, zorder: bool = False) -> None:
         if timestamp is not None:
-            # The UTC hour by arithmetic (a datetime per commit was most of this loop); the same
-            # value for any int ms in datetime's range, which the rest still goes through.
-            if type(timestamp) is int and 0 <= timestamp < _MAX_DATETIME_MS:
-                hour = timestamp // HOUR_MS % 24
-            else:
-                hour = datetime.fromtimestamp(timestamp / 1000, tz=UTC).hour
+            # The UTC hour by arithmetic (a datetime per commit was most of this loop): the same
+            # value as datetime's in its range, and an answer past year 9999, where a log's
+            # timestamp may be (datetime would raise there).
+            hour = int(timestamp) // HOUR_MS % 24
             self.all_hours[hour] += 1
             if family == OperationClass.UDM:
                 self.udm_hours[hour] += 1
@@ -202,7 +206,7 @@ def log_sizes(log: DeltaLog) -> dict[int, int]:
     out: dict[int, int] = {}
     for entry in log.store.list(LOG_DIR, stats=True):
         name = entry.name
-        if len(name) == 25 and name.endswith(".json") and name[:20].isdigit():
+        if len(name) == 25 and name.endswith(".json") and log_int(name[:20]) is not None:
             out[int(name[:20])] = entry.size or 0
     return out
 
@@ -253,7 +257,7 @@ def size_histogram(sizes: Any) -> list[dict[str, int]]:
     return [{"le": 1 << e, "count": counts.get(e, 0)} for e in range(min(counts), max(counts) + 1)]
 
 
-_NUM_RECORDS = re.compile(r'\s*\{\s*"numRecords"\s*:\s*(\d+)\s*[,}]')
+_NUM_RECORDS = re.compile(r'\s*\{\s*"numRecords"\s*:\s*([0-9]+)\s*[,}]')
 
 
 def record_count(add: AddFile) -> int | None:
@@ -269,13 +273,13 @@ def record_count(add: AddFile) -> int | None:
         return None
     m = _NUM_RECORDS.match(stats)
     if m:
-        return int(m.group(1))
+        return log_int(m.group(1))
     try:
         parsed = orjson.loads(stats)
     except orjson.JSONDecodeError:
         return None
     value = parsed.get("numRecords") if isinstance(parsed, dict) else None
-    return value if type(value) is int else None
+    return log_int(value) if type(value) is int else None
 
 
 def num_records(files: list[AddFile]) -> tuple[int | None, int]:
@@ -296,8 +300,7 @@ def num_records(files: list[AddFile]) -> tuple[int | None, int]:
 def deleted_rows(add: AddFile) -> int:
     """Rows the file's deletion vector deletes (0 without one)."""
     dv = add.deletion_vector or {}
-    value = dv.get("cardinality")
-    return value if isinstance(value, int) else 0
+    return log_int(dv.get("cardinality")) or 0
 
 
 def _sortable(key: tuple) -> tuple:
@@ -351,7 +354,7 @@ def checkpoint_health(listing: LogListing, version: int, props: dict[str, str]) 
     done = [v for v in listing.checkpoints if v <= version]
     last = max(done) if done else None
     raw_interval = props.get("delta.checkpointInterval")
-    interval = int(raw_interval) if raw_interval and raw_interval.strip().isdigit() else None
+    interval = log_int(raw_interval) or None  # 0 is no interval: the default applies
     pointer = listing.last_checkpoint or {}
     pointed = pointer.get("version") if isinstance(pointer.get("version"), int) else None
     newest = max(listing.checkpoints) if listing.checkpoints else None

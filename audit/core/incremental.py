@@ -35,13 +35,15 @@ from audit.core.log import (
     list_log,
 )
 from audit.core.model import LogListing
+from audit.core.numbers import INT64_MAX, log_int
 from audit.core.storage import FileEntry, LocalStore, LogStore
 
 _LOG_PREFIX = f"{LOG_DIR}/"
 
 
 def _is_commit_name(name: str) -> bool:
-    return len(name) == 25 and name.endswith(".json") and name[:20].isdigit()
+    # ASCII digits within 64 bits (numbers.log_int): "²" passes str.isdigit(), not int().
+    return len(name) == 25 and name.endswith(".json") and log_int(name[:20]) is not None
 
 
 def list_after(store: LogStore, after: str) -> list[FileEntry]:
@@ -71,7 +73,7 @@ def extend_listing(store: LogStore, known: LogListing) -> LogListing | None:
             commits[int(name[:20])] = entry.modification_time
         elif ".checkpoint." in name:
             checkpoint_names.append(name)
-        elif m := _COMPACTION.match(name):
+        elif (m := _COMPACTION.match(name)) and int(m.group(2)) <= INT64_MAX:
             compactions.append((int(m.group(1)), int(m.group(2)), name))
     checkpoints = _complete_checkpoints(checkpoint_names)
     if last not in commits and last not in checkpoints:

@@ -39,6 +39,7 @@ from audit.core.errors import DeltaAuditError
 from audit.core.integrity_refs import FileRef, IntegrityRecord, ref_of, refs_of_commit
 from audit.core.log.replay import path_key
 from audit.core.model import Commit, Finding, Protocol, TableState
+from audit.core.numbers import log_int
 from audit.core.vocab import FindingKind, Operation
 
 INTEGRITY_KINDS = frozenset(
@@ -99,8 +100,7 @@ def dv_identity(dv: dict[str, Any] | None) -> str | None:
 
 
 def _dv_rows(dv: dict[str, Any] | None) -> int:
-    value = (dv or {}).get("cardinality")
-    return value if isinstance(value, int) else 0
+    return log_int((dv or {}).get("cardinality")) or 0
 
 
 def _records(stats: str | None) -> int | None:
@@ -110,18 +110,11 @@ def _records(stats: str | None) -> int | None:
         value = orjson.loads(stats).get("numRecords")
     except (orjson.JSONDecodeError, AttributeError):
         return None
-    return value if isinstance(value, int) and value >= 0 else None
+    return log_int(value)
 
 
 def _metric(metrics: dict[str, Any], name: str) -> int | None:
-    value = metrics.get(name)
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+    return log_int(metrics.get(name))
 
 
 def _listed(paths: list[str]) -> list[str]:
@@ -537,8 +530,11 @@ def integrity_findings(history: Any) -> list[Finding]:
     first, last = history.summaries[0].version, history.summaries[-1].version
     try:
         log = history.get_log()
-    except DeltaAuditError:
-        return []  # a history rebuilt without its log (tests, imports): nothing to re-read
+    except DeltaAuditError as err:
+        # Not "no findings": a log that cannot be opened was not checked at all.
+        raise DeltaAuditError(
+            f"log integrity cannot be checked: {err}", table_uri=history.table_uri, cause=err.cause
+        ) from err
     tap = IntegrityTap(log, first)
     for _ in tap.observe(log.iter_commits(first, last)):
         pass

@@ -10,6 +10,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
+from audit.core.jsonsafe import json_text
 from audit.core.model import SEVERITY_RANK, CommitSummary, Finding
 from audit.core.provenance import provenance_of
 from audit.core.summary import paused_gc
@@ -76,17 +77,24 @@ def write_json(report: dict[str, Any], out: IO[bytes]) -> None:
     for index, (key, value) in enumerate(report.items()):
         out.write((b"," if index else b"") + orjson.dumps(key) + b":")
         if not isinstance(value, CommitEntries):
-            out.write(orjson.dumps(value, option=option))
+            out.write(_dumps(value, option))
             continue
         out.write(b"[")
         separator = b""
         with paused_gc():
             for chunk in value.chunks():
                 if chunk:
-                    out.write(separator + orjson.dumps(chunk, option=option)[1:-1])
+                    out.write(separator + _dumps(chunk, option)[1:-1])
                     separator = b","
         out.write(b"]")
     out.write(b"}\n")
+
+
+def _dumps(value: Any, option: int) -> bytes:
+    try:
+        return orjson.dumps(value, option=option)
+    except TypeError:  # a sum of log numbers past 64 bits: the one sanitiser spells it
+        return json_text(value).encode()
 
 
 def table_section(history: History) -> dict[str, Any]:

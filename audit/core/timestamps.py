@@ -20,6 +20,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.core.numbers import log_int
 from audit.core.vocab import ReadVersionFact
 
 ICT_PROPERTY = "delta.enableInCommitTimestamps"
@@ -61,7 +62,8 @@ def enablement_version(properties: dict[str, str]) -> int | None:
     if str(properties.get(ICT_PROPERTY, "")).strip().lower() != "true":
         return None
     text = str(properties.get(ICT_VERSION_PROPERTY, "0")).strip()
-    return int(text) if text.isdigit() else 0
+    version = log_int(text)
+    return 0 if version is None else version
 
 
 def commit_times(history: Any, mtimes: dict[int, int] | None = None) -> list[CommitTime]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core.model import CommitSummary
+from audit.core.numbers import INT64_MAX, log_int
 from audit.core.vocab import Operation
 
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
@@ -38,7 +39,9 @@ _UNIT_MS = {
     "millisecond": 1,
     "microsecond": 0.001,
 }
-_INTERVAL_PART = re.compile(r"(-?\d+)\s*(week|day|hour|minute|second|millisecond|microsecond)s?")
+_INTERVAL_PART = re.compile(
+    r"(-?\d+)\s*(week|day|hour|minute|second|millisecond|microsecond)s?", re.ASCII
+)
 
 
 def retention_ms(properties: dict[str, str]) -> int:
@@ -47,7 +50,8 @@ def retention_ms(properties: dict[str, str]) -> int:
     parts = _INTERVAL_PART.findall(text)
     if not parts:
         return DEFAULT_RETENTION_MS
-    return int(sum(int(n) * _UNIT_MS[unit] for n, unit in parts))
+    total = int(sum(int(n) * _UNIT_MS[unit] for n, unit in parts))
+    return max(min(total, INT64_MAX), -INT64_MAX)  # a hostile "interval 10**30 weeks"
 
 
 @dataclass(frozen=True)
@@ -113,13 +117,7 @@ def vacuums_of(summaries: Iterable[CommitSummary]) -> list[Vacuum]:
 
 
 def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
+    return log_int(value)
 
 
 def _bool(value: Any) -> bool | None:

@@ -26,6 +26,7 @@ from audit.core.log import (
     parse_commit,
 )
 from audit.core.model import Commit, LogListing, RemoveFile, TableState
+from audit.core.numbers import log_int
 from audit.core.storage import LogStore
 from audit.core.summary import History
 
@@ -152,8 +153,8 @@ def _keep(out: dict[str, RemoveFile], row: dict[str, Any]) -> None:
     path = _decode_path(raw)
     out[path] = RemoveFile(
         path=path,
-        size=size if isinstance(size, int) else None,
-        deletion_timestamp=ts if isinstance(ts, int) else None,
+        size=log_int(size),
+        deletion_timestamp=log_int(ts, signed=True),
         data_change=bool(row.get("dataChange", True)),
     )
 

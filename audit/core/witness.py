@@ -476,7 +476,7 @@ def _sample(
     return [{k: cell_value(v) for k, v in row.items()} for row in table.to_pylist()]
 
 
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+_DECIMAL = re.compile(r"decimal\(([0-9]{1,2}),\s*([0-9]{1,2})\)", re.ASCII)
 _SIMPLE_TYPES = {
     "string": pa.string(),
     "long": pa.int64(),
@@ -499,5 +499,8 @@ def arrow_type_of(delta_type: str) -> pa.DataType:
         return simple
     match = _DECIMAL.fullmatch(delta_type.replace(" ", ""))
     if match:
-        return pa.decimal128(int(match.group(1)), int(match.group(2)))
+        try:
+            return pa.decimal128(int(match.group(1)), int(match.group(2)))
+        except ValueError:  # a schema is log text: decimal(99,2) is no Arrow type
+            return pa.string()
     return pa.string()

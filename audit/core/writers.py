@@ -21,6 +21,7 @@ from typing import Any
 from audit.core import severity as sev
 from audit.core.cycles import render_partitions
 from audit.core.model import CommitSummary, Finding
+from audit.core.numbers import log_int
 from audit.core.vocab import FindingKind
 
 # Read-version distance buckets: commits that landed between a commit's read and its commit.
@@ -59,9 +60,7 @@ def _retries(summary: CommitSummary) -> int:
     value = summary.operation_metrics.get(
         "num_retries", summary.operation_metrics.get("numRetries")
     )
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return log_int(value) or 0
 
 
 @dataclass

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, render
 
 from audit import access
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.numbers import log_int
 from audit.health_queries import table_diff
 from audit.provenance_queries import table_writers
 from frontend.views.common import pretty
@@ -16,14 +17,10 @@ from frontend.views.table import health_config, table_header
 
 __all__ = ["health_config", "table_diff_page", "table_writers_page"]
 
-INT64_MAX = 2**63 - 1
-
 
 def _version(raw: str | None) -> int | None:
-    if raw is None or not raw.strip().isdigit():
-        return None
-    value = int(raw.strip())
-    return value if value <= INT64_MAX else None
+    # ASCII digits within 64 bits only: "①" passes str.isdigit() but not int().
+    return log_int(raw) if raw is not None else None
 
 
 @login_required
@@ -31,7 +28,7 @@ def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
     """/tables/<id>/diff/?from=A&to=B: what changed between two stored versions."""
     table = get_object_or_404(access.visible_tables(request.user), id=table_id)
     a, b = _version(request.GET.get("from")), _version(request.GET.get("to"))
-    error, diff = None, None
+    error, diff, status = None, None, 400
     last = table.last_seen_version
     if a is None or b is None:
         error = "Give two versions: from and to (non-negative integers)."
@@ -40,6 +37,7 @@ def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
     elif last is None or b > last:
         error = f"Version {b} is not stored yet (the latest stored version is {last})."
     else:
+        status = 200
         try:
             diff = dict(table_diff(table, a, b))
             diff["changes"] = [
@@ -56,8 +54,9 @@ def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
         "from_version": a,
         "to_version": b,
     }
-    # A form error is shown on the page (200), like the other dashboard forms.
-    return render(request, "frontend/diff.html", ctx)
+    # A bad query is the client's: shown on the page, answered 400. A log that cannot be read
+    # is shown the same way but is no fault of the request (200).
+    return render(request, "frontend/diff.html", ctx, status=status)
 
 
 @login_required

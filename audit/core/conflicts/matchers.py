@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from audit.core.model import Predicate
+from audit.core.numbers import log_int
 
 PartitionMatcher = Callable[[dict[str, Any]], bool]
 
@@ -53,9 +54,8 @@ def _pinned_value(op: str, literal: str, kind: str) -> str | None:
         return None
     value = literal[1:-1].replace("''", "'") if literal.startswith("'") else literal
     if kind in _INTEGER_TYPES:
-        if not value.lstrip("-").isdigit():
-            return None
-        return str(int(value))
+        number = log_int(value, signed=True)
+        return str(number) if number is not None else None
     if kind == "date" and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
         return None
     return value
@@ -67,7 +67,7 @@ def pins_matcher(pins: tuple[tuple[str, str], ...]) -> PartitionMatcher:
             value = values.get(column)
             if value is None:
                 return False  # NULL = x is not true
-            if value != wanted and not (value.lstrip("-").isdigit() and str(int(value)) == wanted):
+            if value != wanted and _int_text(value) != wanted:
                 return False
         return True
 
@@ -86,3 +86,9 @@ def partition_matcher(
         return predicates.partition_matcher(predicate, partition_columns, partition_types)
     except Exception:  # untrusted predicate text: no matcher means "the whole table"
         return None
+
+
+def _int_text(value: str) -> str | None:
+    """A partition value of an integer column in canonical text ("007" -> "7"), else None."""
+    number = log_int(value, signed=True)
+    return str(number) if number is not None else None

@@ -17,6 +17,7 @@ from typing import Any
 from audit.core.explain.commit_json import conflicting_commit
 from audit.core.explain.signals import PROTOCOL, RUST_RE, detect, starts_with_name
 from audit.core.explain.untrusted import MAX_INPUT_CHARS, MAX_TEXT, clip, unique
+from audit.core.numbers import log_int
 from audit.core.vocab import ConflictException, Engine
 
 _APPEND_PARTITION_RE = re.compile(
@@ -216,13 +217,13 @@ def _add_databricks_facts(parsed: ParsedException, text: str) -> None:
 
 
 def _version(commit: dict[str, Any] | None, text: str) -> int | None:
-    value = (commit or {}).get("version")
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    raw = (commit or {}).get("version")
+    if type(raw) is int and (value := log_int(raw)) is not None:  # the JSON's own number
         return value
     for pattern in _VERSION_PATTERNS:
         match = pattern.search(text)
         if match:
-            return int(match.group(1))
+            return log_int(match.group(1))
     return None
 
 

@@ -26,6 +26,7 @@ from audit.core.model import (
     RemoveFile,
     Txn,
 )
+from audit.core.numbers import INT64_MAX, INT64_MIN
 
 
 class _Malformed(Exception):
@@ -33,7 +34,8 @@ class _Malformed(Exception):
 
 
 def _add_from(d: dict[str, Any]) -> AddFile:
-    # The hot path of reading a log: inlined type checks, positional construction.
+    # The hot path of reading a log: inlined type checks, positional construction. The range
+    # checks are numbers.log_int's for a JSON int (orjson gives ints up to 2**64 - 1).
     path = d.get("path")
     if type(path) is not str or not path:
         raise _Malformed("add action without a path")
@@ -43,13 +45,13 @@ def _add_from(d: dict[str, Any]) -> AddFile:
     return AddFile(
         _decode_path(path),
         _partition_values(d.get("partitionValues")),
-        size if type(size) is int else None,
-        mtime if type(mtime) is int else None,
+        size if type(size) is int and 0 <= size <= INT64_MAX else None,
+        mtime if type(mtime) is int and INT64_MIN <= mtime <= INT64_MAX else None,
         data_change if type(data_change) is bool else True,
         stats if type(stats) is str else None,
         None if tags is None else _str_map(tags),  # type: ignore[arg-type]
         dv if type(dv) is dict else None,
-        row_id if type(row_id) is int else None,
+        row_id if type(row_id) is int and INT64_MIN <= row_id <= INT64_MAX else None,
         provider if type(provider) is str else None,
     )
 
@@ -71,8 +73,8 @@ def _remove_from(d: dict[str, Any]) -> RemoveFile:
     return RemoveFile(
         _file_path(d, "remove"),
         None if values is None else _partition_values(values),
-        size if type(size) is int else None,
-        deleted if type(deleted) is int else None,
+        size if type(size) is int and 0 <= size <= INT64_MAX else None,
+        deleted if type(deleted) is int and INT64_MIN <= deleted <= INT64_MAX else None,
         data_change if type(data_change) is bool else True,
         extended if type(extended) is bool else None,
         dv if type(dv) is dict else None,

@@ -5,21 +5,16 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
+from audit.core.numbers import log_int
+
 
 def _int(value: Any) -> int | None:
-    return value if type(value) is int else None
+    return log_int(value, signed=True)
 
 
 def _int_like(value: Any) -> int | None:
     """Identity column metadata is written as numbers by some writers and strings by others."""
-    if type(value) is int:
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    return None
+    return log_int(value, signed=True)
 
 
 def _str(value: Any) -> str | None:

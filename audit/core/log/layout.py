@@ -9,14 +9,15 @@ SIDECAR_DIR = f"{LOG_DIR}/_sidecars"
 LAST_CHECKPOINT = "_last_checkpoint"
 CLUSTERING_DOMAIN = "delta.clustering"
 
-_CLASSIC_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
-_MULTIPART_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
+# File names are listed from storage: ASCII digits only (`\d` takes any Unicode digit).
+_CLASSIC_CHECKPOINT = re.compile(r"^([0-9]{20})\.checkpoint\.parquet$")
+_MULTIPART_CHECKPOINT = re.compile(r"^([0-9]{20})\.checkpoint\.([0-9]{10})\.([0-9]{10})\.parquet$")
 _V2_CHECKPOINT = re.compile(
-    r"^(\d{20})\.checkpoint\."
+    r"^([0-9]{20})\.checkpoint\."
     r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
     r"\.(parquet|json)$"
 )
-_COMPACTION = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
+_COMPACTION = re.compile(r"^([0-9]{20})\.([0-9]{20})\.compacted\.json$")
 
 # Columns of a checkpoint that replay needs. `remove` is left out on purpose: tombstones do
 # not affect the live files, and skipping them makes large checkpoints cheaper to read.

@@ -20,6 +20,7 @@ from audit.core.log.layout import (
     commit_file_name,
 )
 from audit.core.model import LogListing
+from audit.core.numbers import INT64_MAX
 from audit.core.storage import FileEntry, LogStore, open_store
 from audit.core.vocab import StorageCause
 
@@ -62,7 +63,8 @@ def _complete_checkpoints(names: Iterable[str]) -> dict[int, list[str]]:
         # Several V2 checkpoints for one version are equivalent; take one deterministically.
         complete[version] = [sorted(candidates)[0]]
     complete.update(single)  # a classic checkpoint is the cheapest to read
-    return complete
+    # Twenty digits reach past 64 bits: such a name is no version of ours.
+    return {v: files for v, files in complete.items() if v <= INT64_MAX}
 
 
 def _rebuildable_versions(commits: set[int], checkpoints: set[int]) -> set[int]:
@@ -142,13 +144,15 @@ def _sort_log_files(entries: Iterable[FileEntry]) -> _LogFiles:
         name = entry.name
         # Commit names are by far the most common: test them without a regex. (A directory
         # with a commit's name is kept: reading it fails with a clear message.)
-        if len(name) == 25 and name.endswith(".json") and name[:20].isdigit():
-            commit_mtimes[int(name[:20])] = entry.modification_time
+        if len(name) == 25 and name.endswith(".json") and name[:20].isascii():
+            # ASCII first: "²" is a digit to str.isdigit() and not to int().
+            if name[:20].isdigit() and int(name[:20]) <= INT64_MAX:
+                commit_mtimes[int(name[:20])] = entry.modification_time
         elif entry.is_dir:
             continue
         elif ".checkpoint." in name:
             checkpoint_names.append(name)
-        elif m := _COMPACTION.match(name):
+        elif (m := _COMPACTION.match(name)) and int(m.group(2)) <= INT64_MAX:
             compactions.append((int(m.group(1)), int(m.group(2)), name))
         elif name == LAST_CHECKPOINT:
             has_last_checkpoint = True

@@ -54,6 +54,8 @@ class Command(BaseCommand):
             self._audit(options)
 
     def _audit(self, options) -> None:
+        # The report and its output are inside too: a hostile log must not reach them as a
+        # traceback either.
         try:
             history = load_history(options["table_uri"], parallel=spare_core)
             # A local user's one-shot tool: the audited table's own root is allowed too
@@ -65,6 +67,7 @@ class Command(BaseCommand):
                 read_roots=roots,
                 sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
             )
+            scanned = self._print(history, result, options)
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
@@ -72,6 +75,11 @@ class Command(BaseCommand):
             reason = f"{type(err).__name__}: {one_line(str(err), limit=300)}"
             sys.stderr.write(f"error: cannot audit this table ({reason})\n")
             sys.exit(2)
+        if fails_gate([*result.findings, *scanned], options["fail_on"]):
+            sys.exit(1)
+
+    def _print(self, history, result, options) -> list:
+        """Print the report; returns the data scan's findings (the gate counts them too)."""
         report = build_report(
             history, result, include_files=options["files"], stream_commits=options["json"]
         )
@@ -82,8 +90,7 @@ class Command(BaseCommand):
         else:
             sys.stdout.write(render_text(report) + "\n")
         sys.stdout.flush()
-        if fails_gate([*result.findings, *scanned], options["fail_on"]):
-            sys.exit(1)
+        return scanned
 
 
 def run_standalone(argv: list[str]) -> None:

@@ -1,0 +1,52 @@
+"""The one reading of a number found in a log: a count, a version, a timestamp, a size.
+
+Log values are untrusted. Writers spell numbers as JSON ints or as strings ("12"), and a
+hostile or broken writer may put anything there: `"²"` (which `str.isdigit` accepts and `int`
+refuses), `"١٢"` (which `int` accepts), 10**27 (which no database column nor orjson takes),
+`true` (an int to Python), `1e300`, NaN. Every number read from a log goes through
+`log_int`, so each of those reads as unknown (None) in one place instead of crashing a pass.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+# ASCII digits only (`\d` would take any Unicode decimal digit): leading zeros (a commit file
+# name has twenty digits), then at most 19 digits, so the text is never long enough for int()
+# to be slow or to refuse it (see _MAX_TEXT).
+_UNSIGNED = re.compile(r"0*[0-9]{1,19}", re.ASCII)
+_SIGNED = re.compile(r"-?0*[0-9]{1,19}", re.ASCII)
+_MAX_TEXT = 64
+_BLANKS = " \t\r\n"
+
+
+def log_int(value: Any, *, signed: bool = False) -> int | None:
+    """`value` as an int in the signed 64-bit range, else None (unknown).
+
+    Accepted: a JSON int, a whole finite float, or text of ASCII digits (surrounding blanks
+    allowed); a leading '-' only when `signed` (timestamps, versions a writer may mark -1).
+    Without `signed`, a negative value is unknown too: a count below zero means nothing.
+    """
+    low = INT64_MIN if signed else 0
+    if type(value) is int:  # the common case first; bool is not of type int
+        return value if low <= value <= INT64_MAX else None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):  # an int subclass (numpy-like values of a checkpoint)
+        number = int(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        number = int(value)
+    elif isinstance(value, str):
+        text = value.strip(_BLANKS)
+        if len(text) > _MAX_TEXT or not (_SIGNED if signed else _UNSIGNED).fullmatch(text):
+            return None
+        number = int(text)
+    else:
+        return None
+    return number if low <= number <= INT64_MAX else None

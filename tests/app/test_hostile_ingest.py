@@ -1,0 +1,156 @@
+"""Hostile values never crash the shell: the ingest stores a hostile log or marks the table in
+error with one line; the API and the pages answer or give a 400, never a 500.
+
+The property test draws one edit of a real table's commit file (tests/support/hostile_logs.py)
+and tails the copy once into the test database; derandomized, so CI runs the same examples.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from audit import analysis, ingest
+from audit.core.errors import DeltaAuditError
+from audit.models import Table
+from tests.support.clients import session_client
+from tests.support.hostile_logs import Edit, edits, hostile_copy, small_tables
+from tests.support.ingested import ingest_table
+from tests.support.logutil import commit_file, copy_table
+
+pytestmark = pytest.mark.django_db
+
+TABLES = small_tables()
+_names = itertools.count()
+
+
+@pytest.fixture
+def hostile_root(settings):
+    with tempfile.TemporaryDirectory() as root:
+        settings.AUDIT_ALLOWED_ROOTS = [root]
+        yield Path(root)
+
+
+def _urls(table: Table) -> list[str]:
+    """Every API sub-resource and page of the table, at its latest stored version."""
+    api, page, last = f"/api/tables/{table.id}/", f"/tables/{table.id}/", table.last_seen_version
+    urls = [api, page, f"{page}analysis/", f"/api/findings/?table={table.id}"]
+    urls += [f"{api}{name}/" for name in API_PARTS]
+    if last is not None:
+        urls += [f"{api}commits/{last}/", f"{page}commits/{last}/"]
+        urls += [f"{api}diff/?from=0&to={last}", f"{page}diff/?from=0&to={last}"]
+    return urls
+
+
+API_PARTS = (
+    "commits",
+    "timeline",
+    "hotspots",
+    "writers",
+    "settings",
+    "recommendations",
+    "orphans",
+    "health",
+    "health/history",
+    "changes",
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(table=st.sampled_from(TABLES), edit=edits())
+def test_it_stores_a_hostile_log_or_marks_it_in_error_and_answers_every_page(
+    hostile_root: Path, member, table: Path, edit: Edit
+):
+    copy = hostile_copy(table, hostile_root / f"t{next(_names)}", edit)
+    try:
+        registered, _ = ingest.register_table(str(copy))
+    except DeltaAuditError:
+        return  # refused with one line: not a readable table
+    result = ingest.tail_once(registered.id)
+    registered.refresh_from_db()
+    if result.status == "error":
+        assert registered.status == Table.Status.ERROR
+        assert result.message and "\n" not in result.message
+    else:
+        assert registered.last_seen_version is not None
+    client = session_client(member)
+    for url in _urls(registered):
+        # The test client re-raises a view's exception: a crash fails here, as a 500 would.
+        assert client.get(url).status_code < 500, url
+
+
+def _edit_commit_info(path: Path, version: int, key: str, value: object) -> None:
+    file = commit_file(path, version)
+    lines = file.read_text().splitlines()
+    action = json.loads(lines[0])
+    action["commitInfo"]["operationMetrics"][key] = value
+    lines[0] = json.dumps(action)
+    file.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def unicode_retries(hostile_root: Path) -> Table:
+    """basic-with-inserts-updates whose UPDATE (v1) records num_retries "²"."""
+    path = copy_table("golden/basic-with-inserts-updates", hostile_root)
+    _edit_commit_info(path, 1, "num_retries", "²")
+    cache.clear()
+    analysis._HISTORIES.clear()
+    yield ingest_table(path, name="retries")
+    cache.clear()
+    analysis._HISTORIES.clear()
+
+
+def test_it_answers_the_writers_of_a_unicode_digit_retry_count(unicode_retries, member):
+    response = session_client(member).get(f"/api/tables/{unicode_retries.id}/writers/")
+    assert response.status_code == 200
+    assert [w["recorded_retries"] for w in response.json()["writers"]["writers"]] == [0]
+
+
+@pytest.mark.parametrize("query", [{"from": "0", "to": "①"}, {"from": "²", "to": "1"}])
+def test_it_answers_400_to_unicode_digit_versions_on_the_diff_page(unicode_retries, member, query):
+    client = Client()
+    client.force_login(member)
+    response = client.get(f"/tables/{unicode_retries.id}/diff/", query)
+    assert response.status_code == 400
+    assert "Give two versions" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [("diff", {"from": "0", "to": "①"}), ("diff", {"from": "²", "to": "1"})]
+    + [("health", {"version": v}) for v in ("²", "①", "١", str(10**27), "-1")],
+)
+def test_it_answers_400_to_unicode_digit_versions_in_the_api(unicode_retries, member, path, query):
+    response = session_client(member).get(f"/api/tables/{unicode_retries.id}/{path}/", query)
+    assert response.status_code == 400
+    assert "\n" not in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [
+        ("timeline", {"from_version": "١"}),
+        ("timeline", {"to_version": "²"}),
+        ("commits", {"min_version": "١"}),
+        ("commits", {"max_version": "①"}),
+    ],
+)
+def test_it_answers_400_to_non_ascii_digits_in_lists_and_the_timeline(
+    unicode_retries, member, path, query
+):
+    response = session_client(member).get(f"/api/tables/{unicode_retries.id}/{path}/", query)
+    assert response.status_code == 400

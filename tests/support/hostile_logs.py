@@ -1,0 +1,254 @@
+"""Real test tables with one hostile edit in one commit file, for the property tests.
+
+A copy of a table of tests/data/delta-tables gets one change: a single value of one JSON line
+replaced (types swapped, Unicode digits, huge and negative numbers, NaN, null, deep nesting) or
+a single line replaced (truncated, an action of the wrong type, not an object at all). The
+stdlib `json` writes the edits: orjson refuses ints past 64 bits and NaN, which is the point.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tests.support.logutil import all_table_dirs
+
+# Tables small enough to copy for every example (all of them but one 2 MB data file).
+MAX_TABLE_BYTES = 400_000
+
+HOSTILE_VALUES: tuple[Any, ...] = (
+    "²",  # str.isdigit() says yes, int() says no
+    "①",
+    "١٢",  # Arabic-Indic digits: int() takes them
+    "12",
+    "-7",
+    " 42 ",
+    "9" * 5000,  # past int()'s digit limit
+    str(10**27),
+    10**27,  # past 64 bits (orjson reads it as a float)
+    2**64 - 1,  # fits orjson's unsigned ints, not int64 or PostgreSQL
+    2**63,
+    -(2**63) - 1,
+    -1,
+    0,
+    1.5,
+    5.0,
+    1e308,
+    float("nan"),
+    float("inf"),
+    None,
+    True,
+    False,
+    "",
+    "\x00",
+    "\ud800",
+    "<b>x</b>",
+    [],
+    {},
+    [1, "a", None],
+    {"a": {"b": [1]}},
+)
+
+# What a number's place gets: text a careless parser takes for digits, numbers past 64 bits,
+# numbers of the wrong sign or kind, and values that are not numbers at all.
+NUMBER_VALUES: tuple[Any, ...] = (
+    "²",
+    "①",
+    "١٢",
+    "9" * 5000,
+    str(10**27),
+    10**27,
+    2**64 - 1,
+    str(2**62),
+    -1,
+    1.5,
+    1e308,
+    True,
+    None,
+    [],
+    {},
+)
+
+# Keys whose values are read as numbers (or as numbers in text): an edit aims at them often,
+# since a random leaf of a commit line is rarely one of them.
+NUMBER_KEYS: tuple[str, ...] = (
+    "readVersion",
+    "timestamp",
+    "inCommitTimestamp",
+    "numAddedFiles",
+    "numRemovedFiles",
+    "numOutputRows",
+    "numTargetRowsDeleted",
+    "num_retries",
+    "numRetries",
+    "delta.checkpointInterval",
+    "delta.deletedFileRetentionDuration",
+    "delta.logRetentionDuration",
+    "delta.targetFileSize",
+    "size",
+    "modificationTime",
+    "deletionTimestamp",
+    "version",
+    "minReaderVersion",
+    "minWriterVersion",
+    "cardinality",
+    "lastUpdated",
+)
+
+HOSTILE_LINES: tuple[str, ...] = (
+    '{"add": "x"}',
+    '{"add": null}',
+    '{"add": []}',
+    '{"add": {"path": 5, "size": "²", "dataChange": "yes"}}',
+    '{"remove": {"path": null, "deletionTimestamp": 1e999}}',
+    '{"commitInfo": 5}',
+    '{"commitInfo": {"timestamp": "①", "operationMetrics": [1, 2]}}',
+    '{"metaData": {"configuration": "x", "partitionColumns": "day", "schemaString": 7}}',
+    '{"metaData": {"schemaString": "{\\"type\\": \\"struct\\", \\"fields\\": 5}"}}',
+    '{"protocol": {"minReaderVersion": "²", "minWriterVersion": 10000000000000000000000}}',
+    '{"txn": {"appId": 1, "version": "x"}}',
+    '{"domainMetadata": []}',
+    "[]",
+    '"text"',
+    "12",
+    "null",
+    "",
+    "{",
+)
+
+
+_MARK = "@@hostile-value@@"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One hostile edit: commit file `commit` (index among the table's commit files), line
+    `line` (index, wrapped), and either a value at position `leaf` (wrapped) or a whole line."""
+
+    commit: int
+    line: int
+    leaf: int
+    value: Any = None
+    new_line: str | None = None
+    cut: int | None = None  # truncate the line to this many characters instead
+    depth: int = 0  # wrap the value in this many lists (deep nesting)
+    key: str | None = None  # set this key wherever the line has it (else in commitInfo)
+
+
+def small_tables() -> list[Path]:
+    tables = []
+    for _, path in all_table_dirs():
+        size = sum(os.path.getsize(Path(d, f)) for d, _, fs in os.walk(path) for f in fs)
+        if size <= MAX_TABLE_BYTES and commit_files(path):
+            tables.append(path)
+    return tables
+
+
+def commit_files(table: Path) -> list[Path]:
+    log = table / "_delta_log"
+    return sorted(p for p in log.glob("*.json") if len(p.name) == 25 and p.name[:20].isdigit())
+
+
+def edits() -> st.SearchStrategy[Edit]:
+    index = st.integers(min_value=0, max_value=10_000)
+    value_edit = st.builds(
+        Edit,
+        commit=index,
+        line=index,
+        leaf=index,
+        value=st.sampled_from(HOSTILE_VALUES),
+        depth=st.sampled_from((0, 0, 0, 3, 2000)),
+    )
+    line_edit = st.builds(
+        Edit, commit=index, line=index, leaf=index, new_line=st.sampled_from(HOSTILE_LINES)
+    )
+    key_edit = st.builds(
+        Edit,
+        commit=index,
+        line=index,
+        leaf=index,
+        value=st.sampled_from(NUMBER_VALUES),
+        key=st.sampled_from(NUMBER_KEYS),
+    )
+    cut_edit = st.builds(Edit, commit=index, line=index, leaf=index, cut=index)
+    return st.one_of(key_edit, key_edit, value_edit, line_edit, cut_edit)
+
+
+def hostile_copy(source: Path, target: Path, edit: Edit) -> Path:
+    """A copy of `source` at `target` with `edit` applied to one of its commit files."""
+    shutil.copytree(source, target)
+    files = commit_files(target)
+    path = files[edit.commit % len(files)]
+    lines = path.read_text(encoding="utf-8").splitlines() or [""]
+    aimed = [n for n, line in enumerate(lines) if _holds(line, edit.key)] if edit.key else []
+    i = aimed[edit.line % len(aimed)] if aimed else edit.line % len(lines)
+    if edit.new_line is not None:
+        lines[i] = edit.new_line
+    elif edit.cut is not None:
+        lines[i] = lines[i][: edit.cut % max(len(lines[i]), 1)]
+    else:
+        lines[i] = _replace_leaf(lines[i], edit)
+    path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass") + b"\n")
+    return target
+
+
+def _replace_leaf(line: str, edit: Edit) -> str:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return line
+    # The nesting is spliced in as text: json.dumps itself would stop at its recursion limit.
+    value = "[" * edit.depth + json.dumps(edit.value, ensure_ascii=False) + "]" * edit.depth
+    slots = list(_slots(obj))
+    if edit.key is not None:
+        slots = _key_slots(obj, slots, edit.key)
+    if not slots:
+        return value
+    parent, key = slots[edit.leaf % len(slots)]
+    parent[key] = _MARK
+    return json.dumps(obj, ensure_ascii=False).replace(json.dumps(_MARK), value, 1)
+
+
+def _holds(line: str, key: str) -> bool:
+    """Whether `key` is on the line, or the line has the object that would hold it."""
+    home = '"metaData"' if key.startswith("delta.") else '"commitInfo"'
+    return f'"{key}"' in line or home in line
+
+
+def _key_slots(obj: Any, slots: list[tuple[Any, Any]], key: str) -> list[tuple[Any, Any]]:
+    found = [(parent, k) for parent, k in slots if k == key and isinstance(parent, dict)]
+    if found or not isinstance(obj, dict):
+        return found or slots
+    # Not on this line: its table properties or its commitInfo get it (metrics for counts).
+    meta, info = obj.get("metaData"), obj.get("commitInfo")
+    if key.startswith("delta.") and isinstance(meta, dict):
+        config = meta.get("configuration")
+        if not isinstance(config, dict):
+            config = meta["configuration"] = {}
+        return [(config, key)]
+    if not isinstance(info, dict):
+        return slots
+    metrics = info.get("operationMetrics")
+    if isinstance(metrics, dict) and key.startswith("num"):
+        return [(metrics, key)]
+    return [(info, key)]
+
+
+def _slots(node: Any):
+    """(container, key) of every value under `node`, depth first."""
+    items = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else ()
+    )
+    for key, child in items:
+        yield node, key
+        yield from _slots(child)
