@@ -199,8 +199,14 @@ def test_a_finding_that_disappears_on_reanalysis_is_resolved_then_reopened(racy_
     table, _ = ingest.register_table(str(racy_table))
     ingest_all(table)
     real = set(open_keys(table))
-    version = table.commits.order_by("-version").values_list("version", flat=True)[3]
-    # A finding an earlier analysis produced for a version in the window that is no longer found.
+    # A finding an earlier analysis produced for a version in the window that is no longer found
+    # (a racy history may hold a real reorder at any version: take one whose key is free).
+    taken = set(Finding.objects.filter(table=table).values_list("key", flat=True))
+    version = next(
+        v
+        for v in table.commits.order_by("-version").values_list("version", flat=True)[3:]
+        if ingest.finding_key("write_serializable_reorder", v, [v - 1]) not in taken
+    )
     ghost = Finding.objects.create(
         table=table,
         kind="write_serializable_reorder",
