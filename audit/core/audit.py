@@ -19,8 +19,9 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from audit.core.anomalies.dv_integrity import dv_integrity_findings, resurrection_finding
 from audit.core.anomalies.facts import Hotspot
 from audit.core.anomalies.hotspots import (
     MAX_HOTSPOT_PARTITIONS_PER_PAIR,
@@ -47,6 +48,7 @@ from audit.core.anomalies.settings import (
 )
 from audit.core.catalog import catalog_feature, catalog_findings
 from audit.core.conflicts.context import TableContext, databricks_runtime, partition_types_of
+from audit.core.conflicts.dv_recheck import compare, shared_dv_rewrites
 from audit.core.conflicts.findings import metadata_change_finding, missed_conflict_finding
 from audit.core.conflicts.matchers import PartitionMatcher
 from audit.core.conflicts.rules import recheck
@@ -78,6 +80,8 @@ from audit.core.conflicts.window import (
     read_version_of,
 )
 from audit.core.cycles import stale_commit_cycle
+from audit.core.dv import Loader
+from audit.core.errors import DeltaAuditError
 from audit.core.integrity import INTEGRITY_KINDS, integrity_findings
 from audit.core.model import CommitSummary, Finding
 from audit.core.summary import History, paused_gc
@@ -95,6 +99,7 @@ TABLE_LEVEL_KINDS = frozenset(
         FindingKind.MISSING_READ_VERSION,
         FindingKind.CATALOG_MANAGED_LOG,
         FindingKind.RETRY_STORM,
+        FindingKind.DV_INTEGRITY,
     }
     | INTEGRITY_KINDS
 )
@@ -177,7 +182,7 @@ def _audit_history(
     ctx = TableContext(history)
     stale = find_stale_snapshots(history, ctx, versions)
     derived = {c.txn.version: c.read_version for c in stale if c.read_version is not None}
-    auditor = _Auditor(history, ctx, derived, versions)
+    auditor = _Auditor(history, ctx, derived, versions, check_data=check_data)
     auditor.run()
     findings = auditor.findings
     findings += never_existed_findings(
@@ -188,6 +193,7 @@ def _audit_history(
         read_roots=read_roots,
         sample_rows=sample_rows,
     )
+    findings += _unless_found(findings, auditor.resurrections)
     upgrade_reorders(findings)
     _attach_cycles(findings, ctx, auditor.commits)
     findings += _table_findings(history, ctx, auditor)
@@ -195,6 +201,8 @@ def _audit_history(
         # Log integrity replays every available commit's files: whole-table work, done by the
         # full audits only (the kinds are table-level, so windowed audits leave them alone).
         findings += integrity_findings(history)
+        if check_data:
+            findings += dv_integrity_findings(history)
         findings += retry_storm_findings(history, auditor.commits)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))
     hotspots = auditor.tally.ordered()
@@ -202,6 +210,12 @@ def _audit_history(
 
 
 _NO_CONFLICTS: dict[int, Recheck] = {}
+
+
+def _unless_found(findings: list[Finding], extra: list[Finding]) -> list[Finding]:
+    """`extra` without the findings whose key another detector already reported."""
+    keys = {f.key for f in findings}
+    return [f for f in extra if f.key not in keys]
 
 
 def _in_window(
@@ -223,8 +237,13 @@ class _Auditor:
         ctx: TableContext,
         derived: dict[int, int],
         versions: tuple[int, int] | None,
+        *,
+        check_data: bool = True,
     ):
         self.history = history
+        self.check_data = check_data
+        self.resurrections: list[Finding] = []
+        self._dv_loader: Loader | None = None
         self.ctx = ctx
         self.derived = derived
         self.versions = versions
@@ -296,6 +315,8 @@ class _Auditor:
                 row_level_concurrency=rlc,
                 deletion_vectors=dv,
             )
+            if self.check_data:
+                verdict = self._dv_recheck(txn, winner, verdict)
             if verdict.any:
                 audit.conflicts[w] = verdict
             self.tally.add(txn, winner, audit.read_scope, verdict)
@@ -312,6 +333,27 @@ class _Auditor:
             self.findings.append(reorder_finding(txn, audit, reorders, exceptions))
         if missed:
             self.findings.append(missed_conflict_finding(txn, audit, missed))
+
+    def _dv_recheck(self, txn: CommitSummary, winner: CommitSummary, verdict: Recheck) -> Recheck:
+        """Decode the vectors of a file both commits rewrote: rows both changed make a "same
+        row" verdict certain; rows the winner deleted that txn's vector lacks are resurrected."""
+        paths = shared_dv_rewrites(txn, winner)
+        if not paths:
+            return verdict
+        if self._dv_loader is None:
+            self._dv_loader = Loader(self.history.table_uri)
+        try:
+            log = self.history.get_log()
+        except DeltaAuditError:
+            return verdict
+        pair = compare(log, self._dv_loader, txn, winner, paths)
+        if not pair.decided:
+            return verdict
+        if pair.resurrected:
+            self.resurrections.append(resurrection_finding(self.history, txn, pair))
+        if pair.overlap and verdict.same_row_only:
+            return replace(verdict, same_row_only=False, certain=True)
+        return verdict
 
     def _winners_to_check(self, audit: CommitAudit) -> Iterable[int]:
         """A commit that read nothing can only conflict with protocol, metadata, domain and
