@@ -137,6 +137,11 @@ def test_it_finds_nothing_on_sequential_deletes(tmp_path):
     first = t.stored_dv(tmp_path, [1])
     t.delete(tmp_path, 1, 0, 1, t.remove(), t.add(first))
     t.delete(tmp_path, 2, 1, 2, t.remove(first), t.add(t.inline_dv([1, 2])))
+    # The protocol's statistics replacement: the same (path, vector) added again.
+    restats = t.add(t.inline_dv([1, 2]))
+    t.commit(
+        tmp_path, 3, {"add": {**restats["add"], "dataChange": False}}, operation="COMPUTE STATS"
+    )
     assert dv_integrity_findings(load_history(str(tmp_path))) == []
     assert _kinds(tmp_path, "never_existed_snapshot", "missed_conflict", "dv_integrity") == []
 
