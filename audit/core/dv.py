@@ -25,11 +25,14 @@ import struct
 import uuid
 import zlib
 from dataclasses import dataclass
-from typing import Any
-
-from pyroaring import BitMap64
+from typing import TYPE_CHECKING, Any
 
 from audit.core.errors import DeltaAuditError
+
+if TYPE_CHECKING:
+    # Imported where a vector is decoded: the core (and the zip the Spark path ships) imports
+    # without it, and tables without deletion vectors never need it.
+    from pyroaring import BitMap64
 
 MAGIC = 1681511377
 _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
@@ -95,6 +98,8 @@ def parse_bitmap(data: bytes) -> BitMap64:
     """A serialized RoaringBitmapArray (magic number first) as a 64-bit bitmap."""
     if len(data) < 12:
         raise DeltaAuditError(f"deletion vector of {len(data)} bytes is too short")
+    from pyroaring import BitMap64  # noqa: PLC0415
+
     (magic,) = struct.unpack_from("<i", data, 0)
     if magic != MAGIC:
         raise DeltaAuditError(f"deletion vector magic number {magic} is not {MAGIC}")
@@ -156,6 +161,8 @@ class Loader:
     def get(self, descriptor: dict[str, Any] | None) -> BitMap64 | str:
         """The positions, or the one-line reason they could not be read."""
         if not descriptor:
+            from pyroaring import BitMap64  # noqa: PLC0415
+
             return BitMap64()
         key = tuple(
             descriptor.get(k) for k in ("storageType", "pathOrInlineDv", "offset", "sizeInBytes")
@@ -176,3 +183,5 @@ class Loader:
             return load(self._store, descriptor)
         except DeltaAuditError as err:
             return one_line(err, limit=300)
+        except ImportError:
+            return "pyroaring is not installed: deletion vectors cannot be decoded"

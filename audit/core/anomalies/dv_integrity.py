@@ -250,10 +250,11 @@ def dv_integrity_findings(history: History) -> list[Finding]:
 # --------------------------------------------------------------------------- rebased vectors
 
 
-def resurrection_finding(
-    history: History, txn: CommitSummary, pair: DvPair, *, sample_rows: int = MAX_POSITIONS
-) -> Finding:
+def resurrection_finding(history: History, txn: CommitSummary, pair: DvPair) -> Finding:
     """The never-existed snapshot a rebased vector that dropped the winner's deletes leaves."""
+    from audit.core import witness as data_witness  # noqa: PLC0415
+
+    sample_rows = data_witness.MAX_SAMPLE_ROWS  # the same bound as every other witness
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     for path, positions in pair.resurrected.items():
