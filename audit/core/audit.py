@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from audit.core.anomalies.duplicate_keys import duplicate_key_findings
 from audit.core.anomalies.dv_integrity import dv_integrity_findings, resurrection_finding
 from audit.core.anomalies.facts import Hotspot
 from audit.core.anomalies.hotspots import (
@@ -100,6 +101,7 @@ TABLE_LEVEL_KINDS = frozenset(
         FindingKind.CATALOG_MANAGED_LOG,
         FindingKind.RETRY_STORM,
         FindingKind.DV_INTEGRITY,
+        FindingKind.DUPLICATE_KEY,
     }
     | INTEGRITY_KINDS
 )
@@ -162,14 +164,19 @@ def audit_history(
     versions: tuple[int, int] | None = None,
     read_roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
+    key_columns: list[str] | tuple[str, ...] = (),
 ) -> AuditResult:
     """Audit a history. `versions=(lo, hi)` keeps only commits whose (read, commit] interval
     overlaps [lo, hi] (the incremental re-audit of a window). Data files are read only inside
     `read_roots` (None: the table's own root only; audit/core/roots.py). A witness keeps at most
-    `sample_rows` matching rows (0: counts and file names only; None: the witness's default)."""
+    `sample_rows` matching rows (0: counts and file names only; None: the witness's default).
+    `key_columns`: the table's declared key, looked for twice among the live rows (full audits
+    that read data only)."""
     # The audit builds per-commit results for the whole history: see `paused_gc`.
     with paused_gc():
-        return _audit_history(history, check_data, versions, read_roots, sample_rows)
+        return _audit_history(
+            history, check_data, versions, read_roots, sample_rows, list(key_columns)
+        )
 
 
 def _audit_history(
@@ -178,6 +185,7 @@ def _audit_history(
     versions: tuple[int, int] | None,
     read_roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
+    keys: list[str] | None = None,
 ) -> AuditResult:
     ctx = TableContext(history)
     stale = find_stale_snapshots(history, ctx, versions)
@@ -203,6 +211,8 @@ def _audit_history(
         findings += integrity_findings(history)
         if check_data:
             findings += dv_integrity_findings(history)
+        if check_data and keys:
+            findings += duplicate_key_findings(history, ctx, auditor.commits, keys)
         findings += retry_storm_findings(history, auditor.commits)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))
     hotspots = auditor.tally.ordered()

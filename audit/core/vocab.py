@@ -51,6 +51,8 @@ class FindingKind(StrEnum):
     PROTOCOL_VIOLATION = "protocol_violation"
     # Deletion vectors, decoded (anomalies/dv_integrity.py).
     DV_INTEGRITY = "dv_integrity"
+    # Declared key columns held twice by live rows (anomalies/duplicate_keys.py).
+    DUPLICATE_KEY = "duplicate_key"
     # Storage scans (orphans.py).
     ORPHAN_FILES = "orphan_files"
     # Time travel (timetravel.py): from the same listing of the data folders.

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand
 
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.keys import parse_key_columns
 from audit.core.parallel import spare_core
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.summary import load_history, paused_gc
@@ -45,6 +46,11 @@ class Command(BaseCommand):
             help="log only: do not read data files to confirm never-existed snapshots, nor "
             "list the data folders for orphan and missing files",
         )
+        parser.add_argument(
+            "--key",
+            metavar="COL[,COL]",
+            help="the table's key columns: live rows sharing a key are duplicate_key findings",
+        )
 
     def handle(self, *args, **options):
         # One run of a process that exits when it is done: the cyclic collector has nothing
@@ -57,6 +63,7 @@ class Command(BaseCommand):
         # The report and its output are inside too: a hostile log must not reach them as a
         # traceback either.
         try:
+            keys = parse_key_columns(options["key"])
             history = load_history(options["table_uri"], parallel=spare_core)
             # A local user's one-shot tool: the audited table's own root is allowed too
             # (its data files), the other roots only as configured (shallow clones).
@@ -66,6 +73,7 @@ class Command(BaseCommand):
                 check_data=not options["no_data"],
                 read_roots=roots,
                 sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+                key_columns=keys,
             )
             scanned = self._print(history, result, options)
         except DeltaAuditError as err:
