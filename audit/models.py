@@ -174,6 +174,8 @@ class Table(models.Model):
     # recomputed by a full audit, debounced, whenever new commits made them stale.
     table_findings_dirty = models.BooleanField(default=True)
     table_findings_at = models.DateTimeField(null=True, blank=True)
+    # Declared key columns (logical names): live rows sharing a key are duplicate_key findings.
+    key_columns = models.JSONField(default=list, blank=True)
     # Per-table ingest lock (see workers/locks.py): a worker claims the row until locked_until.
     locked_by = models.CharField(max_length=200, blank=True)
     locked_until = models.DateTimeField(null=True, blank=True)

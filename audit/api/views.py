@@ -174,7 +174,9 @@ class TableViewSet(
         existing = Table.objects.filter(uri=normalised).values_list("id", flat=True).first()
         if existing is not None:
             raise Conflict(f"table already registered as id {existing}", {"id": existing})
-        table, _ = register_table(normalised, name=name)  # opens the log: DeltaAuditError -> 400
+        keys = body.validated_data.get("key_columns")
+        # Opens the log (and checks the key's names): DeltaAuditError -> 400.
+        table, _ = register_table(normalised, name=name, key_columns=keys)
         access.move_table(table.pk, project)
         queued = queries.enqueue_tail(table.id)
         data = s.TableCreatedSerializer(_tables_with_counts().get(pk=table.pk)).data

@@ -222,6 +222,13 @@ def _audit_history(
 _NO_CONFLICTS: dict[int, Recheck] = {}
 
 
+def key_findings(history: History, result: AuditResult, keys: list[str]) -> list[Finding]:
+    """duplicate_key findings for an audit already run (the tail's table-level refresh)."""
+    if not keys:
+        return []
+    return duplicate_key_findings(history, TableContext(history), result.commits, list(keys))
+
+
 def _unless_found(findings: list[Finding], extra: list[Finding]) -> list[Finding]:
     """`extra` without the findings whose key another detector already reported."""
     keys = {f.key for f in findings}

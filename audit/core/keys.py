@@ -72,6 +72,18 @@ def parse_key_columns(text: str | None) -> list[str]:
     return names
 
 
+def valid_key_columns(value: object) -> list[str]:
+    """A stored or posted key: a list of non-empty column names; DeltaAuditError otherwise."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return parse_key_columns(value)
+    names = list(value) if isinstance(value, list | tuple) else None
+    if names is None or not all(isinstance(v, str) and v.strip() for v in names):
+        raise DeltaAuditError("key columns must be a list of column names")
+    return [v.strip() for v in names]
+
+
 # --------------------------------------------------------------------------- candidates
 
 

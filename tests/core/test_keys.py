@@ -117,3 +117,13 @@ def test_it_reads_key_columns_as_written_on_the_command_line():
     assert parse_key_columns(None) == []
     with pytest.raises(DeltaAuditError):
         parse_key_columns("id,,k2")
+
+
+def test_it_accepts_only_lists_of_column_names_as_stored_keys():
+    from audit.core.keys import valid_key_columns
+
+    assert valid_key_columns(["id", " k2 "]) == ["id", "k2"]
+    assert valid_key_columns("id,k2") == ["id", "k2"]
+    for bad in (["id", ""], [1], {"id": 1}):
+        with pytest.raises(DeltaAuditError):
+            valid_key_columns(bad)
