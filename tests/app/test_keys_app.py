@@ -67,3 +67,14 @@ def test_it_takes_key_columns_in_the_api_table_settings(tmp_path, settings, owne
     assert response.status_code == 201, response.content
     assert response.json()["key_columns"] == ["id"]
     assert client.get(f"/api/tables/{response.json()['id']}/").json()["key_columns"] == ["id"]
+
+
+def test_it_checks_key_columns_in_the_admin(client, owner, tmp_path, settings):
+    settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    client.force_login(owner)
+    form = {"uri": str(tmp_path / "t"), "name": "t", "status": "ingesting"}
+    refused = client.post("/admin/audit/table/add/", {**form, "key_columns": '["id", " "]'})
+    assert refused.status_code == 200 and not Table.objects.exists()
+    saved = client.post("/admin/audit/table/add/", {**form, "key_columns": '["id", "k2"]'})
+    assert saved.status_code == 302
+    assert Table.objects.get().key_columns == ["id", "k2"]
