@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, CommitSummary
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def _before(high: Any, low: Any) -> bool:
 def _key_table(
     store: Any, add: AddFile, keys: list[str], physical: dict[str, str], loader: Any
 ) -> pa.Table:
-    """The live rows' key columns (as text) and positions of one file."""
+    """The live rows' key columns and positions of one file (partition values as text)."""
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.compute as pc  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
@@ -173,7 +174,7 @@ def _key_table(
     for i, key in enumerate(keys):
         name = physical[key]
         if name in data.column_names:
-            columns[f"k{i}"] = pc.cast(data.column(name), pa.string())
+            columns[f"k{i}"] = data.column(name)
         else:  # a partition column (or one the file lacks: NULL, as readers see it)
             value = add.partition_values.get(name, add.partition_values.get(key))
             columns[f"k{i}"] = pa.array([value] * rows, pa.string())
@@ -218,7 +219,7 @@ def scan_keys(history: History, keys: list[str], *, added_by: dict[str, int]) ->
         tables.append(part.append_column("file", pa.array([index] * part.num_rows, pa.int32())))
         scan.files_read += 1
     if tables:
-        scan.groups = _group(pa.concat_tables(tables), keys, read, added_by)
+        scan.groups = _group(_combine(tables), keys, read, added_by)
     return scan
 
 
@@ -229,16 +230,45 @@ def _many_rows(add: AddFile) -> bool:
         return True
 
 
+def _combine(tables: list[pa.Table]) -> pa.Table:
+    """One table of every file's keys: native types where the files agree (int32 and int64
+    widen), else all as text."""
+    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.compute as pc  # noqa: PLC0415
+
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        as_text = [
+            pa.table(
+                {
+                    n: pc.cast(t.column(n), pa.string()) if n.startswith("k") else t.column(n)
+                    for n in t.column_names
+                }
+            )
+            for t in tables
+        ]
+        return pa.concat_tables(as_text)
+
+
 def _group(
     table: pa.Table, keys: list[str], files: list[AddFile], added_by: dict[str, int]
 ) -> list[KeyGroup]:
     import pyarrow.compute as pc  # noqa: PLC0415
 
     key_names = [f"k{i}" for i in range(len(keys))]
-    grouped = table.group_by(key_names).aggregate([("file", "list"), ("file", "count")])
-    dups = grouped.filter(pc.greater(grouped.column("file_count"), 1))
+    # A NULL key is no key (as SQL's UNIQUE): such rows are never duplicates.
+    for name in key_names:
+        table = table.filter(pc.is_valid(table.column(name)))
+    # Count first (cheap, native types), then list the files of the duplicated keys only.
+    counts = table.group_by(key_names).aggregate([("file", "count")])
+    dups = counts.filter(pc.greater(counts.column("file_count"), 1))
+    if not dups.num_rows:
+        return []
+    rows = table.join(dups.select(key_names), keys=key_names, join_type="inner")
+    grouped = rows.group_by(key_names).aggregate([("file", "list"), ("file", "count")])
     groups: dict[int, KeyGroup] = {}
-    for row in dups.to_pylist():
+    for row in sorted(grouped.to_pylist(), key=lambda r: [str(r[n]) for n in key_names]):
         versions = [added_by.get(files[i].path, -1) for i in row["file_list"]]
         latest = max(versions)
         group = groups.setdefault(latest, KeyGroup(latest))
@@ -250,7 +280,7 @@ def _group(
         if len(group.samples) < MAX_SAMPLE_KEYS:
             group.samples.append(
                 {
-                    "key": {k: row[n] for k, n in zip(keys, key_names, strict=True)},
+                    "key": {k: cell_value(row[n]) for k, n in zip(keys, key_names, strict=True)},
                     "rows": row["file_count"],
                     "files": paths,
                     "versions": sorted(set(versions)),

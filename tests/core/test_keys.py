@@ -36,7 +36,7 @@ def test_it_finds_a_key_two_writers_loaded_at_one_version_both_appended(tmp_path
     assert finding.severity == "critical" and finding.confirmed
     witness = finding.witness
     assert witness["duplicate_keys"] == 1 and witness["extra_rows"] == 1
-    assert witness["sample_keys"][0]["key"] == {"id": "42"}
+    assert witness["sample_keys"][0]["key"] == {"id": 42}
     assert witness["sample_keys"][0]["versions"] == [1, 2]
     assert len(witness["files"]) == 2
     # delta-rs records no read version on appends: the log cannot tell concurrency.
@@ -91,7 +91,7 @@ def test_it_names_concurrent_merges_that_both_inserted_a_key_with_their_cycle(tm
     concurrent, sequential = _dups(tmp_path / "t")
     assert (concurrent.version, concurrent.related_versions) == (2, [1])
     assert concurrent.details["concurrency"] == "concurrent"
-    assert concurrent.witness["sample_keys"][0]["key"] == {"id": "42"}
+    assert concurrent.witness["sample_keys"][0]["key"] == {"id": 42}
     edges = [(e["from"], e["to"], e["type"]) for e in concurrent.witness["cycle"]]
     assert edges == [(2, 1, "rw"), (1, 2, "ww")]
     assert concurrent.witness["anomaly"] == "G-single"
@@ -127,3 +127,18 @@ def test_it_accepts_only_lists_of_column_names_as_stored_keys():
     for bad in (["id", ""], [1], {"id": 1}):
         with pytest.raises(DeltaAuditError):
             valid_key_columns(bad)
+
+
+def test_it_keys_on_partition_columns_too_and_never_on_nulls(tmp_path):
+    def batch(day, *ids):
+        return pa.table({"day": [day] * len(ids), "id": pa.array(ids, pa.int64())})
+
+    write_deltalake(str(tmp_path), batch("d1", 1, 2), partition_by=["day"])
+    write_deltalake(str(tmp_path), batch("d2", 1, 2), mode="append")  # other day: other key
+    write_deltalake(str(tmp_path), batch("d1", None, 5), mode="append")
+    write_deltalake(str(tmp_path), batch("d1", None, 6), mode="append")  # NULL twice: no key
+    assert _dups(tmp_path, ("day", "id")) == []
+    write_deltalake(str(tmp_path), batch("d2", 2), mode="append")
+    (finding,) = _dups(tmp_path, ("day", "id"))
+    assert finding.version == 4
+    assert finding.witness["sample_keys"][0]["key"] == {"day": "d2", "id": 2}
