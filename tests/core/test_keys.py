@@ -135,7 +135,7 @@ def test_it_keys_on_partition_columns_too_and_never_on_nulls(tmp_path):
 
     write_deltalake(str(tmp_path), batch("d1", 1, 2), partition_by=["day"])
     write_deltalake(str(tmp_path), batch("d2", 1, 2), mode="append")  # other day: other key
-    write_deltalake(str(tmp_path), batch("d1", None, 5), mode="append")
+    write_deltalake(str(tmp_path), batch("d1", None, 5, 7), mode="append")
     write_deltalake(str(tmp_path), batch("d1", None, 6), mode="append")  # NULL twice: no key
     assert _dups(tmp_path, ("day", "id")) == []
     write_deltalake(str(tmp_path), batch("d2", 2), mode="append")
