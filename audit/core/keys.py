@@ -257,14 +257,13 @@ def _group(
     import pyarrow.compute as pc  # noqa: PLC0415
 
     key_names = [f"k{i}" for i in range(len(keys))]
-    # A NULL key is no key (as SQL's UNIQUE): such rows are never duplicates.
-    for name in key_names:
-        table = table.filter(pc.is_valid(table.column(name)))
     # Count first (cheap, native types), then list the files of the duplicated keys only.
     counts = table.group_by(key_names).aggregate([("file", "count")])
     dups = counts.filter(pc.greater(counts.column("file_count"), 1))
     if not dups.num_rows:
         return []
+    # The join never matches NULL with NULL: a NULL key is no key (as SQL's UNIQUE), so rows
+    # with one are never duplicates.
     rows = table.join(dups.select(key_names), keys=key_names, join_type="inner")
     grouped = rows.group_by(key_names).aggregate([("file", "list"), ("file", "count")])
     groups: dict[int, KeyGroup] = {}
