@@ -52,6 +52,7 @@ from audit.core.conflicts.context import TableContext, databricks_runtime, parti
 from audit.core.conflicts.dv_recheck import compare, shared_dv_rewrites
 from audit.core.conflicts.findings import metadata_change_finding, missed_conflict_finding
 from audit.core.conflicts.matchers import PartitionMatcher
+from audit.core.conflicts.profiles import departure, profile_for
 from audit.core.conflicts.rules import recheck
 from audit.core.conflicts.scope import (
     SCOPE_NONE,
@@ -317,6 +318,8 @@ class _Auditor:
         read_version = audit.read_version if audit.read_version is not None else txn.version - 1
         rlc = self.ctx.row_level_concurrency(txn, read_version)
         dv = self.ctx.deletion_vectors_at(read_version)
+        profile = profile_for(txn, rlc)
+        audit.profile = profile.name
         reorders: list[int] = []
         exceptions: dict[int, ConflictException] = {}
         missed: list[int] = []
@@ -336,6 +339,9 @@ class _Auditor:
                 verdict = self._dv_recheck(txn, winner, verdict)
             if verdict.any:
                 audit.conflicts[w] = verdict
+                why = departure(profile, verdict, winner)
+                if why is not None:
+                    audit.departures = {**(audit.departures or {}), w: why}
             self.tally.add(txn, winner, audit.read_scope, verdict)
             if verdict.rule in ("protocol", "metadata"):
                 self.metadata_survivors[w].append(txn)
