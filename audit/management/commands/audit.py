@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -19,6 +20,7 @@ from audit.core.keys import parse_key_columns
 from audit.core.parallel import spare_core
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.summary import load_history, paused_gc
+from audit.core.unpublished import audit_unpublished
 from audit.core.vocab import Severity
 from audit.health_report import add_data_scan, add_health_and_changes
 from audit.paths import allowed_roots
@@ -59,6 +61,24 @@ class Command(BaseCommand):
         with paused_gc():
             self._audit(options)
 
+    def _unpublished(self, report: dict, history, options, keys: list[str]) -> None:
+        """Staged commits beyond the published log (catalog-managed, coordinated commits):
+        audited apart, marked unpublished; the publish lag joins the health section."""
+        try:
+            section = audit_unpublished(
+                history.get_log(),
+                check_data=not options["no_data"],
+                key_columns=keys,
+                now_ms=int(time.time() * 1000),
+            )
+        except DeltaAuditError as err:
+            section = {"error": one_line(str(err))}
+        if section is None:
+            return
+        report["unpublished"] = section
+        if isinstance(report.get("health"), dict) and "lag" in section:
+            report["health"]["publish_lag"] = section["lag"]
+
     def _audit(self, options) -> None:
         # The report and its output are inside too: a hostile log must not reach them as a
         # traceback either.
@@ -93,6 +113,7 @@ class Command(BaseCommand):
         )
         add_health_and_changes(report, history)
         scanned = add_data_scan(report, history, options["table_uri"], scan=not options["no_data"])
+        self._unpublished(report, history, options, keys)
         if options["json"]:
             write_json(report, sys.stdout.buffer)
         else:
