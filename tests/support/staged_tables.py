@@ -21,7 +21,8 @@ def _adds(path: Path, version: int) -> list[dict]:
 
 
 def build(path: Path, *, folder: str = "_staged_commits", ambiguous: bool = True) -> None:
-    """v0-v2 written by deltalake, v3 (published) makes the table catalog-managed; staged v4 is
+    """v0-v2 written by deltalake, v3 (published, its staged file left behind) makes the table
+    catalog-managed; staged v4 is
     a DELETE that read v1 and removes v0's and v1's files (v2's rows survive it, and v3's
     protocol change ran concurrently); v5 is staged twice (only the catalog knows which won)."""
     write_deltalake(str(path), rows(3))
@@ -48,6 +49,8 @@ def build(path: Path, *, folder: str = "_staged_commits", ambiguous: bool = True
               "engineInfo": "Apache-Spark/4.0.0 Delta-Lake/4.0.0"}  # fmt: skip
     staged = log / folder
     staged.mkdir()
+    # Staged files stay after their version is published: v3's is still there.
+    (staged / f"{3:020d}.{UUIDS[1]}.json").write_text(json.dumps({"commitInfo": info}) + "\n")
     lines = [json.dumps({"commitInfo": delete}), *(json.dumps(r) for r in removes)]
     (staged / f"{4:020d}.{UUIDS[0]}.json").write_text("\n".join(lines) + "\n")
     fives = UUIDS if ambiguous else UUIDS[:1]
