@@ -14,6 +14,7 @@ from typing import Any
 from audit.core.audit import audit_history
 from audit.core.log import DeltaLog
 from audit.core.log.staged import StagedStore, Unpublished, find_unpublished
+from audit.core.model import Protocol
 from audit.core.report import commit_entry, finding_entry
 from audit.core.summary import History, history_from_log
 
@@ -34,6 +35,22 @@ def publish_lag(found: Unpublished, history: History | None, now_ms: int) -> dic
         "versions": found.lag_versions,
         "seconds": round(max(0, now_ms - oldest) / 1000, 3) if oldest is not None else None,
     }
+
+
+COORDINATED_FEATURES = ("catalogManaged", "catalogOwned-preview", "coordinatedCommits-preview")
+
+
+def table_publish_lag(log: DeltaLog, protocol: Protocol | None, now_ms: int) -> dict | None:
+    """The publish lag of a catalog-managed or coordinated-commits table (None for others:
+    their commits are published as they are made). One listing of the staged folders."""
+    features = (
+        {*(protocol.reader_features or []), *(protocol.writer_features or [])}
+        if protocol
+        else set()
+    )
+    if not features.intersection(COORDINATED_FEATURES):
+        return None
+    return publish_lag(find_unpublished(log.store, log.listing.latest_version), None, now_ms)
 
 
 def audit_unpublished(
