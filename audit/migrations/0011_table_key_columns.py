@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("audit", "0010_commit_provenance"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='table',
-            name='key_columns',
+            model_name="table",
+            name="key_columns",
             field=models.JSONField(blank=True, default=list),
         ),
     ]

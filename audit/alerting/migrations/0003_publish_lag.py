@@ -4,15 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('alerting', '0002_health_rules'),
+        ("alerting", "0002_health_rules"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='alertrule',
-            name='health_metric',
-            field=models.CharField(blank=True, choices=[('', '— (a findings rule)'), ('small_files', 'small files (count)'), ('small_file_ratio', 'small files (share of files, 0..1)'), ('vacuumable_bytes', 'vacuumable bytes'), ('checkpoint_lag', 'commits since the last checkpoint'), ('publish_lag_versions', 'staged commits not yet published'), ('publish_lag_seconds', 'seconds the oldest staged commit waited')], default='', max_length=20),
+            model_name="alertrule",
+            name="health_metric",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("", "— (a findings rule)"),
+                    ("small_files", "small files (count)"),
+                    ("small_file_ratio", "small files (share of files, 0..1)"),
+                    ("vacuumable_bytes", "vacuumable bytes"),
+                    ("checkpoint_lag", "commits since the last checkpoint"),
+                    ("publish_lag_versions", "staged commits not yet published"),
+                    ("publish_lag_seconds", "seconds the oldest staged commit waited"),
+                ],
+                default="",
+                max_length=20,
+            ),
         ),
     ]

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit', '0009_table_key_columns'),
+        ("audit", "0011_table_key_columns"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='tablehealth',
-            name='publish_lag_seconds',
+            model_name="tablehealth",
+            name="publish_lag_seconds",
             field=models.FloatField(default=0.0),
         ),
         migrations.AddField(
-            model_name='tablehealth',
-            name='publish_lag_versions',
+            model_name="tablehealth",
+            name="publish_lag_versions",
             field=models.BigIntegerField(default=0),
         ),
     ]
