@@ -193,6 +193,11 @@ class Table(models.Model):
     def __str__(self) -> str:
         return self.name or self.uri
 
+    def set_key_columns(self, keys: list[str]) -> None:
+        """Declare the table's key; the next full audit looks for duplicates of it."""
+        Table.objects.filter(pk=self.pk).update(key_columns=keys, table_findings_dirty=True)
+        self.key_columns, self.table_findings_dirty = keys, True
+
     @staticmethod
     def bump_findings(table_id: int | Iterable[int]) -> None:
         """Record that the table's (or several tables', a list or a subquery of ids) Finding

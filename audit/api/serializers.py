@@ -216,6 +216,14 @@ class TableCreateSerializer(serializers.Serializer):
     )
 
 
+class TableSettingsSerializer(serializers.Serializer):
+    key_columns = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        max_length=32,
+        help_text="the table's key: live rows sharing it are duplicate_key findings ([] = none)",
+    )
+
+
 class TableCreatedSerializer(TableDetailSerializer):
     tail_queued = serializers.BooleanField(
         read_only=True,

@@ -35,6 +35,7 @@ from audit.api.renderers import ORJSONRenderer
 from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
 from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
+from audit.core.keys import valid_key_columns
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
 from audit.core.numbers import log_int
 from audit.ingest import register_table
@@ -197,6 +198,23 @@ class TableViewSet(
                 "only owners of the project and administrators may register tables into it"
             )
         return found
+
+    @extend_schema(
+        request=s.TableSettingsSerializer,
+        responses={200: s.TableDetailSerializer, **COMMON_ERRORS},
+        description="Change a table's settings (owners of its project and administrators): "
+        "its key columns. The next full audit of the table looks for duplicate keys.",
+    )
+    def partial_update(self, request, *args, **kwargs):
+        table = self.table()  # 404 outside the user's projects
+        if not access.may_manage(request.user, table.project_id):
+            raise PermissionDenied(
+                "only owners of the table's project and administrators may change its settings"
+            )
+        body = s.TableSettingsSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        table.set_key_columns(valid_key_columns(body.validated_data["key_columns"]))
+        return Response(s.TableDetailSerializer(_tables_with_counts().get(pk=table.pk)).data)
 
     @extend_schema(
         description="Remove a table and everything stored about it (owners of its project "

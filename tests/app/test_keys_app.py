@@ -78,3 +78,20 @@ def test_it_checks_key_columns_in_the_admin(client, owner, tmp_path, settings):
     saved = client.post("/admin/audit/table/add/", {**form, "key_columns": '["id", "k2"]'})
     assert saved.status_code == 302
     assert Table.objects.get().key_columns == ["id", "k2"]
+
+
+def test_it_changes_key_columns_by_patch_for_admins_only(tmp_path, settings, owner, member):
+    settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    path = tmp_path / "patched"
+    _duplicated(path)
+    table, _ = ingest.register_table(str(path))
+    url = f"/api/tables/{table.id}/"
+    refused = session_client(member).patch(url, {"key_columns": ["id"]}, format="json")
+    assert refused.status_code == 403
+    client = session_client(owner)
+    response = client.patch(url, {"key_columns": ["id"]}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["key_columns"] == ["id"]
+    table.refresh_from_db()
+    assert table.key_columns == ["id"] and table.table_findings_dirty
+    assert client.patch(url, {"key_columns": "id"}, format="json").status_code == 400
