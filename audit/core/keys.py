@@ -116,16 +116,18 @@ def _overlap(a: list[tuple[Any, Any]], b: list[tuple[Any, Any]]) -> bool:
 
 def candidate_files(adds: list[AddFile], keys: list[str], partitions: set[str]) -> list[AddFile]:
     """Live files whose key ranges overlap another's (a sweep over the first key's minimum)."""
-    unknown: list[AddFile] = []
     ranged: list[tuple[list[tuple[Any, Any]], AddFile]] = []
     for add in adds:
         ranges = _ranges(add, keys, partitions)
-        (unknown.append(add) if ranges is None else ranged.append((ranges, add)))
+        if ranges is None:
+            # A file without the key's statistics may hold any key: every file is a candidate.
+            return sorted(adds, key=lambda a: a.path)
+        ranged.append((ranges, add))
     try:
         ranged.sort(key=lambda item: item[0][0][0])
     except TypeError:
-        return unknown + [add for _, add in ranged]
-    chosen: dict[str, AddFile] = {a.path: a for a in unknown}
+        return sorted(adds, key=lambda a: a.path)
+    chosen: dict[str, AddFile] = {}
     active: list[tuple[list[tuple[Any, Any]], AddFile]] = []
     for ranges, add in ranged:
         low = ranges[0][0]
@@ -136,9 +138,6 @@ def candidate_files(adds: list[AddFile], keys: list[str], partitions: set[str]) 
         if len(chosen) > MAX_KEY_FILES:
             break
         active.append((ranges, add))
-    if unknown and ranged and len(unknown) == len(chosen):
-        # A file without statistics may hold any key: every other file is a candidate too.
-        chosen.update((a.path, a) for _, a in ranged)
     return sorted(chosen.values(), key=lambda a: a.path)
 
 

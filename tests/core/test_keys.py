@@ -142,3 +142,17 @@ def test_it_keys_on_partition_columns_too_and_never_on_nulls(tmp_path):
     (finding,) = _dups(tmp_path, ("day", "id"))
     assert finding.version == 4
     assert finding.witness["sample_keys"][0]["key"] == {"day": "d2", "id": 2}
+
+
+def test_it_reads_every_file_when_one_has_no_key_statistics(tmp_path):
+    write_deltalake(str(tmp_path), _ids(1, 2))
+    write_deltalake(str(tmp_path), _ids(1, 2), mode="append")  # overlaps v0: a candidate pair
+    write_deltalake(str(tmp_path), _ids(5, 6), mode="append")
+    write_deltalake(str(tmp_path), _ids(5), mode="append")
+    log = tmp_path / "_delta_log" / f"{3:020d}.json"
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    for line in lines:
+        line.get("add", {}).pop("stats", None)  # a writer that wrote no statistics
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    found = {f.version: f.witness["duplicate_keys"] for f in _dups(tmp_path)}
+    assert found == {1: 2, 3: 1}  # ids 1 and 2 at v1, id 5 at v3
