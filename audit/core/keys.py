@@ -6,7 +6,7 @@ table then holds the key twice. Declared key columns (`audit --key`, the table's
 the audit look for that:
 
 1. candidates from file statistics: live files whose min/max ranges of every key column
-   overlap another live file's (files without those statistics are candidates too);
+   overlap another live file's (one file without those statistics makes every file one);
 2. confirmation on the data: the key columns of the candidate files, read through the
    witness's opener with their deletion vectors applied, grouped by key;
 3. attribution: each duplicated key's rows name the files and the commits that added them;
