@@ -191,7 +191,10 @@ def _audit_history(
     ctx = TableContext(history)
     stale = find_stale_snapshots(history, ctx, versions)
     derived = {c.txn.version: c.read_version for c in stale if c.read_version is not None}
-    auditor = _Auditor(history, ctx, derived, versions, check_data=check_data)
+    auditor = _Auditor(
+        history, ctx, derived, versions, check_data=check_data, read_roots=read_roots,
+        sample_rows=sample_rows,
+    )  # fmt: skip
     auditor.run()
     findings = auditor.findings
     findings += never_existed_findings(
@@ -211,9 +214,9 @@ def _audit_history(
         # full audits only (the kinds are table-level, so windowed audits leave them alone).
         findings += integrity_findings(history)
         if check_data:
-            findings += dv_integrity_findings(history)
+            findings += dv_integrity_findings(history, read_roots)
         if check_data and keys:
-            findings += duplicate_key_findings(history, ctx, auditor.commits, keys)
+            findings += duplicate_key_findings(history, ctx, auditor.commits, keys, read_roots)
         findings += retry_storm_findings(history, auditor.commits)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))
     hotspots = auditor.tally.ordered()
@@ -223,11 +226,17 @@ def _audit_history(
 _NO_CONFLICTS: dict[int, Recheck] = {}
 
 
-def key_findings(history: History, result: AuditResult, keys: list[str]) -> list[Finding]:
+def key_findings(
+    history: History,
+    result: AuditResult,
+    keys: list[str],
+    read_roots: Sequence[str] | None = None,
+) -> list[Finding]:
     """duplicate_key findings for an audit already run (the tail's table-level refresh)."""
     if not keys:
         return []
-    return duplicate_key_findings(history, TableContext(history), result.commits, list(keys))
+    ctx = TableContext(history)
+    return duplicate_key_findings(history, ctx, result.commits, list(keys), read_roots)
 
 
 def _unless_found(findings: list[Finding], extra: list[Finding]) -> list[Finding]:
@@ -257,9 +266,12 @@ class _Auditor:
         versions: tuple[int, int] | None,
         *,
         check_data: bool = True,
+        read_roots: Sequence[str] | None = None,
+        sample_rows: int | None = None,
     ):
         self.history = history
         self.check_data = check_data
+        self.read_roots, self.sample_rows = read_roots, sample_rows
         self.resurrections: list[Finding] = []
         self._dv_loader: Loader | None = None
         self.ctx = ctx
@@ -364,7 +376,7 @@ class _Auditor:
         if not paths:
             return verdict
         if self._dv_loader is None:
-            self._dv_loader = Loader(self.history.table_uri)
+            self._dv_loader = Loader(self.history.table_uri, self.read_roots)
         try:
             log = self.history.get_log()
         except DeltaAuditError:
@@ -373,7 +385,11 @@ class _Auditor:
         if not pair.decided:
             return verdict
         if pair.resurrected:
-            self.resurrections.append(resurrection_finding(self.history, txn, pair))
+            self.resurrections.append(
+                resurrection_finding(
+                    self.history, txn, pair, roots=self.read_roots, sample_rows=self.sample_rows
+                )
+            )
         if pair.overlap and verdict.same_row_only:
             return replace(verdict, same_row_only=False, certain=True)
         return verdict

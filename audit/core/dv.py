@@ -15,8 +15,9 @@ The bitmap is a RoaringBitmapArray: the magic number 1681511377 (little-endian i
 64-bit roaring bitmap in the portable format (bucket count, then per bucket its high 32 bits
 and a 32-bit roaring bitmap), which is what `pyroaring.BitMap64` reads.
 
-Files are read through the witness's opener (`witness._open`), so the same path rules apply
-to deletion-vector files as to data files.
+Files are opened through the witness's `DataFiles`, so deletion-vector files are confined to
+the allowed roots exactly as data files are (audit/core/roots.py): an absolute `p` path
+outside them is never opened.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import struct
 import uuid
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -128,16 +130,15 @@ def read_stored(source: Any, offset: int) -> bytes:
     return bytes(data)
 
 
-def load(store: Any, descriptor: dict[str, Any]) -> BitMap64:
-    """The row positions a descriptor deletes. Files are opened with the witness's opener."""
-    from audit.core import witness  # noqa: PLC0415  (the opener other reads are confined by)
-
+def load(files: Any, descriptor: dict[str, Any]) -> BitMap64:
+    """The row positions a descriptor deletes; `files` is a `witness.DataFiles` (the opener
+    data-file reads are confined by)."""
     where = location_of(descriptor)
     if where.inline is not None:
         return parse_bitmap(where.inline)
     assert where.path is not None
     try:
-        source = witness._open(store, where.path)
+        source = files.open(where.path)
         try:
             data = read_stored(source, where.offset)
         finally:
@@ -153,9 +154,10 @@ class Loader:
     """Decodes descriptors of one table, each once (commits repeat the same descriptor in the
     remove that retires it); errors are kept per descriptor, not raised."""
 
-    def __init__(self, table_uri: str):
+    def __init__(self, table_uri: str, roots: Sequence[str] | None = None):
         self.table_uri = table_uri
-        self._store: Any = None
+        self.roots = roots  # None: the table's own root only (as the witness)
+        self._files: Any = None
         self._cache: dict[tuple[Any, ...], BitMap64 | str] = {}
 
     def get(self, descriptor: dict[str, Any] | None) -> BitMap64 | str:
@@ -175,12 +177,12 @@ class Loader:
 
     def _load(self, descriptor: dict[str, Any]) -> BitMap64 | str:
         from audit.core.errors import one_line  # noqa: PLC0415
-        from audit.core.storage import open_store  # noqa: PLC0415
+        from audit.core.witness import DataFiles  # noqa: PLC0415
 
         try:
-            if self._store is None:
-                self._store = open_store(self.table_uri)
-            return load(self._store, descriptor)
+            if self._files is None:
+                self._files = DataFiles(self.table_uri, self.roots)
+            return load(self._files, descriptor)
         except DeltaAuditError as err:
             return one_line(err, limit=300)
         except ImportError:

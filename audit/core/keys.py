@@ -21,6 +21,7 @@ overlaps no other file are not looked for (statistics cannot show them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ import orjson
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, CommitSummary
+from audit.core.scrub import scrub_error
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -152,16 +154,14 @@ def _before(high: Any, low: Any) -> bool:
 
 
 def _key_table(
-    store: Any, add: AddFile, keys: list[str], physical: dict[str, str], loader: Any
+    files: Any, add: AddFile, keys: list[str], physical: dict[str, str], loader: Any
 ) -> pa.Table:
     """The live rows' key columns and positions of one file (partition values as text)."""
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.compute as pc  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 
-    from audit.core import witness  # noqa: PLC0415  (the opener data reads are confined by)
-
-    source = witness._open(store, add.path)
+    source = files.open(add.path)  # witness.DataFiles: confined to the allowed roots
     try:
         parquet = pq.ParquetFile(source)
         in_file = [physical[k] for k in keys if physical[k] in parquet.schema_arrow.names]
@@ -188,14 +188,21 @@ def _key_table(
     return table
 
 
-def scan_keys(history: History, keys: list[str], *, added_by: dict[str, int]) -> KeyScan:
+def scan_keys(
+    history: History,
+    keys: list[str],
+    *,
+    added_by: dict[str, int],
+    roots: Sequence[str] | None = None,
+) -> KeyScan:
     """Read the candidates' keys and group duplicated ones by the commit that added the last
-    row. `added_by` maps each live path to the version that added it."""
+    row. `added_by` maps each live path to the version that added it; files are read only
+    inside `roots` (None: the table's own root), as the witness reads them."""
     import pyarrow as pa  # noqa: PLC0415
 
     from audit.core import rowfilter  # noqa: PLC0415
     from audit.core.dv import Loader  # noqa: PLC0415
-    from audit.core.storage import open_store  # noqa: PLC0415
+    from audit.core.witness import DataFiles  # noqa: PLC0415
 
     state = history.state
     partitions = set(state.partition_columns)
@@ -207,13 +214,15 @@ def scan_keys(history: History, keys: list[str], *, added_by: dict[str, int]) ->
     scan = KeyScan(keys, len(candidates), 0, truncated, [], [])
     if len(read) < 2 and not any(_many_rows(a) for a in read):
         return scan
-    store, loader = open_store(history.table_uri), Loader(history.table_uri)
+    files = DataFiles(history.table_uri, roots)
+    loader = Loader(history.table_uri, roots)
     tables = []
     for index, add in enumerate(read):
         try:
-            part = _key_table(store, add, keys, physical, loader)
+            part = _key_table(files, add, keys, physical, loader)
         except (OSError, ValueError, pa.ArrowException, DeltaAuditError) as err:
-            scan.problems.append(f"{add.path}: {one_line(err, limit=200)}")
+            # Scrubbed whole: a data file's URL or its reader's error can carry a token.
+            scan.problems.append(scrub_error(f"{add.path}: {one_line(err, limit=200)}"))
             continue
         tables.append(part.append_column("file", pa.array([index] * part.num_rows, pa.int32())))
         scan.files_read += 1

@@ -9,6 +9,7 @@ and seconds the oldest staged commit has waited) goes with them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from audit.core.audit import audit_history
@@ -54,9 +55,16 @@ def table_publish_lag(log: DeltaLog, protocol: Protocol | None, now_ms: int) -> 
 
 
 def audit_unpublished(
-    log: DeltaLog, *, check_data: bool, key_columns: list[str], now_ms: int
+    log: DeltaLog,
+    *,
+    check_data: bool,
+    key_columns: list[str],
+    now_ms: int,
+    read_roots: Sequence[str] | None = None,
+    sample_rows: int | None = None,
 ) -> dict[str, Any] | None:
-    """The section, or None when nothing is staged beyond the published log."""
+    """The section, or None when nothing is staged beyond the published log. Data files are
+    read inside `read_roots` only, as audit_history reads them."""
     published = log.listing.latest_version
     found = find_unpublished(log.store, published)
     if not found.staged_versions:
@@ -73,7 +81,13 @@ def audit_unpublished(
     history = None
     if found.readable:
         history = history_from_log(DeltaLog(StagedStore(log.store, found.readable)))
-        result = audit_history(history, check_data=check_data, key_columns=key_columns)
+        result = audit_history(
+            history,
+            check_data=check_data,
+            key_columns=key_columns,
+            read_roots=read_roots,
+            sample_rows=sample_rows,
+        )
         section["commits"] = [
             {**commit_entry(s, result.commits.get(s.version)), "unpublished": True}
             for s in history.summaries

@@ -267,7 +267,7 @@ def refresh_table_findings(
     result = run_audit(history, None)
     findings = [f for f in result.findings if f.kind in TABLE_LEVEL_KINDS]
     if table.key_columns and settings.AUDIT_CHECK_DATA:
-        findings += key_findings(history, result, table.key_columns)
+        findings += key_findings(history, result, table.key_columns, allowed_roots())
     now = timezone.now()
     with transaction.atomic():
         if not update_table(

@@ -194,3 +194,14 @@ def test_it_makes_a_same_row_verdict_certain_when_both_deleted_one_row(tmp_path)
     assert (missed.version, missed.related_versions) == (2, [1])
     kinds = sorted(f.kind for f in _kinds(tmp_path, "dv_integrity", "never_existed_snapshot"))
     assert kinds == ["dv_integrity"]  # two live entries; row 1 is deleted in both vectors
+
+
+def test_it_never_opens_a_vector_file_outside_the_allowed_roots(tmp_path):
+    table_dir, outside = tmp_path / "table", tmp_path / "outside"
+    t.create(table_dir)
+    stored = t.stored_dv(outside, [4])
+    name = f"deletion_vector_{_uuid_of(stored)}.bin"
+    absolute = {**stored, "storageType": "p", "pathOrInlineDv": (outside / name).as_uri()}
+    found = Loader(str(table_dir)).get(absolute)  # roots: the table's own root only
+    assert isinstance(found, str) and "outside the allowed roots" in found
+    assert list(Loader(str(table_dir), [str(tmp_path)]).get(absolute)) == [4]

@@ -3,6 +3,7 @@ concurrent ones, the rw/ww cycle that is its witness."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from audit.core import severity as sev
@@ -38,10 +39,14 @@ class _KeyScope:
 
 
 def duplicate_key_findings(
-    history: History, ctx: TableContext, commits: dict[int, CommitAudit], keys: list[str]
+    history: History,
+    ctx: TableContext,
+    commits: dict[int, CommitAudit],
+    keys: list[str],
+    roots: Sequence[str] | None = None,
 ) -> list[Finding]:
     live = set(history.state.files)
-    scan = scan_keys(history, keys, added_by=added_versions(history, live))
+    scan = scan_keys(history, keys, added_by=added_versions(history, live), roots=roots)
     return [_finding(group, scan, ctx, commits) for group in scan.groups]
 
 

@@ -22,7 +22,7 @@ whose log carries no deletion vector are not read again at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from audit.core.integrity import dv_identity
 from audit.core.jsonsafe import cell_value
 from audit.core.log.replay import path_key
 from audit.core.model import AddFile, Commit, CommitSummary, Finding
+from audit.core.scrub import scrub_error
 from audit.core.vocab import FindingKind
 from audit.core.wording.dv import DvFacts, dv_integrity_text, resurrection_text
 
@@ -223,7 +224,7 @@ def dv_finding(facts: DvFacts) -> Finding:
     )
 
 
-def dv_integrity_findings(history: History) -> list[Finding]:
+def dv_integrity_findings(history: History, roots: Sequence[str] | None = None) -> list[Finding]:
     """The dv_integrity findings of a whole history (none, and no read, without vectors)."""
     summaries = history.summaries
     if not summaries:
@@ -234,7 +235,7 @@ def dv_integrity_findings(history: History) -> list[Finding]:
     first, last = summaries[0].version, summaries[-1].version
     try:
         log = history.get_log()
-        checker = DvChecker(Loader(history.table_uri))
+        checker = DvChecker(Loader(history.table_uri, roots))
         start = first
         if first > 0:
             checker.start_from(log.snapshot(first).files.values())
@@ -250,20 +251,30 @@ def dv_integrity_findings(history: History) -> list[Finding]:
 # --------------------------------------------------------------------------- rebased vectors
 
 
-def resurrection_finding(history: History, txn: CommitSummary, pair: DvPair) -> Finding:
-    """The never-existed snapshot a rebased vector that dropped the winner's deletes leaves."""
+def resurrection_finding(
+    history: History,
+    txn: CommitSummary,
+    pair: DvPair,
+    *,
+    roots: Sequence[str] | None = None,
+    sample_rows: int | None = None,
+) -> Finding:
+    """The never-existed snapshot a rebased vector that dropped the winner's deletes leaves.
+    Rows are read inside `roots` only and at most `sample_rows` kept, as the witness does."""
     from audit.core import witness as data_witness  # noqa: PLC0415
 
-    sample_rows = data_witness.MAX_SAMPLE_ROWS  # the same bound as every other witness
+    keep = data_witness.MAX_SAMPLE_ROWS if sample_rows is None else max(sample_rows, 0)
+    files = data_witness.DataFiles(history.table_uri, roots)
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     for path, positions in pair.resurrected.items():
-        if len(rows) >= sample_rows:
+        if len(rows) >= keep:
             break
         try:
-            rows += _rows_at(history.table_uri, path, positions[: sample_rows - len(rows)])
+            rows += _rows_at(files, path, positions[: keep - len(rows)])
         except (OSError, ValueError, DeltaAuditError) as err:
-            problems.append(f"{path}: {one_line(err, limit=200)}")
+            # Scrubbed whole: a data file's URL or its reader's error can carry a token.
+            problems.append(scrub_error(f"{path}: {one_line(err, limit=200)}"))
     witness = {
         "files": sorted(pair.resurrected),
         "row_count": pair.resurrected_count,
@@ -288,14 +299,13 @@ def resurrection_finding(history: History, txn: CommitSummary, pair: DvPair) -> 
     )
 
 
-def _rows_at(table_uri: str, path: str, positions: list[int]) -> list[dict[str, Any]]:
-    """The rows at `positions` of a data file, read through the witness's opener."""
+def _rows_at(files: Any, path: str, positions: list[int]) -> list[dict[str, Any]]:
+    """The rows at `positions` of a data file, opened by a `witness.DataFiles`."""
     import pyarrow.parquet as pq  # noqa: PLC0415
 
-    from audit.core import witness  # noqa: PLC0415
-    from audit.core.storage import open_store  # noqa: PLC0415
-
-    source = witness._open(open_store(table_uri), path)
+    if not positions:
+        return []
+    source = files.open(path)
     try:
         table = pq.ParquetFile(source).read()
     finally:

@@ -61,7 +61,7 @@ class Command(BaseCommand):
         with paused_gc():
             self._audit(options)
 
-    def _unpublished(self, report: dict, history, options, keys: list[str]) -> None:
+    def _unpublished(self, report: dict, history, options, keys: list[str], roots) -> None:
         """Staged commits beyond the published log (catalog-managed, coordinated commits):
         audited apart, marked unpublished; the publish lag joins the health section."""
         try:
@@ -70,6 +70,8 @@ class Command(BaseCommand):
                 check_data=not options["no_data"],
                 key_columns=keys,
                 now_ms=int(time.time() * 1000),
+                read_roots=roots,
+                sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
             )
         except DeltaAuditError as err:
             section = {"error": one_line(str(err))}
@@ -113,7 +115,7 @@ class Command(BaseCommand):
         )
         add_health_and_changes(report, history)
         scanned = add_data_scan(report, history, options["table_uri"], scan=not options["no_data"])
-        self._unpublished(report, history, options, keys)
+        self._unpublished(report, history, options, keys, roots)
         if options["json"]:
             write_json(report, sys.stdout.buffer)
         else:
