@@ -376,7 +376,9 @@ class _Auditor:
         if not paths:
             return verdict
         if self._dv_loader is None:
-            self._dv_loader = Loader(self.history.table_uri, self.read_roots)
+            from audit.core.witness import DataFiles  # noqa: PLC0415  (pyarrow when needed)
+
+            self._dv_loader = Loader(DataFiles(self.history.table_uri, self.read_roots))
         try:
             log = self.history.get_log()
         except DeltaAuditError:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import struct
 import uuid
 import zlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -154,10 +153,9 @@ class Loader:
     """Decodes descriptors of one table, each once (commits repeat the same descriptor in the
     remove that retires it); errors are kept per descriptor, not raised."""
 
-    def __init__(self, table_uri: str, roots: Sequence[str] | None = None):
-        self.table_uri = table_uri
-        self.roots = roots  # None: the table's own root only (as the witness)
-        self._files: Any = None
+    def __init__(self, files: Any):
+        # A witness.DataFiles: vector files are opened, and confined, as data files are.
+        self.files = files
         self._cache: dict[tuple[Any, ...], BitMap64 | str] = {}
 
     def get(self, descriptor: dict[str, Any] | None) -> BitMap64 | str:
@@ -177,12 +175,9 @@ class Loader:
 
     def _load(self, descriptor: dict[str, Any]) -> BitMap64 | str:
         from audit.core.errors import one_line  # noqa: PLC0415
-        from audit.core.witness import DataFiles  # noqa: PLC0415
 
         try:
-            if self._files is None:
-                self._files = DataFiles(self.table_uri, self.roots)
-            return load(self._files, descriptor)
+            return load(self.files, descriptor)
         except DeltaAuditError as err:
             return one_line(err, limit=300)
         except ImportError:

@@ -215,7 +215,7 @@ def scan_keys(
     if len(read) < 2 and not any(_many_rows(a) for a in read):
         return scan
     files = DataFiles(history.table_uri, roots)
-    loader = Loader(history.table_uri, roots)
+    loader = Loader(files)
     tables = []
     for index, add in enumerate(read):
         try:

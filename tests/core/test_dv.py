@@ -15,6 +15,14 @@ from audit.core.summary import load_history
 from tests.support import dv_tables as t
 from tests.support.logutil import all_table_dirs, table
 
+
+def loader_for(table_uri, roots=None):
+    """A vector loader opening files as the witness does (inside `roots`)."""
+    from audit.core.witness import DataFiles
+
+    return Loader(DataFiles(table_uri, roots))
+
+
 DV_GOLDENS = [
     "golden/log-replay-dv-key-cases",
     "golden/dv-partitioned-with-checkpoint",
@@ -34,7 +42,7 @@ def _kinds(path, *kinds):
 def test_it_decodes_the_golden_tables_vectors_to_deltalakes_row_counts(name):
     path = str(table(name))
     state = open_log(path).snapshot()
-    loader = Loader(path)
+    loader = loader_for(path)
     assert any(add.deletion_vector for add in state.files.values())
     live = 0
     for add in state.files.values():
@@ -55,7 +63,7 @@ def test_it_reads_inline_prefixed_and_absolute_vectors(tmp_path):
     name = f"deletion_vector_{_uuid_of(absolute)}.bin"
     absolute = {**absolute, "storageType": "p",
                 "pathOrInlineDv": (tmp_path / "elsewhere" / name).as_uri()}  # fmt: skip
-    loader = Loader(str(tmp_path))
+    loader = loader_for(str(tmp_path))
     assert list(loader.get(t.inline_dv([1, 3, 5]))) == [1, 3, 5]
     assert list(loader.get(prefixed)) == [0, 7, 2**33]
     assert list(loader.get(absolute)) == [4]
@@ -76,7 +84,7 @@ def test_it_refuses_a_vector_whose_checksum_does_not_match(tmp_path):
     body = bytearray(dv_file.read_bytes())
     body[-6] ^= 0x01  # a bitmap byte: the positions change, the CRC no longer matches
     dv_file.write_bytes(bytes(body))
-    found = Loader(str(tmp_path)).get(descriptor)
+    found = loader_for(str(tmp_path)).get(descriptor)
     assert isinstance(found, str) and "checksum" in found
 
 
@@ -84,7 +92,7 @@ def test_it_refuses_bytes_without_the_magic_number(tmp_path):
     descriptor = t.inline_dv([1])
     data = b"\0\0\0\0" + t.bitmap_bytes([1])[4:]
     descriptor = {**descriptor, "pathOrInlineDv": t.z85_encode(data)}
-    found = Loader(str(tmp_path)).get(descriptor)
+    found = loader_for(str(tmp_path)).get(descriptor)
     assert isinstance(found, str) and "magic number" in found
 
 
@@ -202,6 +210,23 @@ def test_it_never_opens_a_vector_file_outside_the_allowed_roots(tmp_path):
     stored = t.stored_dv(outside, [4])
     name = f"deletion_vector_{_uuid_of(stored)}.bin"
     absolute = {**stored, "storageType": "p", "pathOrInlineDv": (outside / name).as_uri()}
-    found = Loader(str(table_dir)).get(absolute)  # roots: the table's own root only
+    found = loader_for(str(table_dir)).get(absolute)  # roots: the table's own root only
     assert isinstance(found, str) and "outside the allowed roots" in found
-    assert list(Loader(str(table_dir), [str(tmp_path)]).get(absolute)) == [4]
+    assert list(loader_for(str(table_dir), [str(tmp_path)]).get(absolute)) == [4]
+
+
+def test_it_leaves_rows_a_deletion_vector_deleted_out_of_the_witness(tmp_path):
+    from audit.core.log import open_log
+    from audit.core.predicates import parse_predicate
+    from audit.core.witness import find_rows
+
+    t.create(tmp_path)  # ids 0..9
+    t.delete(tmp_path, 1, 0, 1, t.remove(), t.add(t.stored_dv(tmp_path, [1, 3])), rows=2)
+    adds = list(open_log(str(tmp_path)).snapshot().files.values())
+    gone = find_rows(str(tmp_path), adds, parse_predicate("id = 1"), {})
+    assert gone.status == "no_rows"  # row 1 is deleted: it must not confirm anything
+    live = find_rows(str(tmp_path), adds, parse_predicate("id < 4"), {})
+    assert (live.status, live.witness["row_count"]) == ("rows", 2)
+    assert live.witness["sample_rows"] == [{"id": 0}, {"id": 2}]
+    every = find_rows(str(tmp_path), adds, None, {})
+    assert every.witness["row_count"] == 8

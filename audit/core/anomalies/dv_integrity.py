@@ -226,6 +226,8 @@ def dv_finding(facts: DvFacts) -> Finding:
 
 def dv_integrity_findings(history: History, roots: Sequence[str] | None = None) -> list[Finding]:
     """The dv_integrity findings of a whole history (none, and no read, without vectors)."""
+    from audit.core.witness import DataFiles  # noqa: PLC0415  (pyarrow only when needed)
+
     summaries = history.summaries
     if not summaries:
         return []
@@ -235,7 +237,7 @@ def dv_integrity_findings(history: History, roots: Sequence[str] | None = None) 
     first, last = summaries[0].version, summaries[-1].version
     try:
         log = history.get_log()
-        checker = DvChecker(Loader(history.table_uri, roots))
+        checker = DvChecker(Loader(DataFiles(history.table_uri, roots)))
         start = first
         if first > 0:
             checker.start_from(log.snapshot(first).files.values())
