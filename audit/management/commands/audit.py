@@ -97,7 +97,7 @@ class Command(BaseCommand):
                 sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
                 key_columns=keys,
             )
-            scanned = self._print(history, result, options)
+            scanned = self._print(history, result, options, keys, roots)
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
@@ -108,7 +108,7 @@ class Command(BaseCommand):
         if fails_gate([*result.findings, *scanned], options["fail_on"]):
             sys.exit(1)
 
-    def _print(self, history, result, options) -> list:
+    def _print(self, history, result, options, keys: list[str], roots: list[str]) -> list:
         """Print the report; returns the data scan's findings (the gate counts them too)."""
         report = build_report(
             history, result, include_files=options["files"], stream_commits=options["json"]
