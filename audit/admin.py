@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.db import transaction
 
 from audit.core.errors import DeltaAuditError
+from audit.core.keys import valid_key_columns
 from audit.models import (
     DEFAULT_PROJECT,
     ApiToken,
@@ -32,6 +33,12 @@ class TableAdminForm(forms.ModelForm):
 
     def clean_project(self) -> Project:
         return self.cleaned_data.get("project") or project_named(DEFAULT_PROJECT)
+
+    def clean_key_columns(self) -> list[str]:
+        try:
+            return valid_key_columns(self.cleaned_data.get("key_columns"))
+        except DeltaAuditError as err:
+            raise forms.ValidationError(str(err)) from None
 
     def clean_uri(self) -> str:
         try:

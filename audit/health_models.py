@@ -24,6 +24,10 @@ class TableHealth(models.Model):
     small_file_ratio = models.FloatField(default=0.0)
     vacuumable_bytes = models.BigIntegerField(default=0)
     checkpoint_lag = models.BigIntegerField(default=0)
+    # Staged commits not yet published (catalog-managed, coordinated commits): versions, and
+    # seconds the oldest has waited.
+    publish_lag_versions = models.BigIntegerField(default=0)
+    publish_lag_seconds = models.FloatField(default=0.0)
 
     def __str__(self) -> str:
         return f"health of table {self.table_id} at v{self.version}"

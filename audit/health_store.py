@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -32,6 +33,7 @@ from audit.core.log import LOG_DIR, commit_file_name, parse_commit
 from audit.core.matrix import classify_operation, uses_zorder
 from audit.core.summary import History
 from audit.core.tombstones import snapshot_from_history
+from audit.core.unpublished import table_publish_lag
 from audit.core.vocab import OperationClass
 from audit.health_alerts import evaluate_health_rules, raise_change_findings
 from audit.health_models import HealthPoint, TableChange, TableHealth
@@ -205,6 +207,9 @@ def store_table_health(
     if incremental:
         assert chunk is not None
         health["log"]["bytes"] = prev_log["bytes"] + chunk[1]
+    lag = table_publish_lag(history.get_log(), history.state.protocol, int(time.time() * 1000))
+    if lag is not None:
+        health["publish_lag"] = lag
     TableHealth.objects.update_or_create(table_id=table_id, defaults=health_fields(health))
     return health
 
@@ -221,4 +226,7 @@ def health_fields(health: dict[str, Any]) -> dict[str, Any]:
         "small_file_ratio": health["small_files"]["count"] / n if n else 0.0,
         "vacuumable_bytes": health["tombstones"]["vacuumable_bytes"],
         "checkpoint_lag": health["checkpoint"]["commits_since"],
+        # Catalog-managed / coordinated-commits tables only (0 for the others).
+        "publish_lag_versions": (health.get("publish_lag") or {}).get("versions") or 0,
+        "publish_lag_seconds": (health.get("publish_lag") or {}).get("seconds") or 0.0,
     }

@@ -174,6 +174,8 @@ class Table(models.Model):
     # recomputed by a full audit, debounced, whenever new commits made them stale.
     table_findings_dirty = models.BooleanField(default=True)
     table_findings_at = models.DateTimeField(null=True, blank=True)
+    # Declared key columns (logical names): live rows sharing a key are duplicate_key findings.
+    key_columns = models.JSONField(default=list, blank=True)
     # Per-table ingest lock (see workers/locks.py): a worker claims the row until locked_until.
     locked_by = models.CharField(max_length=200, blank=True)
     locked_until = models.DateTimeField(null=True, blank=True)
@@ -190,6 +192,11 @@ class Table(models.Model):
 
     def __str__(self) -> str:
         return self.name or self.uri
+
+    def set_key_columns(self, keys: list[str]) -> None:
+        """Declare the table's key; the next full audit looks for duplicates of it."""
+        Table.objects.filter(pk=self.pk).update(key_columns=keys, table_findings_dirty=True)
+        self.key_columns, self.table_findings_dirty = keys, True
 
     @staticmethod
     def bump_findings(table_id: int | Iterable[int]) -> None:

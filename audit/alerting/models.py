@@ -91,6 +91,8 @@ class AlertRule(models.Model):
         SMALL_FILE_RATIO = "small_file_ratio", "small files (share of files, 0..1)"
         VACUUMABLE_BYTES = "vacuumable_bytes", "vacuumable bytes"
         CHECKPOINT_LAG = "checkpoint_lag", "commits since the last checkpoint"
+        PUBLISH_LAG_VERSIONS = "publish_lag_versions", "staged commits not yet published"
+        PUBLISH_LAG_SECONDS = "publish_lag_seconds", "seconds the oldest staged commit waited"
 
     name = models.CharField(max_length=100)
     kinds = models.JSONField(default=list, blank=True)  # finding kinds; empty = every kind

@@ -195,7 +195,7 @@ def _severity_counts(table: Table, prefix: str) -> dict:
 
 class TableDetailSerializer(TableSerializer):
     class Meta(TableSerializer.Meta):
-        fields = [*TableSerializer.Meta.fields, "settings_snapshot"]
+        fields = [*TableSerializer.Meta.fields, "settings_snapshot", "key_columns"]
         read_only_fields = fields
 
 
@@ -207,6 +207,20 @@ class TableCreateSerializer(serializers.Serializer):
         required=False,
         help_text="name of the project to register into (default: the project named "
         '"default"); owners of the project and administrators may register',
+    )
+    key_columns = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        max_length=32,
+        help_text="the table's key: live rows sharing it are duplicate_key findings",
+    )
+
+
+class TableSettingsSerializer(serializers.Serializer):
+    key_columns = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        max_length=32,
+        help_text="the table's key: live rows sharing it are duplicate_key findings ([] = none)",
     )
 
 

@@ -35,6 +35,7 @@ from audit.api.renderers import ORJSONRenderer
 from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
 from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
+from audit.core.keys import valid_key_columns
 from audit.core.matrix import conflict_matrix, normalize_isolation_level
 from audit.core.numbers import log_int
 from audit.ingest import register_table
@@ -174,7 +175,9 @@ class TableViewSet(
         existing = Table.objects.filter(uri=normalised).values_list("id", flat=True).first()
         if existing is not None:
             raise Conflict(f"table already registered as id {existing}", {"id": existing})
-        table, _ = register_table(normalised, name=name)  # opens the log: DeltaAuditError -> 400
+        keys = body.validated_data.get("key_columns")
+        # Opens the log (and checks the key's names): DeltaAuditError -> 400.
+        table, _ = register_table(normalised, name=name, key_columns=keys)
         access.move_table(table.pk, project)
         queued = queries.enqueue_tail(table.id)
         data = s.TableCreatedSerializer(_tables_with_counts().get(pk=table.pk)).data
@@ -195,6 +198,23 @@ class TableViewSet(
                 "only owners of the project and administrators may register tables into it"
             )
         return found
+
+    @extend_schema(
+        request=s.TableSettingsSerializer,
+        responses={200: s.TableDetailSerializer, **COMMON_ERRORS},
+        description="Change a table's settings (owners of its project and administrators): "
+        "its key columns. The next full audit of the table looks for duplicate keys.",
+    )
+    def partial_update(self, request, *args, **kwargs):
+        table = self.table()  # 404 outside the user's projects
+        if not access.may_manage(request.user, table.project_id):
+            raise PermissionDenied(
+                "only owners of the table's project and administrators may change its settings"
+            )
+        body = s.TableSettingsSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        table.set_key_columns(valid_key_columns(body.validated_data["key_columns"]))
+        return Response(s.TableDetailSerializer(_tables_with_counts().get(pk=table.pk)).data)
 
     @extend_schema(
         description="Remove a table and everything stored about it (owners of its project "

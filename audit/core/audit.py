@@ -19,8 +19,10 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from audit.core.anomalies.duplicate_keys import duplicate_key_findings
+from audit.core.anomalies.dv_integrity import dv_integrity_findings, resurrection_finding
 from audit.core.anomalies.facts import Hotspot
 from audit.core.anomalies.hotspots import (
     MAX_HOTSPOT_PARTITIONS_PER_PAIR,
@@ -47,8 +49,10 @@ from audit.core.anomalies.settings import (
 )
 from audit.core.catalog import catalog_feature, catalog_findings
 from audit.core.conflicts.context import TableContext, databricks_runtime, partition_types_of
+from audit.core.conflicts.dv_recheck import compare, shared_dv_rewrites
 from audit.core.conflicts.findings import metadata_change_finding, missed_conflict_finding
 from audit.core.conflicts.matchers import PartitionMatcher
+from audit.core.conflicts.profiles import departure, profile_for
 from audit.core.conflicts.rules import recheck
 from audit.core.conflicts.scope import (
     SCOPE_NONE,
@@ -78,6 +82,8 @@ from audit.core.conflicts.window import (
     read_version_of,
 )
 from audit.core.cycles import stale_commit_cycle
+from audit.core.dv import Loader
+from audit.core.errors import DeltaAuditError
 from audit.core.integrity import INTEGRITY_KINDS, integrity_findings
 from audit.core.model import CommitSummary, Finding
 from audit.core.summary import History, paused_gc
@@ -95,6 +101,8 @@ TABLE_LEVEL_KINDS = frozenset(
         FindingKind.MISSING_READ_VERSION,
         FindingKind.CATALOG_MANAGED_LOG,
         FindingKind.RETRY_STORM,
+        FindingKind.DV_INTEGRITY,
+        FindingKind.DUPLICATE_KEY,
     }
     | INTEGRITY_KINDS
 )
@@ -157,14 +165,19 @@ def audit_history(
     versions: tuple[int, int] | None = None,
     read_roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
+    key_columns: list[str] | tuple[str, ...] = (),
 ) -> AuditResult:
     """Audit a history. `versions=(lo, hi)` keeps only commits whose (read, commit] interval
     overlaps [lo, hi] (the incremental re-audit of a window). Data files are read only inside
     `read_roots` (None: the table's own root only; audit/core/roots.py). A witness keeps at most
-    `sample_rows` matching rows (0: counts and file names only; None: the witness's default)."""
+    `sample_rows` matching rows (0: counts and file names only; None: the witness's default).
+    `key_columns`: the table's declared key, looked for twice among the live rows (full audits
+    that read data only)."""
     # The audit builds per-commit results for the whole history: see `paused_gc`.
     with paused_gc():
-        return _audit_history(history, check_data, versions, read_roots, sample_rows)
+        return _audit_history(
+            history, check_data, versions, read_roots, sample_rows, list(key_columns)
+        )
 
 
 def _audit_history(
@@ -173,11 +186,15 @@ def _audit_history(
     versions: tuple[int, int] | None,
     read_roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
+    keys: list[str] | None = None,
 ) -> AuditResult:
     ctx = TableContext(history)
     stale = find_stale_snapshots(history, ctx, versions)
     derived = {c.txn.version: c.read_version for c in stale if c.read_version is not None}
-    auditor = _Auditor(history, ctx, derived, versions)
+    auditor = _Auditor(
+        history, ctx, derived, versions, check_data=check_data, read_roots=read_roots,
+        sample_rows=sample_rows,
+    )  # fmt: skip
     auditor.run()
     findings = auditor.findings
     findings += never_existed_findings(
@@ -188,6 +205,7 @@ def _audit_history(
         read_roots=read_roots,
         sample_rows=sample_rows,
     )
+    findings += _unless_found(findings, auditor.resurrections)
     upgrade_reorders(findings)
     _attach_cycles(findings, ctx, auditor.commits)
     findings += _table_findings(history, ctx, auditor)
@@ -195,6 +213,10 @@ def _audit_history(
         # Log integrity replays every available commit's files: whole-table work, done by the
         # full audits only (the kinds are table-level, so windowed audits leave them alone).
         findings += integrity_findings(history)
+        if check_data:
+            findings += dv_integrity_findings(history, read_roots)
+        if check_data and keys:
+            findings += duplicate_key_findings(history, ctx, auditor.commits, keys, read_roots)
         findings += retry_storm_findings(history, auditor.commits)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))
     hotspots = auditor.tally.ordered()
@@ -202,6 +224,25 @@ def _audit_history(
 
 
 _NO_CONFLICTS: dict[int, Recheck] = {}
+
+
+def key_findings(
+    history: History,
+    result: AuditResult,
+    keys: list[str],
+    read_roots: Sequence[str] | None = None,
+) -> list[Finding]:
+    """duplicate_key findings for an audit already run (the tail's table-level refresh)."""
+    if not keys:
+        return []
+    ctx = TableContext(history)
+    return duplicate_key_findings(history, ctx, result.commits, list(keys), read_roots)
+
+
+def _unless_found(findings: list[Finding], extra: list[Finding]) -> list[Finding]:
+    """`extra` without the findings whose key another detector already reported."""
+    keys = {f.key for f in findings}
+    return [f for f in extra if f.key not in keys]
 
 
 def _in_window(
@@ -223,8 +264,16 @@ class _Auditor:
         ctx: TableContext,
         derived: dict[int, int],
         versions: tuple[int, int] | None,
+        *,
+        check_data: bool = True,
+        read_roots: Sequence[str] | None = None,
+        sample_rows: int | None = None,
     ):
         self.history = history
+        self.check_data = check_data
+        self.read_roots, self.sample_rows = read_roots, sample_rows
+        self.resurrections: list[Finding] = []
+        self._dv_loader: Loader | None = None
         self.ctx = ctx
         self.derived = derived
         self.versions = versions
@@ -281,6 +330,8 @@ class _Auditor:
         read_version = audit.read_version if audit.read_version is not None else txn.version - 1
         rlc = self.ctx.row_level_concurrency(txn, read_version)
         dv = self.ctx.deletion_vectors_at(read_version)
+        profile = profile_for(txn, rlc)
+        audit.profile = profile.name
         reorders: list[int] = []
         exceptions: dict[int, ConflictException] = {}
         missed: list[int] = []
@@ -296,8 +347,13 @@ class _Auditor:
                 row_level_concurrency=rlc,
                 deletion_vectors=dv,
             )
+            if self.check_data:
+                verdict = self._dv_recheck(txn, winner, verdict)
             if verdict.any:
                 audit.conflicts[w] = verdict
+                why = departure(profile, verdict, winner)
+                if why is not None:
+                    audit.departures = {**(audit.departures or {}), w: why}
             self.tally.add(txn, winner, audit.read_scope, verdict)
             if verdict.rule in ("protocol", "metadata"):
                 self.metadata_survivors[w].append(txn)
@@ -312,6 +368,33 @@ class _Auditor:
             self.findings.append(reorder_finding(txn, audit, reorders, exceptions))
         if missed:
             self.findings.append(missed_conflict_finding(txn, audit, missed))
+
+    def _dv_recheck(self, txn: CommitSummary, winner: CommitSummary, verdict: Recheck) -> Recheck:
+        """Decode the vectors of a file both commits rewrote: rows both changed make a "same
+        row" verdict certain; rows the winner deleted that txn's vector lacks are resurrected."""
+        paths = shared_dv_rewrites(txn, winner)
+        if not paths:
+            return verdict
+        if self._dv_loader is None:
+            from audit.core.witness import DataFiles  # noqa: PLC0415  (pyarrow when needed)
+
+            self._dv_loader = Loader(DataFiles(self.history.table_uri, self.read_roots))
+        try:
+            log = self.history.get_log()
+        except DeltaAuditError:
+            return verdict
+        pair = compare(log, self._dv_loader, txn, winner, paths)
+        if not pair.decided:
+            return verdict
+        if pair.resurrected:
+            self.resurrections.append(
+                resurrection_finding(
+                    self.history, txn, pair, roots=self.read_roots, sample_rows=self.sample_rows
+                )
+            )
+        if pair.overlap and verdict.same_row_only:
+            return replace(verdict, same_row_only=False, certain=True)
+        return verdict
 
     def _winners_to_check(self, audit: CommitAudit) -> Iterable[int]:
         """A commit that read nothing can only conflict with protocol, metadata, domain and

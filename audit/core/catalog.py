@@ -4,9 +4,10 @@ With the `catalogManaged` table feature (`catalogOwned-preview` before it was fi
 is first written as a *staged* commit (`_delta_log/_staged_commits/<version>.<uuid>.json`);
 the catalog (e.g. Unity Catalog) ratifies one of them per version, and only later is it
 *published* (backfilled) as `_delta_log/<version>.json`. The file system alone cannot tell
-which staged file, if any, was ratified, so this product audits the published log and says
-how far it reaches and which staged versions lie beyond it (the `catalog_managed_log`
-finding, info). Asking the catalog is out of scope: it needs catalog credentials and an API
+which staged file, if any, was ratified, so the audit's findings cover the published log and
+this notice says how far it reaches and which staged versions lie beyond it (the
+`catalog_managed_log` finding, info); staged commits that can be read unambiguously are
+audited apart (unpublished.py). Asking the catalog is out of scope: it needs catalog credentials and an API
 this product does not speak.
 """
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from audit.core.anomalies.settings import setting_understood
 from audit.core.conflicts.context import ROW_LEVEL_RUNTIME, databricks_runtime
+from audit.core.conflicts.profiles import PROFILES
 from audit.core.matrix import OPS, classify_operation, conflict_matrix, uses_zorder
 from audit.core.model import CommitSummary
 from audit.core.summary import ISOLATION_PROPERTY, effective_isolation_level
@@ -43,6 +44,7 @@ def isolation_settings(history: History, result: AuditResult | None) -> dict[str
     cells = conflict_matrix(level, rlc["applies"], deletion_vectors, zorder)
     observed = observed_pairs(history, result)
     return {
+        "profiles": profile_counts(result),
         "isolation_property": raw_level,
         "isolation_level": level,
         "engines": engines,
@@ -175,6 +177,36 @@ def observed_pairs(history: History, result: AuditResult | None) -> PairCounts:
                 if verdicts.get(level):
                     cell[level] += 1
     return counts
+
+
+def profile_counts(result: AuditResult | None) -> list[dict[str, Any]]:
+    """Per engine profile the re-checks used: commits, concurrent pairs, pairs the reference
+    rules reject, and those the writers' own rules let through (by reason)."""
+    rows: dict[str, dict[str, Any]] = {}
+    if result is None:
+        return []
+    for audit in result.commits.values():
+        if not audit.profile:
+            continue
+        row = rows.setdefault(
+            audit.profile,
+            {"commits": 0, "pairs": 0, "reference_conflicts": 0, "departures": Counter()},
+        )
+        row["commits"] += 1
+        row["pairs"] += len(audit.concurrent_versions)
+        row["reference_conflicts"] += len(audit.conflicts)
+        row["departures"].update((audit.departures or {}).values())
+    return [
+        {
+            "profile": name,
+            "description": PROFILES[name].description,
+            "source": PROFILES[name].source,
+            **{k: v for k, v in row.items() if k != "departures"},
+            "departures": dict(row["departures"]),
+            "disagreeing_pairs": sum(row["departures"].values()),
+        }
+        for name, row in sorted(rows.items(), key=lambda item: -item[1]["commits"])
+    ]
 
 
 def _op(summary: CommitSummary | None) -> str | None:

@@ -137,7 +137,7 @@ def commit_entry(summary: CommitSummary, audit: Any | None = None) -> dict[str, 
         if window:  # most commits have no concurrent writers: skip list(range) for them
             concurrent = list(window)
     predicate = summary.predicate
-    return {
+    entry = {
         "version": summary.version,
         "timestamp": summary.timestamp,
         "operation": summary.operation,
@@ -152,6 +152,10 @@ def commit_entry(summary: CommitSummary, audit: Any | None = None) -> dict[str, 
         "predicate": predicate.raw if predicate is not None else None,
         "provenance": provenance_of(summary),
     }
+    if audit is not None and getattr(audit, "profile", ""):
+        # Re-checked commits name the engine profile whose rules they were judged by.
+        entry["profile"] = audit.profile
+    return entry
 
 
 def finding_entry(finding: Finding) -> dict[str, Any]:

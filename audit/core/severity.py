@@ -30,6 +30,10 @@ the rules are deliberately few and stable:
 |                               | (the table cannot be read now), warning when only older ones do|
 | vacuum_broke_snapshot         | critical (a VACUUM deleted files a running transaction read)   |
 | timestamps_out_of_order       | warning (TIMESTAMP AS OF resolves to another version)          |
+| duplicate_key                 | critical (a declared key held by two live rows)                |
+| dv_integrity                  | critical for two live entries of one file or positions past    |
+|                               | its records (rows read twice or wrongly); warning for counts   |
+|                               | that disagree with the decoded vectors                         |
 
 The thresholds below are the only tuning knobs.
 """
@@ -120,3 +124,16 @@ def vacuum_broke_snapshot_severity() -> Severity:
 
 def timestamps_out_of_order_severity() -> Severity:
     return "warning"
+
+
+_CRITICAL_DV_PROBLEMS = frozenset({"two_live_entries", "beyond_records"})
+
+
+def dv_integrity_severity(problem: str) -> Severity:
+    # Two entries or impossible positions change what readers get; a wrong count only misleads
+    # whoever computes row counts from the log.
+    return "critical" if problem in _CRITICAL_DV_PROBLEMS else "warning"
+
+
+def duplicate_key_severity() -> Severity:
+    return "critical"

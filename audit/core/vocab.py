@@ -49,6 +49,10 @@ class FindingKind(StrEnum):
     ROW_COUNT_CHANGED_BY_REWRITE = "row_count_changed_by_rewrite"
     METRICS_MISMATCH = "metrics_mismatch"
     PROTOCOL_VIOLATION = "protocol_violation"
+    # Deletion vectors, decoded (anomalies/dv_integrity.py).
+    DV_INTEGRITY = "dv_integrity"
+    # Declared key columns held twice by live rows (anomalies/duplicate_keys.py).
+    DUPLICATE_KEY = "duplicate_key"
     # Storage scans (orphans.py).
     ORPHAN_FILES = "orphan_files"
     # Time travel (timetravel.py): from the same listing of the data folders.

@@ -3,8 +3,9 @@
 A candidate (anomalies/never_existed.StaleCandidate) names files a destructive commit left alive. We evaluate
 that commit's predicate on them: first on partition values and file statistics (cheap; used to
 discard files), then on the data itself with pyarrow, reading only the columns the predicate
-needs. A finding is `confirmed` only when rows were found. Files that are gone (vacuumed) or
-unreadable leave it unconfirmed, with the reason in `note`.
+needs. Rows a file's deletion vector deletes (dv.py) are left out; a file whose vector cannot
+be read is not counted. A finding is `confirmed` only when rows were found. Files that are gone
+(vacuumed) or unreadable leave it unconfirmed, with the reason in `note`.
 
 A log's paths are untrusted: a file is opened only when it resolves inside the allowed roots
 (audit/core/roots.py), by its resolved location and with the store (credentials) of that
@@ -24,6 +25,7 @@ import pyarrow.parquet as pq
 
 from audit.core import roots as allowed
 from audit.core import rowfilter
+from audit.core.dv import Loader
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, CommitSummary, Metadata, Predicate
@@ -286,11 +288,13 @@ def find_rows(
     total = 0
     samples: list[dict[str, Any]] = []
     problems: list[str] = []
+    vectors = Loader(files)
     for add in sorted(adds, key=lambda a: a.path)[:MAX_FILES_READ]:
-        if add.deletion_vector:
-            # Rows its deletion vector marks deleted are not in the table, and we do not read
-            # deletion vectors: counting them could confirm rows that are gone.
-            problems.append(f"{add.path}: has a deletion vector (not applied by the witness)")
+        # Rows its deletion vector marks deleted are not in the table: they are left out, and
+        # a file whose vector cannot be read is not counted (it could confirm rows that are gone).
+        deleted = vectors.get(add.deletion_vector)
+        if isinstance(deleted, str):
+            problems.append(scrub_error(f"{add.path}: deletion vector unreadable ({deleted})"))
             continue
         try:
             count, rows = _rows_in_file(
@@ -300,6 +304,7 @@ def find_rows(
                 partition_types,
                 names or rowfilter.NameTree(),
                 max(keep - len(samples), 0),
+                deleted=list(deleted),
             )
         except rowfilter.Unevaluable as err:
             return Outcome("unevaluable", None, str(err))
@@ -415,7 +420,11 @@ def _rows_in_file(
     partition_types: dict[str, str],
     names: rowfilter.NameTree,
     want: int,
+    *,
+    deleted: list[int] | None = None,
 ) -> tuple[int, list[dict[str, Any]]]:
+    """Rows of one file matching `predicate` (every row when None), less the positions its
+    deletion vector deletes (`deleted`)."""
     source = files.open(add.path)
     parquet = pq.ParquetFile(source)
     file_columns = {name.lower(): name for name in parquet.schema_arrow.names}
@@ -424,6 +433,10 @@ def _rows_in_file(
     }
     types = _physical_partition_types(partition_types, names)
     if predicate is None:
+        if deleted:
+            hits = _live(pa.array(range(parquet.metadata.num_rows), pa.int64()), deleted)
+            rows = _sample(parquet, hits, partition_values, types, want) if want else []
+            return len(hits), rows
         count = parquet.metadata.num_rows
         rows = _sample(parquet, None, partition_values, types, want) if count and want else []
         return count, rows
@@ -439,9 +452,19 @@ def _rows_in_file(
     table = rowfilter.normalise(_with_partitions(table, partition_values, types))
     sql = rowfilter.render(expression, names, table.schema)
     hits = rowfilter.matching_rows(table, sql)
+    if deleted:
+        hits = _live(hits, deleted)
     count = len(hits)
     rows = _sample(parquet, hits, partition_values, types, want) if count and want else []
     return count, rows
+
+
+def _live(positions: pa.Array, deleted: list[int]) -> pa.Array:
+    """`positions` without those a deletion vector deletes."""
+    import pyarrow.compute as pc  # noqa: PLC0415
+
+    gone = pc.is_in(positions, value_set=pa.array(deleted, pa.int64()))
+    return pc.filter(positions, pc.invert(gone))
 
 
 def _physical_partition_types(types: dict[str, str], names: rowfilter.NameTree) -> dict[str, str]:

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from audit import tailing
 from audit.bulkload import insert_commits
-from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
+from audit.core.audit import TABLE_LEVEL_KINDS, audit_history, key_findings
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.gaps import HistoryGap, find_history_gap, history_gap_finding
 from audit.core.jsonsafe import clean_text, json_safe
@@ -264,7 +264,10 @@ def refresh_table_findings(
 ) -> tuple[int, int]:
     """Recompute the table-level findings over the whole stored history (up to `end`)."""
     history = history_from_log(log_, end=end)
-    findings = [f for f in run_audit(history, None).findings if f.kind in TABLE_LEVEL_KINDS]
+    result = run_audit(history, None)
+    findings = [f for f in result.findings if f.kind in TABLE_LEVEL_KINDS]
+    if table.key_columns and settings.AUDIT_CHECK_DATA:
+        findings += key_findings(history, result, table.key_columns, allowed_roots())
     now = timezone.now()
     with transaction.atomic():
         if not update_table(

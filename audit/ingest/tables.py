@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from audit.core import model
 from audit.core.jsonsafe import clean_text
+from audit.core.keys import valid_key_columns
 from audit.core.log import open_log
 from audit.core.scrub import scrub_error
 from audit.core.vocab import StorageCause
@@ -29,8 +30,13 @@ class LockLost(Exception):
     """Another worker took over this table (our lock expired): the chunk was rolled back."""
 
 
-def register_table(uri: str, name: str | None = None) -> tuple[Table, bool]:
-    """Validate `uri` (allowed root, readable Delta log) and register it. Returns (table, created)."""
+def register_table(
+    uri: str, name: str | None = None, key_columns: list[str] | None = None
+) -> tuple[Table, bool]:
+    """Validate `uri` (allowed root, readable Delta log) and register it. Returns (table, created).
+
+    `key_columns` (None: leave as is) declares the table's key (duplicate_key findings)."""
+    keys = valid_key_columns(key_columns) if key_columns is not None else None
     normalised = check_allowed(uri)
     listing = open_log(normalised).listing  # DeltaAuditError if it is not a readable table
     default_name = normalised.rstrip("/").rsplit("/", 1)[-1] or normalised
@@ -41,8 +47,12 @@ def register_table(uri: str, name: str | None = None) -> tuple[Table, bool]:
             "status": Table.Status.INGESTING,
             "latest_version_in_log": listing.latest_version,
             "first_available_version": listing.first_available_version,
+            "key_columns": keys or [],
         },
     )
+    if not created and keys is not None and table.key_columns != keys:
+        Table.objects.filter(id=table.id).update(key_columns=keys, table_findings_dirty=True)
+        table.key_columns = keys
     if not created and name and table.name != name:
         Table.objects.filter(id=table.id).update(name=name[:200])
         table.name = name

@@ -71,6 +71,10 @@ class CommitAudit:
     window_truncated: bool = False
     # Only pairs with at least one exception are stored; `verdicts` fills in the rest.
     conflicts: dict[int, Recheck] = field(default_factory=dict)
+    # The engine profile (conflicts/profiles.py) of a re-checked commit's writer, and the
+    # concurrent versions its own rules would let through although the reference rejects them.
+    profile: str = ""
+    departures: dict[int, str] | None = None
 
     @property
     def verdicts(self) -> dict[int, dict[str, str | None]]:
@@ -91,6 +95,8 @@ class CommitAudit:
             "read_scope": self.read_scope.as_dict(),
             "window_truncated": self.window_truncated,
             "verdicts": {str(w): v for w, v in self.verdicts.items()},
+            "profile": self.profile,
+            "departures": {str(w): why for w, why in (self.departures or {}).items()},
         }
 
 

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand
 
 from audit.access import move_table
 from audit.core.errors import DeltaAuditError
+from audit.core.keys import parse_key_columns
 from audit.ingest import register_table
 from audit.models import DEFAULT_PROJECT, project_named
 
@@ -24,10 +25,14 @@ class Command(BaseCommand):
             default=None,
             help=f"project the table belongs to, created if missing (default: {DEFAULT_PROJECT})",
         )
+        parser.add_argument(
+            "--key", default=None, metavar="COL[,COL]", help="the table's key columns"
+        )
 
     def handle(self, *args, uri: str, name: str | None, project: str | None, **options):
         try:
-            table, created = register_table(uri, name=name)
+            keys = parse_key_columns(options["key"]) if options.get("key") else None
+            table, created = register_table(uri, name=name, key_columns=keys)
         except DeltaAuditError as err:
             self.stderr.write(f"error: {err}")
             sys.exit(2)

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.keys import parse_key_columns
 from audit.core.parallel import spare_core
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.summary import load_history, paused_gc
+from audit.core.unpublished import audit_unpublished
 from audit.core.vocab import Severity
 from audit.health_report import add_data_scan, add_health_and_changes
 from audit.paths import allowed_roots
@@ -45,6 +48,11 @@ class Command(BaseCommand):
             help="log only: do not read data files to confirm never-existed snapshots, nor "
             "list the data folders for orphan and missing files",
         )
+        parser.add_argument(
+            "--key",
+            metavar="COL[,COL]",
+            help="the table's key columns: live rows sharing a key are duplicate_key findings",
+        )
 
     def handle(self, *args, **options):
         # One run of a process that exits when it is done: the cyclic collector has nothing
@@ -53,10 +61,31 @@ class Command(BaseCommand):
         with paused_gc():
             self._audit(options)
 
+    def _unpublished(self, report: dict, history, options, keys: list[str], roots) -> None:
+        """Staged commits beyond the published log (catalog-managed, coordinated commits):
+        audited apart, marked unpublished; the publish lag joins the health section."""
+        try:
+            section = audit_unpublished(
+                history.get_log(),
+                check_data=not options["no_data"],
+                key_columns=keys,
+                now_ms=int(time.time() * 1000),
+                read_roots=roots,
+                sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+            )
+        except DeltaAuditError as err:
+            section = {"error": one_line(str(err))}
+        if section is None:
+            return
+        report["unpublished"] = section
+        if isinstance(report.get("health"), dict) and "lag" in section:
+            report["health"]["publish_lag"] = section["lag"]
+
     def _audit(self, options) -> None:
         # The report and its output are inside too: a hostile log must not reach them as a
         # traceback either.
         try:
+            keys = parse_key_columns(options["key"])
             history = load_history(options["table_uri"], parallel=spare_core)
             # A local user's one-shot tool: the audited table's own root is allowed too
             # (its data files), the other roots only as configured (shallow clones).
@@ -66,8 +95,9 @@ class Command(BaseCommand):
                 check_data=not options["no_data"],
                 read_roots=roots,
                 sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+                key_columns=keys,
             )
-            scanned = self._print(history, result, options)
+            scanned = self._print(history, result, options, keys, roots)
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
@@ -78,13 +108,14 @@ class Command(BaseCommand):
         if fails_gate([*result.findings, *scanned], options["fail_on"]):
             sys.exit(1)
 
-    def _print(self, history, result, options) -> list:
+    def _print(self, history, result, options, keys: list[str], roots: list[str]) -> list:
         """Print the report; returns the data scan's findings (the gate counts them too)."""
         report = build_report(
             history, result, include_files=options["files"], stream_commits=options["json"]
         )
         add_health_and_changes(report, history)
         scanned = add_data_scan(report, history, options["table_uri"], scan=not options["no_data"])
+        self._unpublished(report, history, options, keys, roots)
         if options["json"]:
             write_json(report, sys.stdout.buffer)
         else:

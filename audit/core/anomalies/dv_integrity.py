@@ -1,0 +1,316 @@
+"""Deletion-vector integrity: what the decoded deletion vectors of a log contradict.
+
+The protocol keys a logical file by `(path, deletion vector id)`: a remove retires exactly the
+entry whose path and deletion vector it names. Three facts are checked on every commit after
+the first available version (the state before comes from its checkpoint):
+
+- `two_live_entries`: after a commit, two entries of one path are live. A remove that names a
+  deletion vector other than the live one retires nothing, so the add that follows it makes a
+  second logical file of the same Parquet file (a checker that skipped delete-vs-delete let two
+  concurrent DML commits do this). Decoded: rows deleted by neither vector are read twice, rows
+  deleted by one are live in the other (a lost delete).
+- `beyond_records`: a deletion vector deletes a row position at or past the file's
+  `numRecords`.
+- `cardinality`: the decoded vector's size differs from the descriptor's `cardinality`, or a
+  DELETE's `numDeletedRows` differs from the live rows its actions retire (numRecords minus
+  cardinality, removed minus added).
+
+Bounded cost: at most MAX_DECODED distinct vectors are decoded per audit (each once); checks
+that would need more are skipped and the finding-free result says nothing about them. Tables
+whose log carries no deletion vector are not read again at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from audit.core import severity as sev
+from audit.core.conflicts.dv_recheck import DvPair
+from audit.core.dv import Loader
+from audit.core.errors import DeltaAuditError, one_line
+from audit.core.integrity import dv_identity
+from audit.core.jsonsafe import cell_value
+from audit.core.log.replay import path_key
+from audit.core.model import AddFile, Commit, CommitSummary, Finding
+from audit.core.scrub import scrub_error
+from audit.core.vocab import FindingKind
+from audit.core.wording.dv import DvFacts, dv_integrity_text, resurrection_text
+
+if TYPE_CHECKING:
+    from pyroaring import BitMap64
+
+    from audit.core.summary import History
+
+MAX_DECODED = 5000
+MAX_FINDINGS = 200
+MAX_POSITIONS = 10
+
+
+@dataclass(slots=True)
+class _Entry:
+    version: int  # the commit whose add made it live; -1 for the checkpoint's state
+    dv: dict[str, Any] | None
+    records: int | None
+
+
+def _records(stats: str | None) -> int | None:
+    if not stats:
+        return None
+    try:
+        value = orjson.loads(stats).get("numRecords")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return value if isinstance(value, int) and value >= 0 else None
+
+
+def _cardinality(dv: dict[str, Any] | None) -> int:
+    value = (dv or {}).get("cardinality")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _metric(metrics: Any, name: str) -> int | None:
+    value = metrics.get(name) if isinstance(metrics, dict) else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _positions(bitmap: BitMap64) -> list[int]:
+    return list(bitmap[:MAX_POSITIONS]) if len(bitmap) else []
+
+
+@dataclass
+class DvChecker:
+    """Feed commits in version order with `observe`; read `findings` at the end."""
+
+    loader: Loader
+    live: dict[str, list[_Entry]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    decoded: int = 0
+
+    def start_from(self, files: Iterable[AddFile]) -> None:
+        for add in files:
+            self.live.setdefault(path_key(add.path), []).append(
+                _Entry(-1, add.deletion_vector, _records(add.stats))
+            )
+
+    def observe(self, commit: Commit) -> None:
+        retired: list[_Entry] = []
+        for remove in commit.removes:
+            entries = self.live.get(path_key(remove.path))
+            if not entries:
+                continue
+            wanted = dv_identity(remove.deletion_vector)
+            for i, entry in enumerate(entries):
+                if dv_identity(entry.dv) == wanted:
+                    retired.append(entries.pop(i))
+                    break
+        added: list[_Entry] = []
+        for add in commit.adds:
+            key = path_key(add.path)
+            entry = _Entry(commit.version, add.deletion_vector, _records(add.stats))
+            entries = self.live.setdefault(key, [])
+            # A re-add of the same (path, vector) replaces its statistics: still one entry.
+            entries[:] = [e for e in entries if dv_identity(e.dv) != dv_identity(entry.dv)]
+            entries.append(entry)
+            added.append(entry)
+            self._check_vector(commit.version, add.path, entry)
+            if len(entries) > 1:
+                self._two_entries(commit.version, add.path, entries)
+        self._check_deleted_rows(commit, retired, added)
+
+    def _bitmap(self, dv: dict[str, Any] | None) -> BitMap64 | str:
+        if dv and self.decoded >= MAX_DECODED:
+            return "over the decode bound"
+        found = self.loader.get(dv)
+        self.decoded += 1 if dv else 0
+        return found
+
+    def _check_vector(self, version: int, path: str, entry: _Entry) -> None:
+        if not entry.dv:
+            return
+        bitmap = self._bitmap(entry.dv)
+        if isinstance(bitmap, str):
+            return  # unreadable vectors are a storage matter (missing files), not this kind
+        recorded = _cardinality(entry.dv)
+        if len(bitmap) != recorded:
+            self._add(
+                DvFacts("cardinality", version, path, [], decoded=len(bitmap), recorded=recorded)
+            )
+        if entry.records is not None and len(bitmap) and bitmap.max() >= entry.records:
+            beyond = bitmap.copy()
+            beyond.remove_range(0, entry.records)
+            self._add(
+                DvFacts(
+                    "beyond_records",
+                    version,
+                    path,
+                    [],
+                    decoded=len(beyond),
+                    recorded=entry.records,
+                    positions=_positions(beyond),
+                )
+            )
+
+    def _two_entries(self, version: int, path: str, entries: list[_Entry]) -> None:
+        earlier = [e.version for e in entries[:-1] if 0 <= e.version < version]
+        bitmaps = [self._bitmap(e.dv) for e in entries]
+        records = entries[-1].records
+        facts = DvFacts("two_live_entries", version, path, earlier, entries=len(entries))
+        if records is not None and not any(isinstance(b, str) for b in bitmaps):
+            union = bitmaps[0].union(*bitmaps[1:])  # type: ignore[union-attr]
+            both = bitmaps[0].intersection(*bitmaps[1:])  # type: ignore[union-attr]
+            lost = union.difference(both)
+            live = records - len(union.intersection(_range(records)))
+            facts.rows_counted_twice = live * (len(entries) - 1)
+            facts.decoded = len(lost)
+            facts.positions = _positions(lost)
+            facts.confirmed = True
+        self._add(facts)
+
+    def _check_deleted_rows(
+        self, commit: Commit, retired: list[_Entry], added: list[_Entry]
+    ) -> None:
+        info = commit.commit_info or {}
+        if str(info.get("operation", "")).upper() != "DELETE":
+            return
+        metric = _metric(info.get("operationMetrics"), "numDeletedRows")
+        if metric is None or not any(e.dv for e in (*retired, *added)):
+            return
+        if len(retired) != len(commit.removes) or any(
+            e.records is None for e in (*retired, *added)
+        ):
+            return  # a remove we could not match, or a file without statistics: undecidable
+        before = sum(e.records - _cardinality(e.dv) for e in retired)  # type: ignore[operator]
+        after = sum(e.records - _cardinality(e.dv) for e in added)  # type: ignore[operator]
+        if before - after != metric:
+            self._add(
+                DvFacts(
+                    "deleted_rows",
+                    commit.version,
+                    None,
+                    [],
+                    decoded=before - after,
+                    recorded=metric,
+                )
+            )
+
+    def _add(self, facts: DvFacts) -> None:
+        if len(self.findings) < MAX_FINDINGS:
+            self.findings.append(dv_finding(facts))
+
+
+def _range(records: int) -> BitMap64:
+    from pyroaring import BitMap64
+
+    bitmap = BitMap64()
+    bitmap.add_range(0, records)
+    return bitmap
+
+
+def dv_finding(facts: DvFacts) -> Finding:
+    return dv_integrity_text(facts).finding(
+        FindingKind.DV_INTEGRITY,
+        sev.dv_integrity_severity(facts.problem),
+        facts.version,
+        facts.related_versions,
+        confirmed=facts.confirmed,
+        witness=facts.witness(),
+        details={"problem": facts.problem},
+    )
+
+
+def dv_integrity_findings(history: History, roots: Sequence[str] | None = None) -> list[Finding]:
+    """The dv_integrity findings of a whole history (none, and no read, without vectors)."""
+    from audit.core.witness import DataFiles  # noqa: PLC0415  (pyarrow only when needed)
+
+    summaries = history.summaries
+    if not summaries:
+        return []
+    state_has = any(a.deletion_vector for a in history.state.files.values())
+    if not state_has and not any(s.has_deletion_vectors for s in summaries):
+        return []
+    first, last = summaries[0].version, summaries[-1].version
+    try:
+        log = history.get_log()
+        checker = DvChecker(Loader(DataFiles(history.table_uri, roots)))
+        start = first
+        if first > 0:
+            checker.start_from(log.snapshot(first).files.values())
+            start = first + 1
+        if start <= last:
+            for commit in log.iter_commits(start, last):
+                checker.observe(commit)
+    except DeltaAuditError:
+        return []  # the log is unreadable again: the rest of the audit says so
+    return checker.findings
+
+
+# --------------------------------------------------------------------------- rebased vectors
+
+
+def resurrection_finding(
+    history: History,
+    txn: CommitSummary,
+    pair: DvPair,
+    *,
+    roots: Sequence[str] | None = None,
+    sample_rows: int | None = None,
+) -> Finding:
+    """The never-existed snapshot a rebased vector that dropped the winner's deletes leaves.
+    Rows are read inside `roots` only and at most `sample_rows` kept, as the witness does."""
+    from audit.core import witness as data_witness  # noqa: PLC0415
+
+    keep = data_witness.MAX_SAMPLE_ROWS if sample_rows is None else max(sample_rows, 0)
+    files = data_witness.DataFiles(history.table_uri, roots)
+    rows: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for path, positions in pair.resurrected.items():
+        if len(rows) >= keep:
+            break
+        try:
+            rows += _rows_at(files, path, positions[: keep - len(rows)])
+        except (OSError, ValueError, DeltaAuditError) as err:
+            # Scrubbed whole: a data file's URL or its reader's error can carry a token.
+            problems.append(scrub_error(f"{path}: {one_line(err, limit=200)}"))
+    witness = {
+        "files": sorted(pair.resurrected),
+        "row_count": pair.resurrected_count,
+        "sample_rows": rows,
+        "row_positions": pair.resurrected,
+        "predicate": txn.predicate.raw if txn.predicate is not None else None,
+        "method": "deletion_vectors",
+    }
+    if problems:
+        witness["note"] = "; ".join(problems[:3])
+    text = resurrection_text(
+        txn.version, pair.winner, sorted(pair.resurrected), pair.resurrected_count, txn.operation
+    )
+    return text.finding(
+        FindingKind.NEVER_EXISTED_SNAPSHOT,
+        sev.never_existed_severity(True),
+        txn.version,
+        [pair.winner],
+        confirmed=True,
+        witness=witness,
+        details={"source": "deletion_vectors", "read_version": txn.read_version},
+    )
+
+
+def _rows_at(files: Any, path: str, positions: list[int]) -> list[dict[str, Any]]:
+    """The rows at `positions` of a data file, opened by a `witness.DataFiles`."""
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    if not positions:
+        return []
+    source = files.open(path)
+    try:
+        table = pq.ParquetFile(source).read()
+    finally:
+        source.close()
+    wanted = [p for p in positions if p < table.num_rows]
+    return [{k: cell_value(v) for k, v in row.items()} for row in table.take(wanted).to_pylist()]

@@ -1,0 +1,119 @@
+"""Words for the deletion-vector findings (facts: anomalies/dv_integrity.py, conflicts/dv_recheck.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from audit.core.wording import FindingText
+
+DvProblem = Literal["two_live_entries", "beyond_records", "cardinality", "deleted_rows"]
+
+
+@dataclass(slots=True)
+class DvFacts:
+    """One deletion-vector contradiction. `decoded`/`recorded` are the two numbers compared
+    (their meaning depends on `problem`); `positions` a sample of the row positions involved."""
+
+    problem: DvProblem
+    version: int
+    path: str | None
+    related_versions: list[int]
+    decoded: int | None = None
+    recorded: int | None = None
+    positions: list[int] = field(default_factory=list)
+    entries: int = 0
+    rows_counted_twice: int | None = None
+    confirmed: bool = True
+
+    def witness(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"problem": self.problem, "path": self.path}
+        if self.decoded is not None:
+            out["decoded"] = self.decoded
+        if self.recorded is not None:
+            out["recorded"] = self.recorded
+        if self.positions:
+            out["row_positions"] = self.positions
+        if self.entries:
+            out["live_entries"] = self.entries
+        if self.rows_counted_twice is not None:
+            out["rows_counted_twice"] = self.rows_counted_twice
+        return out
+
+
+def dv_integrity_text(facts: DvFacts) -> FindingText:
+    return _TEXTS[facts.problem](facts)
+
+
+def _two_entries(f: DvFacts) -> FindingText:
+    earlier = ", ".join(f"v{v}" for v in f.related_versions) or "the checkpoint"
+    decoded = (
+        f" Decoded: {f.rows_counted_twice} row(s) deleted by neither vector are read twice, and "
+        f"{f.decoded} row(s) deleted by one vector are live in the other (lost deletes)."
+        if f.confirmed
+        else " The vectors could not be decoded to count the rows."
+    )
+    return FindingText(
+        f"v{f.version} left {f.entries} live entries of {f.path} (each with its own deletion "
+        "vector)",
+        f"Version {f.version} removed {f.path} naming a deletion vector that was not the live "
+        f"one (live since {earlier}), so the live entry was not retired, and then added the "
+        "path again with a new vector. The protocol keys a file by path and deletion vector: "
+        "readers now see two logical files over one Parquet file. Two concurrent DML commits "
+        "that both rewrote this file's vector, let through by a checker that skipped "
+        f"delete-vs-delete, leave exactly this.{decoded}",
+    )
+
+
+def _beyond(f: DvFacts) -> FindingText:
+    return FindingText(
+        f"v{f.version}'s deletion vector for {f.path} deletes {f.decoded} row position(s) at or "
+        f"past the file's {f.recorded} records",
+        f"The deletion vector added at version {f.version} for {f.path} holds row positions "
+        f"{f.positions} that the file, with numRecords = {f.recorded}, does not have. Either the "
+        "vector was computed for another file (a rebase onto the wrong file) or the statistics "
+        "are wrong; readers that trust numRecords minus cardinality count rows wrongly.",
+    )
+
+
+def _cardinality(f: DvFacts) -> FindingText:
+    return FindingText(
+        f"v{f.version}'s deletion vector for {f.path} holds {f.decoded} positions, its "
+        f"descriptor says {f.recorded}",
+        f"Decoding the deletion vector added at version {f.version} for {f.path} gives "
+        f"{f.decoded} deleted row positions, but its descriptor's cardinality is {f.recorded}. "
+        "Row counts computed from the log (numRecords minus cardinality) are then wrong.",
+    )
+
+
+def _deleted_rows(f: DvFacts) -> FindingText:
+    return FindingText(
+        f"v{f.version} (DELETE) reports {f.recorded} deleted rows; its actions delete {f.decoded}",
+        f"Version {f.version} is a DELETE whose operationMetrics.numDeletedRows is {f.recorded}, "
+        f"but the live rows of the entries it retired minus those of the entries it added "
+        f"(numRecords minus the deletion vectors' cardinality) are {f.decoded}.",
+    )
+
+
+_TEXTS = {
+    "two_live_entries": _two_entries,
+    "beyond_records": _beyond,
+    "cardinality": _cardinality,
+    "deleted_rows": _deleted_rows,
+}
+
+
+def resurrection_text(
+    version: int, winner: int, paths: list[str], rows: int, operation: str | None
+) -> FindingText:
+    """A DML commit's rebased deletion vector dropped rows a concurrent commit deleted."""
+    op = operation or "an unnamed operation"
+    return FindingText(
+        f"v{version} ({op}) brought back {rows} row(s) that concurrent v{winner} deleted, by "
+        f"writing a deletion vector that is not a superset of v{winner}'s",
+        f"Versions {winner} and {version} both rewrote the deletion vector of "
+        f"{', '.join(paths[:3])} while they ran concurrently. Rebased correctly, the later "
+        f"vector is the union of both; v{version}'s vector lacks {rows} row position(s) that "
+        f"v{winner}'s deletes, so after v{version} the table holds rows v{winner} removed: a "
+        "snapshot no serial order of the two commits produces. The rows are listed by position.",
+    )
