@@ -4,8 +4,8 @@ from django import forms
 from django.contrib import admin
 from django.db import transaction
 
+from audit.core.data.keys import valid_key_columns
 from audit.core.errors import DeltaAuditError
-from audit.core.keys import valid_key_columns
 from audit.models import (
     DEFAULT_PROJECT,
     ApiToken,
@@ -17,7 +17,7 @@ from audit.models import (
     Table,
     project_named,
 )
-from audit.paths import check_allowed
+from audit.trust.paths import check_allowed
 
 
 class TableAdminForm(forms.ModelForm):
@@ -79,7 +79,7 @@ class TableAdmin(admin.ModelAdmin):
     )
 
     # A table moved to another project leaves and joins cached lists of several tables (keyed
-    # on the findings generation, audit/access.py).
+    # on the findings generation, audit/trust/access.py).
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         Table.bump_findings(obj.pk)

@@ -6,6 +6,6 @@ class AuditConfig(AppConfig):
     verbose_name = "Delta Audit"
 
     def ready(self) -> None:
-        from audit import logscrub
+        from audit.trust import logscrub
 
         logscrub.install()  # secrets never reach a log line, whoever logs it

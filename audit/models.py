@@ -2,7 +2,7 @@
 
 Rows are written only by `audit.ingest` (the single writer of Commit/Finding rows); the web,
 API and admin read them, and only record who acknowledged a finding (`Finding.acknowledge`).
-What they ask of these rows is asked through `audit/queries.py`. JSON field names follow
+What they ask of these rows is asked through `audit/reads/queries.py`. JSON field names follow
 SPEC §4 where they overlap.
 """
 
@@ -50,7 +50,7 @@ def _count_per_table(severity: Severity, attention: bool) -> RawSQL:
 
 
 class Project(models.Model):
-    """A team's set of tables: who may see a table is decided by its project (audit/access.py)."""
+    """A team's set of tables: who may see a table is decided by its project (audit/trust/access.py)."""
 
     name = models.CharField(max_length=200, unique=True)
     slug = models.SlugField(max_length=200, unique=True)
@@ -86,7 +86,7 @@ def default_project_id() -> int:
 class Membership(models.Model):
     class Role(models.TextChoices):
         # viewer reads; member also acknowledges and re-opens findings; owner also manages
-        # the project's tables and members (audit/access.py).
+        # the project's tables and members (audit/trust/access.py).
         VIEWER = "viewer"
         MEMBER = "member"
         OWNER = "owner"
@@ -180,7 +180,7 @@ class Table(models.Model):
     locked_by = models.CharField(max_length=200, blank=True)
     locked_until = models.DateTimeField(null=True, blank=True)
     # Moves in the transaction of every change to the table's Finding rows: cached findings
-    # lists and the tables list are keyed on it (audit/api/list_cache.py). In the database, not
+    # lists and the tables list are keyed on it (audit/reads/list_cache.py). In the database, not
     # the per-process cache, so every web worker sees a change at once.
     findings_generation = models.BigIntegerField(default=0, editable=False)
 
@@ -259,7 +259,7 @@ class Commit(models.Model):
     txn_id = models.CharField(max_length=200, blank=True)
     user_id = models.CharField(max_length=200, blank=True)
     user_name = models.CharField(max_length=200, blank=True)
-    # Who and what wrote it (audit/core/provenance.py); job and user metadata as columns for
+    # Who and what wrote it (audit/core/history/provenance.py); job and user metadata as columns for
     # the list filters, everything in `provenance` as the one-shot report gives it.
     job_id = models.CharField(max_length=200, blank=True)
     user_metadata = models.TextField(blank=True)
@@ -324,7 +324,7 @@ class CommitRollup(models.Model):
     min_timestamp = models.BigIntegerField(null=True, blank=True)  # ms since the epoch
     max_timestamp = models.BigIntegerField(null=True, blank=True)
     operations = models.JSONField(default=dict, blank=True)  # operation name -> commits
-    # Packed timeline data (audit/rollups.py): the rows of these versions, and per-cell
+    # Packed timeline data (audit/reads/rollups.py): the rows of these versions, and per-cell
     # [commits, max_concurrent] at finer widths. JSON text, decoded with orjson on read.
     rows = models.TextField(default="", blank=True)
     cells = models.TextField(default="", blank=True)
@@ -477,7 +477,7 @@ class FindingFlip(models.Model):
 
 
 class OrphanScan(models.Model):
-    """One bounded listing of a table's data folders (audit.orphan_scans); never deletes."""
+    """One bounded listing of a table's data folders (audit.health.orphan_scans); never deletes."""
 
     table = models.ForeignKey(Table, on_delete=models.CASCADE, related_name="orphan_scans")
     scanned_at = models.DateTimeField(db_index=True)
@@ -500,4 +500,4 @@ class OrphanScan(models.Model):
 
 
 # Stored table health lives in its own module; imported here so Django registers it.
-from audit.health_models import HealthPoint, TableChange, TableHealth  # noqa: E402,F401
+from audit.health.models import HealthPoint, TableChange, TableHealth  # noqa: E402,F401

@@ -170,8 +170,8 @@ def store_health(table, n_commits: int) -> None:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from audit.health_models import HealthPoint, TableChange, TableHealth
-    from audit.health_store import health_fields
+    from audit.health.models import HealthPoint, TableChange, TableHealth
+    from audit.health.store import health_fields
     from audit.models import Finding
 
     if TableHealth.objects.filter(table=table).exists():

@@ -40,7 +40,7 @@ def cpu_seconds() -> float:
 
 def core_audit(log: Path) -> dict[str, float]:
     from audit.core.audit import audit_history
-    from audit.core.summary import load_history
+    from audit.core.history.summary import load_history
 
     t0, c0 = time.perf_counter(), cpu_seconds()
     history = load_history(str(log))

@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from audit.core import integrity  # noqa: E402
 from audit.core.audit import audit_history  # noqa: E402
-from audit.core.integrity import integrity_findings  # noqa: E402
-from audit.core.summary import load_history  # noqa: E402
+from audit.core.history.summary import load_history  # noqa: E402
+from audit.core.integrity import checks as integrity  # noqa: E402
+from audit.core.integrity.checks import integrity_findings  # noqa: E402
 from audit.core.writers import writer_telemetry  # noqa: E402
 from bench.gen_log import generate  # noqa: E402
 

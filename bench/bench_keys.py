@@ -32,8 +32,8 @@ import pyarrow.parquet as pq  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
 from audit.core.audit import audit_history, key_findings  # noqa: E402
-from audit.core.keys import candidate_files  # noqa: E402
-from audit.core.summary import load_history  # noqa: E402
+from audit.core.data.keys import candidate_files  # noqa: E402
+from audit.core.history.summary import load_history  # noqa: E402
 
 
 def _rows(start: int, n: int) -> pa.Table:

@@ -96,8 +96,8 @@ def deltalake_history(table: str) -> int:
 def audit_json_in_process(table: str) -> int:
     """The work of `manage.py audit --json` in one process: summaries, audit, report, JSON."""
     from audit.core.audit import audit_history
+    from audit.core.history.summary import load_history
     from audit.core.report import build_report
-    from audit.core.summary import load_history
 
     history = load_history(table)
     report = build_report(history, audit_history(history))
@@ -214,11 +214,11 @@ def _command_peak_mb(table: str, root: str) -> tuple[float, float]:
 def _phases(table: str) -> None:
     """Where the time of `audit --json` goes, phase by phase (in process, gc paused as there)."""
     from audit.core.audit import audit_history
-    from audit.core.integrity import IntegrityTap
-    from audit.core.parallel import summarize_log_parallel
+    from audit.core.health.sections import add_health_and_changes
+    from audit.core.history.parallel import summarize_log_parallel
+    from audit.core.history.summary import History, paused_gc, summarize_log
+    from audit.core.integrity.checks import IntegrityTap
     from audit.core.report import build_report
-    from audit.core.summary import History, paused_gc, summarize_log
-    from audit.health_report import add_health_and_changes
 
     rows: list[tuple[str, float, float]] = []
 

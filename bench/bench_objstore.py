@@ -79,7 +79,7 @@ def _old_path():
     from pyarrow import fs as pafs
 
     from audit.core.log import DeltaLog
-    from audit.core.storage import ArrowStore
+    from audit.core.storage.stores import ArrowStore
 
     class PyArrowStore(ArrowStore):
         # The constructor before per-root storage options: pyarrow's own S3 client.
@@ -121,8 +121,9 @@ def _peer(server, client, bucket: str, local: Path, n: int) -> dict[str, Counter
 
 def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]:
 
-    from audit import ingest, tailing
+    from audit import ingest
     from audit.models import Table
+    from audit.tail import logs as tailing
     from bench.gen_log import generate
 
     local = work / f"log{n}"

@@ -37,9 +37,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from audit.core.audit import audit_history  # noqa: E402
+from audit.core.history.summary import load_history  # noqa: E402
 from audit.core.log import list_log, read_checkpoint  # noqa: E402
-from audit.core.storage import open_store  # noqa: E402
-from audit.core.summary import load_history  # noqa: E402
+from audit.core.storage.stores import open_store  # noqa: E402
 from bench.gen_log import generate  # noqa: E402
 from workers.spark_job import audit_fleet  # noqa: E402
 from workers.spark_session import get_spark  # noqa: E402

@@ -4,7 +4,7 @@
 
 Writes a deltalake table of `--files` files (then an UPDATE rewrites half of them, so they hold
 `string_view`), and evaluates `id % 7 = 3 AND name <> 'x'` on every live file:
-  - witness: audit.core.witness.find_rows (reads the needed columns, runs DataFusion SQL,
+  - witness: audit.core.data.witness.find_rows (reads the needed columns, runs DataFusion SQL,
     samples rows), as a never-existed-snapshot check does;
   - peer: pyarrow over the same files with the same filter as a pyarrow expression, file by
     file with types normalised, counting rows (no SQL, no sampling): the read-and-filter floor.
@@ -29,10 +29,10 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
-from audit.core import rowfilter  # noqa: E402
+from audit.core.data import rowfilter  # noqa: E402
+from audit.core.data.witness import find_rows  # noqa: E402
+from audit.core.history.summary import load_history  # noqa: E402
 from audit.core.predicates import parse_predicate  # noqa: E402
-from audit.core.summary import load_history  # noqa: E402
-from audit.core.witness import find_rows  # noqa: E402
 
 PREDICATE = "id % 7 = 3 AND name <> 'x'"
 

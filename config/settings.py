@@ -75,7 +75,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Before any view reads the body: oversized requests answer 413, not 500 / bare 400.
-    "audit.limits.request_size_limit",
+    "audit.trust.limits.request_size_limit",
     "django.contrib.messages.middleware.MessageMiddleware",
     # A Content-Security-Policy on every page outside FRONTEND_CSP_EXEMPT_PREFIXES (the API docs
     # and the admin ship inline scripts): scripts and styles only from our own origin, never
@@ -240,7 +240,7 @@ if env["AUDIT_SPARK_QUEUE"]:
 # What beat runs: (entry, task, every N seconds, a pass still queued after this many seconds is
 # dropped because the next one supersedes it (None: kept), whether it is scheduled).
 # Tail passes probe each table for its next commit and dispatch `tail_table` only for those
-# with news or due a full check (audit/polling.py); the alert scan refreshes the risk of tables
+# with news or due a full check (audit/tail/polling.py); the alert scan refreshes the risk of tables
 # whose findings changed and `refresh-risks` recomputes every table's; discovery with no roots
 # configured does nothing; the orphan scan dispatches only the tables due.
 _tail = env["AUDIT_TAIL_INTERVAL_SECONDS"]
@@ -289,7 +289,7 @@ if AUDIT_REMOTE_USER_HEADER:  # noqa: F821  (a declared setting)
     _AFTER_AUTH = MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1
     MIDDLEWARE = [
         *MIDDLEWARE[:_AFTER_AUTH],
-        "audit.remote_user.HeaderRemoteUser",
+        "audit.trust.remote_user.HeaderRemoteUser",
         *MIDDLEWARE[_AFTER_AUTH:],
     ]
-    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "audit.remote_user.ProxyUserBackend"]
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "audit.trust.remote_user.ProxyUserBackend"]

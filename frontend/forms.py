@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-from audit.limits import MAX_EXCEPTION_CHARS
 from audit.models import Finding, Table
+from audit.trust.limits import MAX_EXCEPTION_CHARS
 
 
 class RegisterTableForm(forms.Form):
@@ -35,7 +35,7 @@ class FindingFilterForm(forms.Form):
 
     def __init__(self, *args, tables=None, **kwargs):
         super().__init__(*args, **kwargs)
-        if tables is not None:  # the reader's tables only (audit/access.py)
+        if tables is not None:  # the reader's tables only (audit/trust/access.py)
             self.fields["table"].queryset = tables
 
 
@@ -58,5 +58,5 @@ class ExplainForm(forms.Form):
 
     def __init__(self, *args, tables=None, **kwargs):
         super().__init__(*args, **kwargs)
-        if tables is not None:  # the reader's tables only (audit/access.py)
+        if tables is not None:  # the reader's tables only (audit/trust/access.py)
             self.fields["table"].queryset = tables

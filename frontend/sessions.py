@@ -25,7 +25,7 @@ from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionS
 from django.db import connection
 from django.utils import timezone
 
-from audit.prepared import Prepared, fetch_sql
+from audit.reads.prepared import Prepared, fetch_sql
 
 USER_BACKEND = "frontend.sessions.UserBackend"
 _DJANGO_BACKEND = "django.contrib.auth.backends.ModelBackend"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from audit.discovery import discover_configured_roots
+from audit.tail.discovery import discover_configured_roots
 
 
 @shared_task(ignore_result=True)

@@ -9,7 +9,7 @@ The plan (SPEC §5: Spark pays a cost per task, so tasks are few and carry many 
    (workers.spark_units): a table of at most `chunk_commits` commits is one unit, audited
    whole in one task exactly as the Python path does; a longer one is cut into version ranges
    [a, b], each audited over only its concurrent window (the live tail's window,
-   audit.core.tailwindow), plus one unit for its whole-history (table-level) findings.
+   audit.core.history.tailwindow), plus one unit for its whole-history (table-level) findings.
 2. One stage, no shuffle: `spark.range(P, numPartitions=P).mapInArrow`, task i running the
    units packed into bin i (a few bins per core, largest units first onto the least loaded).
    The listings travel with the job, so no task lists a log again.
@@ -44,10 +44,10 @@ import pyarrow as pa
 
 from audit.core import serialize
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.history.summary import History, paused_gc
 from audit.core.log import open_log
 from audit.core.model import Finding, IdentityColumn, LogListing, TableState
 from audit.core.scrub import scrub_error
-from audit.core.summary import History, paused_gc
 from workers import spark_units
 from workers.spark_archive import core_archive, running_from_archive
 from workers.spark_units import RANGE, TABLE, TABLE_LEVEL, Unit, pack, table_units
@@ -150,7 +150,7 @@ def use_storage_config(text: str | None) -> None:
 
     The one place executors learn how to reach object stores. The driver ships the
     configuration as written (which root uses which options, naming environment variables
-    for secrets), never resolved secrets: audit.core.storage resolves them here, on the
+    for secrets), never resolved secrets: audit.core.storage.stores resolves them here, on the
     executor, when a store is opened, so no secret is put in Spark's conf, logs or UI.
     """
     if not text:
@@ -349,7 +349,7 @@ def _table_level(
     """A split table's settings and whole-history findings, from its ranges' parts: the
     whole-log History assembled (no commit read again) and audited once, here."""
     from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
-    from audit.core.split_history import assemble_history  # noqa: PLC0415
+    from audit.core.history.split_history import assemble_history  # noqa: PLC0415
 
     log = spark_units.ListedLog(uri, listing)
     # The state at the latest version, as the whole-table unit's history_from_log has it.
@@ -458,7 +458,7 @@ def prepare_executors(spark: Any) -> None:
 
 def _warm_worker(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     import audit.core.audit  # noqa: F401, PLC0415
-    import audit.core.tailwindow  # noqa: F401, PLC0415
+    import audit.core.history.tailwindow  # noqa: F401, PLC0415
 
     for _ in batches:
         pass

@@ -24,7 +24,7 @@ from audit.core.errors import DeltaAuditError, one_line
 # before the shipped core is imported); the core's own modules are imported too, so a
 # package added to the core later is still caught (as the first missing module).
 EXECUTOR_PACKAGES = ("orjson", "pyarrow", "pyarrow.parquet", "sqlglot")
-CORE_MODULES = ("audit.core.log", "audit.core.summary", "audit.core.audit")
+CORE_MODULES = ("audit.core.log", "audit.core.history.summary", "audit.core.audit")
 HINT = (
     "provide them with a packed environment (spark.archives + PYSPARK_PYTHON) or a cluster "
     "image, see docs/spark.md"

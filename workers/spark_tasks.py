@@ -22,7 +22,7 @@ from django.utils import timezone
 from audit import ingest
 from audit.core.errors import DeltaAuditError, one_line
 from audit.models import Table
-from audit.paths import check_registered
+from audit.trust.paths import check_registered
 from workers import locks
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ Django-free; runs in executors (shipped in the job's zip, see spark_archive) and
 - `table`: a whole table audited in the task, exactly as the Python path does
   (`history_from_log` + `audit_history`): most tables fit in one task;
 - `range`: versions [start, end] of a long history, audited over the window the live tail
-  would load for them (`audit.core.split_history.load_range`, the tail's window rules, proven
+  would load for them (`audit.core.history.split_history.load_range`, the tail's window rules, proven
   equal to the one-shot audit, docs/tail.md) with `audit_history(versions=(start, end))`; out
   come those commits, their commit-level findings, and the range's part of the whole-log pass,
   from which the driver computes the table's whole-history findings (spark_job._table_level);
@@ -32,11 +32,11 @@ import pyarrow as pa
 
 from audit.core import serialize
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.history.summary import History, history_from_log, paused_gc
 from audit.core.log import DeltaLog
 from audit.core.model import EMPTY_SET, CommitSummary, Finding, LogListing
 from audit.core.serialize import arrow_schema
-from audit.core.storage import open_store
-from audit.core.summary import History, history_from_log, paused_gc
+from audit.core.storage.stores import open_store
 
 TABLE, RANGE, TABLE_LEVEL = "table", "range", "tablelevel"
 RESULT_SCHEMA = pa.schema(
@@ -50,7 +50,7 @@ RESULT_SCHEMA = pa.schema(
 ROW_COMMITS = 50_000
 UNITS_PER_CORE = 2  # two tasks per core: LPT packing balances them; each task costs ~0.1 s
 # A split table's whole-history findings: assembled on the driver from what the ranges send
-# (audit.core.split_history, no second read of the log), or (False, the old way) one more
+# (audit.core.history.split_history, no second read of the log), or (False, the old way) one more
 # unit that reads and audits the whole history again.
 ASSEMBLE_TABLE_LEVEL = os.environ.get("AUDIT_SPARK_TABLE_LEVEL_UNIT", "") in ("", "0")
 
@@ -175,7 +175,7 @@ def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict[str, Any]:
     from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
-    from audit.core.tailwindow import load_tail_history  # noqa: PLC0415
+    from audit.core.history.tailwindow import load_tail_history  # noqa: PLC0415
 
     log = ListedLog(unit.table_uri, listing)
     if unit.kind == RANGE and ASSEMBLE_TABLE_LEVEL:
@@ -203,7 +203,7 @@ def _range_with_part(log: DeltaLog, unit: Unit, check_data: bool) -> dict[str, A
     """A range's commits and commit-level findings, plus its part of the whole-log pass (with
     file paths: the driver's table-level audit needs them)."""
     from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
-    from audit.core.split_history import load_range  # noqa: PLC0415
+    from audit.core.history.split_history import load_range  # noqa: PLC0415
 
     history, part = load_range(log, unit.start, unit.end)
     result = audit_history(history, check_data=check_data, versions=(unit.start, unit.end))
@@ -220,7 +220,7 @@ def _range_with_part(log: DeltaLog, unit: Unit, check_data: bool) -> dict[str, A
 
 def range_part(start: int, payload: dict[str, Any], summaries: list[CommitSummary]) -> Any:
     """The driver's side of _range_with_part: the range's split_history.RangePart."""
-    from audit.core.split_history import RangePart  # noqa: PLC0415
+    from audit.core.history.split_history import RangePart  # noqa: PLC0415
 
     p = payload
     return RangePart(start, p["end"], summaries, p["metadata"], p["protocol"], p["records"])

@@ -92,7 +92,7 @@ def tail_all() -> str:
 @shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=3)
 def drain_notifications() -> str:
     """Tail the tables S3 event notifications name (AUDIT_NOTIFY_QUEUES; notifications.py)."""
-    from audit import notifications
+    from audit.tail import notifications
 
     uris: set[str] = set()
     for _root, queue_url in notifications.notify_queues():

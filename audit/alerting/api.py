@@ -18,11 +18,11 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audit import access
 from audit.alerting import delivery
 from audit.alerting.forms import RULE_FIELDS, clean_channel_config, clean_kinds
 from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
 from audit.core.numbers import log_int
+from audit.trust import access
 
 
 class AdminWritesOrReadOnly(permissions.BasePermission):

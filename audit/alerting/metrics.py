@@ -3,7 +3,7 @@
 Every value is a gauge computed from the current rows, so any number of web processes report
 the same thing and nothing is lost on restart. Table labels carry both `table_id` (unique) and
 `table` (the display name, which may repeat). A scrape by a user (a login or their API token)
-reports only the tables of their projects (`projects`; audit/access.py); the deployment's
+reports only the tables of their projects (`projects`; audit/trust/access.py); the deployment's
 METRICS_TOKEN reports every table.
 """
 
@@ -18,7 +18,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from audit.alerting.models import Channel, Delivery
 from audit.models import Table
-from audit.queries import open_findings
+from audit.reads.queries import open_findings
 
 
 class AuditCollector(Collector):

@@ -23,7 +23,7 @@ from django.db.models import Count
 
 from audit.core.vocab import Severity
 from audit.models import Table
-from audit.queries import open_findings
+from audit.reads.queries import open_findings
 
 SEVERITY_WEIGHT = {Severity.INFO: 1.0, Severity.WARNING: 5.0, Severity.CRITICAL: 20.0}
 CONFIRMED_FACTOR = 2.0

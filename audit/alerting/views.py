@@ -14,12 +14,12 @@ from django.views.decorators.http import require_POST
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from rest_framework.exceptions import APIException
 
-from audit import access
 from audit.alerting import delivery
 from audit.alerting.forms import ChannelForm, RuleForm
 from audit.alerting.metrics import registry
 from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
 from audit.api.authentication import CachedTokenAuthentication
+from audit.trust import access
 
 RECENT_DELIVERIES = 50
 

@@ -74,7 +74,7 @@ def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response 
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound(one_line(exc, empty="not found"))
     elif isinstance(exc, RequestDataTooBig):
-        from audit.limits import limit_text
+        from audit.trust.limits import limit_text
 
         exc = PayloadTooLarge(f"request body too large ({limit_text()})")
     elif isinstance(exc, PermissionDenied):

@@ -7,7 +7,7 @@ answers only what is already cached, and only when the DRF path would answer the
 
 - the request is a `GET` with `Authorization: Token <key>`, checked by the same
   `CachedTokenAuthentication` (a valid key of an active user; 10 s in-process memory);
-- the user sees the table of a per-table read (`audit.access`, as the views check; else the
+- the user sees the table of a per-table read (`audit.trust.access`, as the views check; else the
   view answers the 404), and the key of a list of several tables holds the user's project set
   (the same `access.scope_key` the views put in it), so no body crosses projects;
 - the path is one of the hot reads below, and none of them is throttled in the form served
@@ -30,14 +30,14 @@ from django.http import HttpRequest, HttpResponse
 from rest_framework.authentication import get_authorization_header
 from rest_framework.exceptions import APIException
 
-from audit import access, queries
-from audit.api import list_cache
 from audit.api.authentication import CachedTokenAuthentication
 from audit.api.health_views import HistoryQuery
 from audit.api.serializers import TimelineQuerySerializer
 from audit.api.throttles import is_full_zoom
 from audit.models import Table
-from audit.timeline import cached_only, timeline_generation
+from audit.reads import list_cache, queries
+from audit.reads.timeline import cached_only, timeline_generation
+from audit.trust import access
 
 INT64_MAX = 2**63 - 1
 # The routes of audit/api/urls.py under config/urls.py's "api/" (ids as views.ID_PATTERN).

@@ -16,7 +16,6 @@ from django.db.models import Q
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 
-from audit import queries
 from audit.core.numbers import log_int
 from audit.core.vocab import (
     HEALTH_FINDING_PREFIX,
@@ -26,6 +25,7 @@ from audit.core.vocab import (
     Severity,
 )
 from audit.models import Commit, Finding, Table
+from audit.reads import queries
 
 INT64_MAX = 2**63 - 1
 MAX_LIST_ITEMS = 50

@@ -16,14 +16,14 @@ from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from audit.api import list_cache
 from audit.api.exceptions import BadRequest, readable_log
 from audit.api.renderers import ORJSONRenderer
 from audit.api.serializers import AsciiIntegerField
 from audit.api.throttles import ExpensiveRateThrottle, LogReadThrottle
-from audit.health_queries import health_history, table_changes, table_diff, table_health
+from audit.health.queries import health_history, table_changes, table_diff, table_health
 from audit.models import Table
-from audit.timeline import cached_json
+from audit.reads import list_cache
+from audit.reads.timeline import cached_json
 
 INT64_MAX = 2**63 - 1
 ERROR = OpenApiResponse(response=OpenApiTypes.OBJECT, description='`{"error": "<message>"}`')

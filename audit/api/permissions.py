@@ -1,6 +1,6 @@
 """Who may do what. Anonymous users get nothing (401); see the module docstring of views.py.
 
-Tables belong to projects (audit/access.py decides who sees what):
+Tables belong to projects (audit/trust/access.py decides who sees what):
 
 - A table outside the projects a user is a member of answers 404 on every endpoint (by id in
   the URL or as a filter value), as if it did not exist; lists and counts leave it out.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from audit import access
+from audit.trust import access
 
 
 class IsAdminOrReadOnly(BasePermission):

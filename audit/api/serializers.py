@@ -16,7 +16,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from audit.core.numbers import log_int
-from audit.core.storage_config import describe_storage
+from audit.core.storage.config import describe_storage
 from audit.core.vocab import (
     SEVERITY_ORDER,
     TABLE_ISOLATION_LEVELS,
@@ -25,9 +25,9 @@ from audit.core.vocab import (
     Verdict,
     choices,
 )
-from audit.limits import MAX_EXCEPTION_CHARS
 from audit.models import Commit, Finding, Table
-from audit.timeline import FINDING_FIELDS
+from audit.reads.timeline import FINDING_FIELDS
+from audit.trust.limits import MAX_EXCEPTION_CHARS
 
 INT64_MAX = 2**63 - 1
 
@@ -151,7 +151,7 @@ class TableSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(FleetHealthSerializer(allow_null=True))
     def get_health(self, table: Table) -> dict | None:
-        from audit.health_models import TableHealth
+        from audit.health.models import TableHealth
 
         try:
             h = table.health
@@ -438,7 +438,7 @@ class ConflictMatrixSerializer(serializers.Serializer):
 
 
 class TimelineFindingSerializer(FindingRefSerializer):
-    """The open findings of a timeline window (audit.timeline.FINDING_FIELDS)."""
+    """The open findings of a timeline window (audit.reads.timeline.FINDING_FIELDS)."""
 
     class Meta(FindingRefSerializer.Meta):
         fields = list(FINDING_FIELDS)

@@ -1,6 +1,6 @@
 """The REST API: one router, read-only viewsets with @action sub-resources.
 
-Permissions (permissions.py, audit/access.py): anonymous requests are refused everywhere
+Permissions (permissions.py, audit/trust/access.py): anonymous requests are refused everywhere
 (401); a user reads the tables of their projects (any other table answers 404); members of a
 table's project acknowledge / re-open its findings; owners of a project (and administrators)
 register tables into it (POST /api/tables/) and remove its tables (DELETE /api/tables/{id}/).
@@ -22,9 +22,6 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit import access, queries
-from audit.analysis import table_analysis, table_history
-from audit.api import list_cache, list_sql
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, readable_log
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
@@ -33,17 +30,20 @@ from audit.api.pagination import CommitCursorPagination, FindingCursorPagination
 from audit.api.permissions import ProjectRoles
 from audit.api.renderers import ORJSONRenderer
 from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
+from audit.core.advice.matrix import conflict_matrix, normalize_isolation_level
+from audit.core.data.keys import valid_key_columns
 from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
-from audit.core.keys import valid_key_columns
-from audit.core.matrix import conflict_matrix, normalize_isolation_level
 from audit.core.numbers import log_int
+from audit.health.orphan_scans import orphan_report
 from audit.ingest import register_table
-from audit.limits import limit_text
 from audit.models import DEFAULT_PROJECT, Commit, Finding, Project, Table
-from audit.orphan_scans import orphan_report
-from audit.paths import check_allowed
-from audit.timeline import cached_json
+from audit.reads import list_cache, list_sql, queries
+from audit.reads.analysis import table_analysis, table_history
+from audit.reads.timeline import cached_json
+from audit.trust import access
+from audit.trust.limits import limit_text
+from audit.trust.paths import check_allowed
 
 ERROR_RESPONSE = OpenApiResponse(
     response=OpenApiTypes.OBJECT, description='`{"error": "<message>", "detail": ...}`'

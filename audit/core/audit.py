@@ -47,7 +47,6 @@ from audit.core.anomalies.settings import (
     missing_read_version_finding,
     setting_understood,
 )
-from audit.core.catalog import catalog_feature, catalog_findings
 from audit.core.conflicts.context import TableContext, databricks_runtime, partition_types_of
 from audit.core.conflicts.dv_recheck import compare, shared_dv_rewrites
 from audit.core.conflicts.findings import metadata_change_finding, missed_conflict_finding
@@ -82,11 +81,12 @@ from audit.core.conflicts.window import (
     read_version_of,
 )
 from audit.core.cycles import stale_commit_cycle
-from audit.core.dv import Loader
+from audit.core.data.dv import Loader
 from audit.core.errors import DeltaAuditError
-from audit.core.integrity import INTEGRITY_KINDS, integrity_findings
+from audit.core.history.summary import History, paused_gc
+from audit.core.integrity.catalog import catalog_feature, catalog_findings
+from audit.core.integrity.checks import INTEGRITY_KINDS, integrity_findings
 from audit.core.model import CommitSummary, Finding
-from audit.core.summary import History, paused_gc
 from audit.core.vocab import ConflictException, FindingKind, ReadVersionFact
 from audit.core.wording.cycles import witness_fields
 from audit.core.writers import retry_storm_findings
@@ -169,7 +169,7 @@ def audit_history(
 ) -> AuditResult:
     """Audit a history. `versions=(lo, hi)` keeps only commits whose (read, commit] interval
     overlaps [lo, hi] (the incremental re-audit of a window). Data files are read only inside
-    `read_roots` (None: the table's own root only; audit/core/roots.py). A witness keeps at most
+    `read_roots` (None: the table's own root only; audit/core/storage/roots.py). A witness keeps at most
     `sample_rows` matching rows (0: counts and file names only; None: the witness's default).
     `key_columns`: the table's declared key, looked for twice among the live rows (full audits
     that read data only)."""
@@ -376,7 +376,7 @@ class _Auditor:
         if not paths:
             return verdict
         if self._dv_loader is None:
-            from audit.core.witness import DataFiles  # noqa: PLC0415  (pyarrow when needed)
+            from audit.core.data.witness import DataFiles  # noqa: PLC0415  (pyarrow when needed)
 
             self._dv_loader = Loader(DataFiles(self.history.table_uri, self.read_roots))
         try:

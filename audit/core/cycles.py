@@ -1,4 +1,4 @@
-"""Elle-style dependency cycles for the anomaly findings (detection only; words: cycle_text.py).
+"""Elle-style dependency cycles for the anomaly findings (detection only; words: wording/cycles.py).
 
 Jepsen's Elle proves an anomaly by a cycle in the dependency graph of transactions and names it
 by Adya's taxonomy. Here the transactions are commits and the items are what Delta's conflict

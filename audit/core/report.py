@@ -10,14 +10,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
+from audit.core.history.provenance import provenance_of
+from audit.core.history.summary import paused_gc
 from audit.core.jsonsafe import json_text
 from audit.core.model import SEVERITY_RANK, CommitSummary, Finding
-from audit.core.provenance import provenance_of
-from audit.core.summary import paused_gc
 
 if TYPE_CHECKING:
     from audit.core.audit import AuditResult
-    from audit.core.summary import History
+    from audit.core.history.summary import History
 
 
 def build_report(

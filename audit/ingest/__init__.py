@@ -26,17 +26,16 @@ from django.db import transaction
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from audit import tailing
-from audit.bulkload import insert_commits
 from audit.core.audit import TABLE_LEVEL_KINDS, audit_history, key_findings
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.gaps import HistoryGap, find_history_gap, history_gap_finding
+from audit.core.history.summary import History, history_from_log
+from audit.core.history.tailwindow import load_tail_history
+from audit.core.integrity.gaps import HistoryGap, find_history_gap, history_gap_finding
 from audit.core.jsonsafe import clean_text, json_safe
 from audit.core.log import DeltaLog, open_log
-from audit.core.summary import History, history_from_log
-from audit.core.tailwindow import load_tail_history
 from audit.core.vocab import StorageCause
-from audit.health_store import record_health
+from audit.health.store import record_health
+from audit.ingest.bulkload import insert_commits
 from audit.ingest.commits import (
     INT64_MAX,
     MAX_PARTITIONS_PER_COMMIT,
@@ -63,8 +62,9 @@ from audit.ingest.tables import (
     update_table,
 )
 from audit.models import Table
-from audit.paths import allowed_roots, check_registered
-from audit.progress import backfill_fields
+from audit.tail import logs as tailing
+from audit.tail.progress import backfill_fields
+from audit.trust.paths import allowed_roots, check_registered
 
 __all__ = [
     "FINDING_FIELDS",
@@ -111,7 +111,7 @@ def load_window(log_: DeltaLog, plan: ChunkPlan) -> History:
     """Summaries of the new commits plus the older ones their audit depends on.
 
     The window is worked out from the log (recorded read versions, and for destructive commits
-    without one, the files that survive them): see audit.core.tailwindow. No fixed lookback.
+    without one, the files that survive them): see audit.core.history.tailwindow. No fixed lookback.
     """
     return load_tail_history(log_, plan.start, plan.end)
 
@@ -384,7 +384,7 @@ def _progress(
 
 def tables_due(now: datetime | None = None) -> list[int]:
     """Tables a tail pass should visit (idle backoff and the "anything new?" probe: polling.py)."""
-    from audit.polling import tables_due as due  # noqa: PLC0415
+    from audit.tail.polling import tables_due as due  # noqa: PLC0415
 
     return due(now)
 

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from audit.core import model
+from audit.core.history.provenance import provenance_of
 from audit.core.jsonsafe import clean_text, json_safe
-from audit.core.provenance import provenance_of
 from audit.core.vocab import ReadVersionFact
 
 INT64_MAX = 2**63 - 1

@@ -16,12 +16,12 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from audit.alerting.health_findings import HEALTH_KINDS
 from audit.core import model
 from audit.core.audit import TABLE_LEVEL_KINDS
+from audit.core.data.orphans import SCAN_KINDS
 from audit.core.jsonsafe import clean_text, json_safe
-from audit.core.orphans import SCAN_KINDS
 from audit.core.vocab import Severity
-from audit.health_alerts import HEALTH_KINDS
 from audit.ingest.commits import int64
 from audit.models import Finding, FindingFlip, Table
 
@@ -134,7 +134,7 @@ def _scope(scope: tuple[int, int] | None, *, table_level: bool, kinds: frozenset
         return Q(kind__in=kinds)
     if table_level:
         return Q(kind__in=TABLE_LEVEL_KINDS)
-    # Scan findings (the orphan scan) and health findings (audit.health_alerts) are not the
+    # Scan findings (the orphan scan) and health findings (audit.alerting.health_findings) are not the
     # audit's to resolve.
     return ~Q(kind__in=TABLE_LEVEL_KINDS | SCAN_KINDS | HEALTH_KINDS) & (
         Q(version__range=scope) if scope else Q()

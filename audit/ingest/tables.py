@@ -15,13 +15,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from audit.core import model
+from audit.core.data.keys import valid_key_columns
 from audit.core.jsonsafe import clean_text
-from audit.core.keys import valid_key_columns
 from audit.core.log import open_log
 from audit.core.scrub import scrub_error
 from audit.core.vocab import StorageCause
 from audit.models import Table
-from audit.paths import check_allowed
+from audit.trust.paths import check_allowed
 
 log = logging.getLogger("audit.ingest")
 

@@ -1,4 +1,4 @@
-"""Dashboard pages: plain Django function views over the query layer (audit.queries).
+"""Dashboard pages: plain Django function views over the query layer (audit.reads.queries).
 
 Every string that came from a Delta log (operation names, user names, predicates, parameters,
 paths) is untrusted. Templates autoescape it; data for JavaScript goes through json_script and

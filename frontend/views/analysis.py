@@ -9,16 +9,16 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from audit import access
 from audit.core.errors import DeltaAuditError
+from audit.health.orphan_scans import orphan_report
 from audit.models import Table
-from audit.orphan_scans import orphan_report
+from audit.trust import access
 from frontend.views.table import table_header
 
 
 def load_analysis(table: Table) -> dict[str, Any]:
-    """isolation / hotspots / partitioning for a table (audit.analysis caches them per version)."""
-    from audit.analysis import table_analysis
+    """isolation / hotspots / partitioning for a table (audit.reads.analysis caches them per version)."""
+    from audit.reads.analysis import table_analysis
 
     return normalise_analysis(table_analysis(table))
 

@@ -9,10 +9,11 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from audit import access, queries
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.vocab import TABLE_ISOLATION_LEVELS
 from audit.models import Commit, Table
+from audit.reads import queries
+from audit.trust import access
 from frontend.views.common import pretty
 from frontend.views.table import table_header
 
@@ -29,8 +30,8 @@ METADATA_FIELDS = ("id", "name", "partition_columns", "configuration")
 def _read_logged_commit(table: Table, version: int) -> tuple[Any, str]:
     """The commit's actions as the log holds them (one file read, no listing of the log)."""
     from audit.core.log import read_commit
-    from audit.core.storage import open_store
-    from audit.paths import check_registered
+    from audit.core.storage.stores import open_store
+    from audit.trust.paths import check_registered
 
     try:
         return read_commit(open_store(check_registered(table.uri)), version), ""

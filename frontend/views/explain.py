@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
-from audit import access
 from audit.core.errors import DeltaAuditError, one_line
 from audit.models import Commit, Table
+from audit.trust import access
 from frontend.forms import ExplainForm
 from frontend.views.common import pretty
 
@@ -22,7 +22,7 @@ def _history(table: Table | None) -> tuple[Any, str]:
     """The table's history to explain against, or None and why it could not be read."""
     if table is None:
         return None, ""
-    from audit.analysis import table_history
+    from audit.reads.analysis import table_history
 
     try:
         return table_history(table), ""
@@ -47,7 +47,7 @@ def _commits_named(table: Table, result: dict[str, Any]) -> dict[int, dict[str, 
 @require_http_methods(["GET", "POST"])
 def explain(request: HttpRequest) -> HttpResponse:
     from audit.core.explain import explain_conflict
-    from audit.limits import limit_text
+    from audit.trust.limits import limit_text
 
     form = ExplainForm(
         request.POST or None,

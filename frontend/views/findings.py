@@ -13,11 +13,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
-from audit import access, queries
 from audit.core.vocab import HEALTH_FINDING_PREFIX, FindingKind
 from audit.models import Commit, Finding
-from audit.prepared import PreparedRows
-from frontend import page_cache
+from audit.reads import page_cache, queries
+from audit.reads.prepared import PreparedRows
+from audit.trust import access
 from frontend.forms import FindingFilterForm
 from frontend.templatetags.findings_rows import ROW_FIELDS, TABLE_ROW_FIELDS
 from frontend.views.common import pretty
@@ -69,7 +69,7 @@ def findings_list(request: HttpRequest) -> HttpResponse:
     if raw.isascii() and raw.isdigit() and len(raw) <= 18:
         access.check_table(request.user, int(raw))  # another project's table: 404
     # The page's content is the same for every reader of the same projects: cached under
-    # their project set (frontend/page_cache.py).
+    # their project set (audit/reads/page_cache.py).
     content = page_cache.fragment(
         page_cache.findings_generation,
         request,

@@ -7,11 +7,11 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from audit import access
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.numbers import log_int
-from audit.health_queries import table_diff
-from audit.provenance_queries import table_writers
+from audit.health.queries import table_diff
+from audit.reads.provenance import table_writers
+from audit.trust import access
 from frontend.views.common import pretty
 from frontend.views.table import health_config, table_header
 

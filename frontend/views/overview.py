@@ -14,11 +14,11 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods
 
-from audit import access, queries
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.vocab import SEVERITY_ORDER
 from audit.models import Table
-from frontend import page_cache
+from audit.reads import page_cache, queries
+from audit.trust import access
 from frontend.forms import RegisterTableForm
 from frontend.views.common import is_admin, require_admin
 
@@ -140,7 +140,7 @@ def _register(request: HttpRequest, form: RegisterTableForm) -> Table | None:
     """Validate the URI (allowed root, readable log), store the table, start its tail."""
     from audit.core.log import open_log
     from audit.ingest import register_table
-    from audit.paths import check_allowed
+    from audit.trust.paths import check_allowed
 
     uri, name = form.cleaned_data["uri"], form.cleaned_data["name"] or None
     try:

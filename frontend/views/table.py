@@ -11,12 +11,12 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from audit import access, queries
-from audit.core import storage_errors
-from audit.core.storage_config import describe_storage
+from audit.core.storage import errors as storage_errors
+from audit.core.storage.config import describe_storage
 from audit.models import Finding, Table
-from audit.prepared import Prepared
-from frontend import page_cache
+from audit.reads import page_cache, queries
+from audit.reads.prepared import Prepared
+from audit.trust import access
 from frontend.templatetags.findings_rows import ROW_FIELDS
 from frontend.views.overview import risk_level, show_attention
 
@@ -80,7 +80,7 @@ _open_findings = Prepared(
 def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
     table = _table_or_404(request.user, table_id)
     has_health = bool(table.has_health)
-    # The content is the same for every reader: cached (frontend/page_cache.py).
+    # The content is the same for every reader: cached (audit/reads/page_cache.py).
     content = page_cache.fragment(
         lambda: page_cache.table_generation(table, has_health),
         request,

@@ -9,9 +9,8 @@ from django.db.models import Q
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 
-from audit import queries
 from audit.models import Table
-from frontend import page_cache
+from audit.reads import page_cache, queries
 from frontend.views.overview import TABLE_SORTS, _has_health, risk_level, show_attention
 
 

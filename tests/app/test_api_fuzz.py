@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 
-from audit import analysis
 from audit.models import Finding
+from audit.reads import analysis
 from tests.support import scenarios
 from tests.support.ingested import ingest_table
 from tests.support.projects import join

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
-from audit import bulkload, ingest
-from audit.core.summary import load_history
+from audit import ingest
+from audit.core.history.summary import load_history
+from audit.ingest import bulkload
 from audit.models import Commit, Table
 
 pytestmark = pytest.mark.django_db

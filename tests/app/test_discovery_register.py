@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from audit import ingest
-from audit.discovery import discover
 from audit.models import Commit, Table
+from audit.tail.discovery import discover
 from tests.support.cli import manage
 from tests.support.discovery_lake import lake_of
 from tests.support.workers import database_url

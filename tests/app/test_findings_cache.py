@@ -13,10 +13,10 @@ from unittest import mock
 import pytest
 from django.utils import timezone
 
+from audit.alerting.health_findings import evaluate_health_rules, raise_change_findings
 from audit.core import model
-from audit.core.orphans import SCAN_KINDS
+from audit.core.data.orphans import SCAN_KINDS
 from audit.core.vocab import FindingKind, Severity
-from audit.health_alerts import evaluate_health_rules, raise_change_findings
 from audit.ingest import rebuild_rollups, upsert_findings
 from audit.models import Commit, Finding, Table
 from tests.support.alerting import rule_for, webhook

@@ -9,10 +9,10 @@ import pytest
 from django.core.cache import cache
 
 from audit import ingest
+from audit.alerting.health_findings import evaluate_health_rules
 from audit.alerting.models import Delivery
-from audit.health_alerts import evaluate_health_rules
-from audit.health_models import TableHealth
-from audit.health_store import health_fields
+from audit.health.models import TableHealth
+from audit.health.store import health_fields
 from audit.models import Finding
 from tests.support.alerting import rule_for, run_until_quiet, webhook
 from tests.support.health_tables import (

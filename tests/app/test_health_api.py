@@ -11,9 +11,9 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from audit import ingest
-from audit.core.health import health_at
+from audit.core.health.compute import health_at
 from audit.core.log import open_log
-from audit.health_models import HealthPoint, TableChange, TableHealth
+from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.models import Finding
 from tests.support.health_tables import (
     HOSTILE_COLUMN,
@@ -151,7 +151,7 @@ def test_health_history_is_thinned(table, client):
 
 
 def test_fleet_is_sortable_by_health_and_open_findings(table, client):
-    from audit.health_models import TableHealth
+    from audit.health.models import TableHealth
     from audit.models import Table
 
     other = Table.objects.create(uri="/nowhere/other", name="other")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.core.health import (
+from audit.core.health.compute import (
     health_at,
 )
 from audit.core.log import open_log

@@ -18,9 +18,10 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit import analysis, ingest
+from audit import ingest
 from audit.core.errors import DeltaAuditError
 from audit.models import Table
+from audit.reads import analysis
 from tests.support.clients import session_client
 from tests.support.hostile_logs import Edit, edits, hostile_copy, small_tables
 from tests.support.ingested import ingest_table

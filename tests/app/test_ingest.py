@@ -10,7 +10,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from audit import demo, ingest
 from audit.core.audit import audit_history
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
 from audit.models import Commit, Finding, FindingFlip, Table
 from tests.support.tables import rows
 

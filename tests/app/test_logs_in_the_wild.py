@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from audit import ingest, tailing
+from audit import ingest
 from audit.models import Commit, Finding, Table
+from audit.tail import logs as tailing
 from tests.support.cli import manage
 from tests.support.tables import rows
 

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from audit.core.matrix import (
+from audit.core.advice.matrix import (
     INSERT,
     OPTIMIZE,
     UDM,

@@ -1,4 +1,4 @@
-"""Models, the admin, `manage.py add_table` and the allowed-roots gate (audit/paths.py)."""
+"""Models, the admin, `manage.py add_table` and the allowed-roots gate (audit/trust/paths.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from audit import ingest
 from audit.models import Commit, Finding, Table
-from audit.paths import UriNotAllowed, check_allowed
+from audit.trust.paths import UriNotAllowed, check_allowed
 from tests.support.cli import manage
 
 # --------------------------------------------------------------------------- paths

@@ -9,8 +9,9 @@ import pytest
 from deltalake import write_deltalake
 from rest_framework.test import APIClient
 
-from audit import ingest, orphan_scans
+from audit import ingest
 from audit.core.log import open_log
+from audit.health import orphan_scans
 from audit.models import Finding, OrphanScan, Table
 from tests.support.clients import authorize
 from tests.support.ingested import ingest_table

@@ -1,4 +1,4 @@
-"""The overview's content with its counts from SQL compiled once (audit/queries.py)
+"""The overview's content with its counts from SQL compiled once (audit/reads/queries.py)
 is byte for byte what the ORM's counts gave (tests/app/overview_reference.py): every sort,
 searches, pages (one table more than a page), tables in error, hostile names, findings
 acknowledged, resolved and open, no tables at all; for administrators and readers."""

@@ -1,4 +1,4 @@
-"""Queries compiled once (audit/prepared.py) give the instances the ORM gives: every column
+"""Queries compiled once (audit/reads/prepared.py) give the instances the ORM gives: every column
 converted the same way (datetimes, JSON, booleans), annotations as attributes, none for a
 missing row, and the rows of the values given on each call (not of the first call)."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from audit import queries
-from audit.health_models import TableHealth
-from audit.health_store import health_fields
+from audit.health.models import TableHealth
+from audit.health.store import health_fields
 from audit.models import Table
+from audit.reads import queries
 
 pytestmark = pytest.mark.django_db
 

@@ -150,7 +150,7 @@ def test_project_member_gives_changes_and_takes_a_role(users, capsys):
 
 
 def test_discovery_registers_into_the_roots_project(tmp_path, settings):
-    from audit.discovery import discover
+    from audit.tail.discovery import discover
 
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
     settings.AUDIT_DISCOVERY_PROJECTS = [f"{tmp_path / 'hr'}=people"]

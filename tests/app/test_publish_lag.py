@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.health_models import TableHealth
+from audit.health.models import TableHealth
 from tests.support import staged_tables
 from tests.support.alerting import rule_for, run_until_quiet, webhook
 from tests.support.ingested import ingest_table

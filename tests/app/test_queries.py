@@ -1,12 +1,12 @@
-"""The query layer (audit/queries.py) and the model methods it rests on."""
+"""The query layer (audit/reads/queries.py) and the model methods it rests on."""
 
 from __future__ import annotations
 
 import pytest
 from django.utils import timezone
 
-from audit import queries
 from audit.models import Finding, Table
+from audit.reads import queries
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ import os
 import pytest
 from django.core.cache import cache
 
-from audit.core.roots import REFUSED
+from audit.core.storage.roots import REFUSED
 from audit.models import Finding
 from tests.support.cli import manage
 from tests.support.clients import session_client

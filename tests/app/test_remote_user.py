@@ -21,12 +21,12 @@ def proxied(settings, fresh_cache):
     at = settings.MIDDLEWARE.index(AUTH) + 1
     settings.MIDDLEWARE = [
         *settings.MIDDLEWARE[:at],
-        "audit.remote_user.HeaderRemoteUser",
+        "audit.trust.remote_user.HeaderRemoteUser",
         *settings.MIDDLEWARE[at:],
     ]
     settings.AUTHENTICATION_BACKENDS = [
         *settings.AUTHENTICATION_BACKENDS,
-        "audit.remote_user.ProxyUserBackend",
+        "audit.trust.remote_user.ProxyUserBackend",
     ]
 
 
@@ -53,7 +53,7 @@ def test_a_user_the_proxy_names_first_sees_nothing(proxied, ledger, django_user_
 
 def test_the_header_is_ignored_unless_configured(settings, ledger, django_user_model):
     assert not settings.AUDIT_REMOTE_USER_HEADER
-    assert "audit.remote_user.HeaderRemoteUser" not in settings.MIDDLEWARE
+    assert "audit.trust.remote_user.HeaderRemoteUser" not in settings.MIDDLEWARE
     join(django_user_model.objects.create_user("erin"), "finance")
     assert Client().get("/", **{HEADER: "erin"}).status_code == 302  # to the login page
     assert Client().get("/api/tables/", **{HEADER: "erin"}).status_code == 401

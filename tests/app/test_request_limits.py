@@ -15,9 +15,9 @@ from django.core.exceptions import RequestDataTooBig
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from audit import analysis
 from audit.api.exceptions import json_exception_handler
-from audit.limits import MAX_EXCEPTION_CHARS
+from audit.reads import analysis
+from audit.trust.limits import MAX_EXCEPTION_CHARS
 from tests.support import scenarios
 from tests.support.clients import token_client
 from tests.support.ingested import ingest_table

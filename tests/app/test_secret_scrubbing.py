@@ -9,8 +9,8 @@ import pytest
 
 from audit import ingest
 from audit.alerting.models import Channel, Delivery
+from audit.health.orphan_scans import scan_table
 from audit.models import OrphanScan, Table
-from audit.orphan_scans import scan_table
 from tests.support.alerting import make_table
 
 SLACK = "https://hooks.slack.com/services/T0LOGS/B0LOGS/PathTokenNotForLogs9"

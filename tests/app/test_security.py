@@ -26,7 +26,7 @@ from django.utils import timezone
 from audit import ingest
 from audit.api.urls import not_found as api_not_found
 from audit.models import Commit, Finding, Table
-from audit.paths import UriNotAllowed, check_allowed, check_registered
+from audit.trust.paths import UriNotAllowed, check_allowed, check_registered
 from tests.support.cli import run_audit
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-ROOT"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.template.loader import render_to_string
 
-from audit import queries
 from audit.models import Finding, Table
+from audit.reads import queries
 from frontend.templatetags.findings_rows import ROW_FIELDS
 from frontend.views import table as views
 from tests.app.test_findings_rows import HOSTILE, findings_of

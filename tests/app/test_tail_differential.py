@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from audit import ingest
-from audit.core import tailwindow
+from audit.core.history import tailwindow
 from audit.models import Table
 from tests.support import scenarios
 from tests.support.logutil import all_table_dirs

@@ -7,7 +7,7 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from audit import analysis
+from audit.reads import analysis
 from tests.support.clients import authorize
 from tests.support.ingested import ingest_table
 from tests.support.writer_tables import build_two_writers, telemetry

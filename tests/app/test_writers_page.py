@@ -8,7 +8,7 @@ import pytest
 from deltalake import CommitProperties, write_deltalake
 
 from audit.models import Finding
-from audit.provenance_queries import table_writers
+from audit.reads.provenance import table_writers
 from tests.support.clients import session_client
 from tests.support.ingested import ingest_table
 from tests.support.tables import rows

@@ -1,7 +1,7 @@
 """The timeline as main computed it before its queries were compiled once (commit efb6b1b,
-audit/timeline.py, the ORM querysets): the reference the plain-SQL timeline must equal byte
+audit/reads/timeline.py, the ORM querysets): the reference the plain-SQL timeline must equal byte
 for byte (tests/app/test_timeline_sql.py). Pure computation helpers are shared with
-audit.timeline; only the query code is kept here as it was."""
+audit.reads.timeline; only the query code is kept here as it was."""
 
 # ruff: noqa
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 
 from django.db import connection
 
-from audit import rollups
-from audit.health_queries import change_marks
+from audit.reads import rollups
+from audit.health.queries import change_marks
 from audit.models import OPEN, Commit, CommitRollup, Finding
-from audit.timeline import (
+from audit.reads.timeline import (
     FINDING_FIELDS,
     SEVERITY_RANK,
     TIMELINE_COLUMNS,

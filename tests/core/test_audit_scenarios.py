@@ -9,7 +9,7 @@ import pytest
 
 from audit.core.audit import TableContext, audit_history, overlap_candidate
 from audit.core.errors import DeltaAuditError
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
 from tests.support import scenarios
 from tests.support.paths import DELTA_TABLES
 

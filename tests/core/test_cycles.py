@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from audit.core.audit import audit_history
-from audit.core.cycle_text import cycle_sentence
 from audit.core.cycles import Cycle, Edge, classify
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
+from audit.core.wording.cycles import cycle_sentence
 from tests.support import scenarios
 
 ANOMALY_KINDS = {"never_existed_snapshot", "write_serializable_reorder"}

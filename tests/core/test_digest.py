@@ -15,14 +15,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from audit.core import parallel
 from audit.core.audit import audit_history
-from audit.core.digest import Interner, digest_refs
 from audit.core.errors import DeltaAuditError
-from audit.core.integrity_refs import refs_of_commit
+from audit.core.history import parallel
+from audit.core.history.digest import Interner, digest_refs
+from audit.core.history.summary import History, load_history, summarize_commits
+from audit.core.integrity.refs import refs_of_commit
 from audit.core.log import iter_commit_files, open_log, parse_commit
 from audit.core.report import build_report
-from audit.core.summary import History, load_history, summarize_commits
 from tests.support.paths import DELTA_TABLES, ROOT
 
 TABLES = DELTA_TABLES

@@ -1,4 +1,4 @@
-"""Deletion vectors decoded (audit/core/dv.py) and what the audit makes of them: dv_integrity
+"""Deletion vectors decoded (audit/core/data/dv.py) and what the audit makes of them: dv_integrity
 findings, and the deletion-vector-aware re-check of concurrent DML commits."""
 
 from __future__ import annotations
@@ -9,16 +9,16 @@ from deltalake import DeltaTable, QueryBuilder
 
 from audit.core.anomalies.dv_integrity import dv_integrity_findings
 from audit.core.audit import audit_history
-from audit.core.dv import Loader
+from audit.core.data.dv import Loader
+from audit.core.history.summary import load_history
 from audit.core.log import open_log
-from audit.core.summary import load_history
 from tests.support import dv_tables as t
 from tests.support.logutil import all_table_dirs, table
 
 
 def loader_for(table_uri, roots=None):
     """A vector loader opening files as the witness does (inside `roots`)."""
-    from audit.core.witness import DataFiles
+    from audit.core.data.witness import DataFiles
 
     return Loader(DataFiles(table_uri, roots))
 
@@ -72,7 +72,7 @@ def test_it_reads_inline_prefixed_and_absolute_vectors(tmp_path):
 def _uuid_of(descriptor):
     import uuid
 
-    from audit.core.dv import z85_decode
+    from audit.core.data.dv import z85_decode
 
     return uuid.UUID(bytes=z85_decode(descriptor["pathOrInlineDv"][-20:]))
 
@@ -216,9 +216,9 @@ def test_it_never_opens_a_vector_file_outside_the_allowed_roots(tmp_path):
 
 
 def test_it_leaves_rows_a_deletion_vector_deleted_out_of_the_witness(tmp_path):
+    from audit.core.data.witness import find_rows
     from audit.core.log import open_log
     from audit.core.predicates import parse_predicate
-    from audit.core.witness import find_rows
 
     t.create(tmp_path)  # ids 0..9
     t.delete(tmp_path, 1, 0, 1, t.remove(), t.add(t.stored_dv(tmp_path, [1, 3])), rows=2)

@@ -517,7 +517,7 @@ def test_fixes_follow_the_table():
 
 
 def test_it_explains_a_databricks_text_against_a_real_spark_table():
-    from audit.core.summary import load_history
+    from audit.core.history.summary import load_history
 
     history = load_history(str(TABLES / "spark" / "delta-1.2.1"))
     result = explain_conflict(corpus("databricks_append_real_commit.txt"), history)
@@ -537,7 +537,7 @@ def test_it_explains_a_databricks_text_against_a_real_spark_table():
 
 
 def test_it_explains_against_a_partitioned_table_with_deletion_vectors():
-    from audit.core.summary import load_history
+    from audit.core.history.summary import load_history
 
     history = load_history(str(TABLES / "golden" / "dv-partitioned-with-checkpoint"))
     result = explain_conflict(corpus("oss_delete_read_error_class.txt"), history)
@@ -579,7 +579,7 @@ def test_it_explains_real_delta_rs_conflicts(tmp_path, scenario, exception):
             deltalake.DeltaTable(uri).alter.add_columns([deltalake.Field("z", "string")])
             stale.alter.set_table_properties({"delta.appendOnly": "false"})
 
-    from audit.core.summary import load_history
+    from audit.core.history.summary import load_history
 
     uri, text = _delta_rs_conflict(tmp_path, conflict)
     parsed = parse_exception(text)

@@ -17,7 +17,7 @@ from audit.core.explain import (
     explain,
     explain_conflict,
 )
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
 from audit.core.vocab import ConflictException, Engine, IsolationLevel, OperationClass
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
-from audit.core.changes import changes_from_history, schema_columns
-from audit.core.diff import diff_versions
 from audit.core.errors import DeltaAuditError
-from audit.core.health import (
+from audit.core.health.changes import changes_from_history, schema_columns
+from audit.core.health.compute import (
     Activity,
     activity_from,
     compute_health,
@@ -22,8 +21,9 @@ from audit.core.health import (
     quiet_window,
     size_histogram,
 )
+from audit.core.health.diff import diff_versions
+from audit.core.history.summary import load_history
 from audit.core.log import open_log
-from audit.core.summary import load_history
 from tests.support.health_tables import (
     HOSTILE_COLUMN,
     V_LAST,
@@ -219,7 +219,7 @@ def test_helpers():
 
 def test_optimize_when_avoids_dml_hours_on_a_table_without_deletion_vectors(evolving):
     log = open_log(evolving)
-    from audit.core.tombstones import snapshot_at
+    from audit.core.health.tombstones import snapshot_at
 
     snap = snapshot_at(log, 11)
     activity = Activity()
@@ -237,7 +237,7 @@ def test_optimize_when_avoids_dml_hours_on_a_table_without_deletion_vectors(evol
 
 
 def test_concurrent_metadata_change_finding_links_to_its_change():
-    from audit.core.changes import link_findings
+    from audit.core.health.changes import link_findings
 
     findings = [{"kind": "concurrent_metadata_change", "version": 4}, {"kind": "x", "version": 4}]
     link_findings(

@@ -17,18 +17,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit.core.audit import audit_history
-from audit.core.changes import changes_from_history
-from audit.core.diff import diff_versions
+from audit.core.data.orphans import referenced_paths, scan_orphans
 from audit.core.errors import DeltaAuditError
 from audit.core.explain import explain_conflict
-from audit.core.health import health_of_history
-from audit.core.integrity import integrity_findings
+from audit.core.health.changes import changes_from_history
+from audit.core.health.compute import health_of_history
+from audit.core.health.diff import diff_versions
+from audit.core.health.sections import add_health_and_changes
+from audit.core.history.summary import load_history
+from audit.core.integrity.checks import integrity_findings
 from audit.core.jsonsafe import json_text
-from audit.core.orphans import referenced_paths, scan_orphans
 from audit.core.report import build_report, render_text, write_json
-from audit.core.summary import load_history
 from audit.core.writers import writer_telemetry
-from audit.health_report import add_health_and_changes
 from tests.support.cli import run_audit
 from tests.support.hostile_logs import Edit, edits, hostile_copy, small_tables
 from tests.support.paths import DELTA_TABLES, EXCEPTIONS

@@ -17,14 +17,14 @@ import pyarrow as pa
 import pytest
 
 from audit.core.audit import audit_history
+from audit.core.data.witness import arrow_type_of
 from audit.core.errors import DeltaAuditError
 from audit.core.explain import explain_conflict
-from audit.core.health import activity_from, health_of_history, log_sizes
-from audit.core.integrity import integrity_findings
+from audit.core.health.compute import activity_from, health_of_history, log_sizes
+from audit.core.history.summary import load_history
+from audit.core.integrity.checks import integrity_findings
 from audit.core.jsonsafe import json_text
 from audit.core.numbers import log_int
-from audit.core.summary import load_history
-from audit.core.witness import arrow_type_of
 from audit.core.writers import writer_telemetry
 from tests.support.logutil import commit_file, copy_table
 

@@ -8,9 +8,9 @@ import shutil
 
 from deltalake import DeltaTable, write_deltalake
 
-from audit.core.incremental import ByteCache, TailedLog, extend_listing
+from audit.core.history.incremental import ByteCache, TailedLog, extend_listing
 from audit.core.log import list_log
-from audit.core.storage import open_store
+from audit.core.storage.stores import open_store
 from tests.support.tables import rows
 
 

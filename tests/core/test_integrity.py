@@ -1,4 +1,4 @@
-"""Log-integrity findings (audit/core/integrity.py).
+"""Log-integrity findings (audit/core/integrity/checks.py).
 
 Positive cases are real delta-rs tables followed by one hand-built commit file each (engines
 that break the log are rare on demand); the zero-false-positive test runs every golden table,
@@ -17,8 +17,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from audit.core.audit import audit_history
-from audit.core.integrity import INTEGRITY_KINDS, integrity_findings
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
+from audit.core.integrity.checks import INTEGRITY_KINDS, integrity_findings
 from tests.support import scenarios
 from tests.support.hand_commits import base_actions, changed_add, log_file, write_commit
 from tests.support.logutil import all_table_dirs
@@ -278,7 +278,7 @@ def test_a_tap_on_the_commit_stream_and_the_audit_s_re_read_agree(tmp_path):
     the same findings."""
     import dataclasses
 
-    from audit.core.integrity import IntegrityTap
+    from audit.core.integrity.checks import IntegrityTap
     from audit.core.log import open_log
 
     adds = base_actions(tmp_path)
@@ -306,7 +306,7 @@ def test_the_forked_child_s_commits_are_checked_as_the_sequential_pass_does(tmp_
     the re-read's (the files active at the split come from the parent's half)."""
     import dataclasses
 
-    from audit.core import parallel
+    from audit.core.history import parallel
 
     adds = base_actions(tmp_path)  # v0, v1
     dv = INLINE_DV
@@ -342,7 +342,7 @@ def test_the_forked_child_s_commits_are_checked_as_the_sequential_pass_does(tmp_
     }
     assert integrity_findings(forked) == integrity_findings(sequential) == reread
     # The child's commit sizes come back too: health needs no stat listing of the log.
-    from audit.core.health import log_sizes
+    from audit.core.health.compute import log_sizes
 
     assert forked.listing.commit_sizes == log_sizes(forked.get_log())
 

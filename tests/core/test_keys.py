@@ -1,4 +1,4 @@
-"""Declared key columns and duplicate_key findings (audit/core/keys.py), on tables written by
+"""Declared key columns and duplicate_key findings (audit/core/data/keys.py), on tables written by
 deltalake and on Spark-style logs written by hand (concurrent MERGEs that both insert a key)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from audit.core.audit import audit_history
+from audit.core.data.keys import parse_key_columns
 from audit.core.errors import DeltaAuditError
-from audit.core.keys import parse_key_columns
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
 from tests.support import dv_tables as t
 
 
@@ -120,7 +120,7 @@ def test_it_reads_key_columns_as_written_on_the_command_line():
 
 
 def test_it_accepts_only_lists_of_column_names_as_stored_keys():
-    from audit.core.keys import valid_key_columns
+    from audit.core.data.keys import valid_key_columns
 
     assert valid_key_columns(["id", " k2 "]) == ["id", "k2"]
     assert valid_key_columns("id,k2") == ["id", "k2"]

@@ -21,7 +21,7 @@ from audit.core.log import (
     read_commit,
     replay_log,
 )
-from audit.core.storage import ArrowStore, LocalStore, open_store
+from audit.core.storage.stores import ArrowStore, LocalStore, open_store
 from tests.support.logutil import (
     absolute_live_paths,
     batch,

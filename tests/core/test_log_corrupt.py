@@ -15,7 +15,7 @@ from audit.core.log import (
     read_commit,
     replay_log,
 )
-from audit.core.storage import open_store
+from audit.core.storage.stores import open_store
 from tests.support.logutil import commit_file, copy_table, table, write_history
 
 

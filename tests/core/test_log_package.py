@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from audit.core import log, model, summary
+from audit.core import log, model
 from audit.core.errors import CAUSES, DeltaAuditError
+from audit.core.history import summary
 from audit.core.log.replay import path_key
-from audit.core.storage import FileEntry, FolderWalk
+from audit.core.storage.stores import FileEntry, FolderWalk
 from audit.core.vocab import Engine, FindingKind, IsolationLevel, ReadVersionFact, StorageCause
 
 # Every name imported from audit.core.log somewhere in the repository (audit/, workers/,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from audit.core.matrix import (
+from audit.core.advice.matrix import (
     INSERT,
     OPS,
     OPTIMIZE,

@@ -1,4 +1,4 @@
-"""Orphan data files (audit/core/orphans.py) on real tables, with a writer really killed."""
+"""Orphan data files (audit/core/data/orphans.py) on real tables, with a writer really killed."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 from deltalake import DeltaTable, write_deltalake
 
-from audit.core.orphans import in_flight_bound_ms, referenced_paths, scan_orphans
-from audit.core.storage import ArrowStore, open_store
-from audit.core.summary import load_history
+from audit.core.data.orphans import in_flight_bound_ms, referenced_paths, scan_orphans
+from audit.core.history.summary import load_history
+from audit.core.storage.stores import ArrowStore, open_store
 from tests.support.killed_writer import kill_a_writer
 from tests.support.tables import rows
 

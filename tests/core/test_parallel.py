@@ -1,4 +1,4 @@
-"""When the one-shot command forks a second summarising process (audit.core.parallel.spare_core)."""
+"""When the one-shot command forks a second summarising process (audit.core.history.parallel.spare_core)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from audit.core import parallel
-from audit.core.parallel import busy_cores, spare_core
-from audit.core.summary import load_history
+from audit.core.history import parallel
+from audit.core.history.parallel import busy_cores, spare_core
+from audit.core.history.summary import load_history
 
 
 def test_it_counts_busy_cores_from_two_readings():

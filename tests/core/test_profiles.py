@@ -3,10 +3,10 @@ and the pairs the reference rejects that the writer's own checker lets through."
 
 from __future__ import annotations
 
+from audit.core.advice.isolation import isolation_settings
 from audit.core.audit import audit_history
-from audit.core.isolation import isolation_settings
+from audit.core.history.summary import load_history
 from audit.core.report import commit_entry
-from audit.core.summary import load_history
 from tests.support import dv_tables as t
 from tests.support.scenarios import history, summary
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from deltalake import CommitProperties, Transaction, write_deltalake
 
-from audit.core.provenance import MAX_CUSTOM, MAX_TEXT
+from audit.core.history.provenance import MAX_CUSTOM, MAX_TEXT
+from audit.core.history.summary import load_history
 from audit.core.report import build_report
-from audit.core.summary import load_history
 from tests.support.tables import rows
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "delta-tables"

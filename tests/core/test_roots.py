@@ -1,4 +1,4 @@
-"""Reads stay inside the allowed roots (audit/core/roots.py): the data files a log names and the
+"""Reads stay inside the allowed roots (audit/core/storage/roots.py): the data files a log names and the
 listings of the orphan scan and of discovery, on real tables written with deltalake."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import pytest
 from deltalake import write_deltalake
 
 from audit.core.audit import audit_history
-from audit.core.discovery import discover_tables
+from audit.core.data.orphans import referenced_paths, scan_orphans
 from audit.core.errors import DeltaAuditError
+from audit.core.history.summary import load_history
 from audit.core.jsonsafe import json_safe
-from audit.core.orphans import referenced_paths, scan_orphans
-from audit.core.roots import REFUSED, UriNotAllowed, check_allowed, resolve_data_file
-from audit.core.storage import open_store
-from audit.core.summary import load_history
+from audit.core.storage.discovery import discover_tables
+from audit.core.storage.roots import REFUSED, UriNotAllowed, check_allowed, resolve_data_file
+from audit.core.storage.stores import open_store
 from audit.core.vocab import FindingKind
 from tests.support.outside_table import SECRET, build_outside, point_add_at
 from tests.support.tables import rows

@@ -7,7 +7,7 @@ import pytest
 
 from audit.core import scrub
 from audit.core.errors import one_line
-from audit.core.storage_errors import storage_error
+from audit.core.storage.errors import storage_error
 
 SLACK = "https://hooks.slack.com/services/T0AAAA/B0BBBB/XyZsecretPathPart123"
 
@@ -102,7 +102,7 @@ def test_it_says_plain_http_was_refused_and_what_to_set():
 
 
 def test_it_scrubs_the_witness_per_file_errors(tmp_path):
-    from audit.core import witness
+    from audit.core.data import witness
     from audit.core.model import AddFile
 
     signed = "https://acct.blob.core.windows.net/c/part-0.parquet?sv=2021&sig=SASsecretValue1"

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from audit.core.errors import DeltaAuditError
-from audit.core.storage_config import (
+from audit.core.storage.config import (
     StorageConfig,
     describe_storage,
     parse_storage_config,
     resolve_storage,
     storage_for,
 )
-from audit.core.storage_errors import classify, scrub, storage_error
+from audit.core.storage.errors import classify, scrub, storage_error
 
 CONFIG = """
 [[storage]]

@@ -12,9 +12,8 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from audit.core import serialize
 from audit.core.audit import TableContext, read_scope
-from audit.core.digest import Interner
-from audit.core.log import open_log, parse_commit
-from audit.core.summary import (
+from audit.core.history.digest import Interner
+from audit.core.history.summary import (
     EMPTY,
     decode_parameters,
     detect_engine,
@@ -25,6 +24,7 @@ from audit.core.summary import (
     summarize_commit,
     summarize_commits,
 )
+from audit.core.log import open_log, parse_commit
 from tests.support import scenarios
 from tests.support.hand_commits import write_commit
 from tests.support.paths import DELTA_TABLES

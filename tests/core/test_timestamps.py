@@ -10,10 +10,10 @@ from pathlib import Path
 
 from deltalake import write_deltalake
 
-from audit.core.datascan import scan_data
-from audit.core.storage import open_store
-from audit.core.summary import load_history
-from audit.core.timestamps import timestamps_section
+from audit.core.data.scan import scan_data
+from audit.core.health.timestamps import timestamps_section
+from audit.core.history.summary import load_history
+from audit.core.storage.stores import open_store
 from audit.core.vocab import FindingKind
 from tests.support.hand_commits import base_actions, log_file, write_commit
 from tests.support.tables import rows
@@ -130,7 +130,7 @@ def test_it_uses_in_commit_timestamps_from_their_enablement_and_finds_them_go_ba
 
 
 def test_it_reads_only_the_newest_file_times_of_a_long_local_log(tmp_path, monkeypatch):
-    from audit.core import datascan
+    from audit.core.data import scan as datascan
 
     for n in range(4):
         write_deltalake(str(tmp_path), rows(2, start=10 * n), mode="append")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from audit.core.datascan import SCAN_KINDS, scan_data
-from audit.core.storage import open_store
-from audit.core.summary import load_history
-from audit.core.timetravel import retention_ms, time_travel_section
+from audit.core.data.scan import SCAN_KINDS, scan_data
+from audit.core.health.timetravel import retention_ms, time_travel_section
+from audit.core.history.summary import load_history
+from audit.core.storage.stores import open_store
 from audit.core.vocab import FindingKind
 from tests.support.hand_commits import base_actions, changed_add, write_commit
 

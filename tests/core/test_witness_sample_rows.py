@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from audit.core.audit import audit_history
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
 from tests.support import scenarios
 
 

@@ -21,11 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from audit.core import rowfilter
 from audit.core.audit import partition_types_of
+from audit.core.data import rowfilter
+from audit.core.data.witness import MAX_FILES_READ, find_rows
+from audit.core.history.summary import load_history
 from audit.core.predicates import parse_predicate
-from audit.core.summary import load_history
-from audit.core.witness import MAX_FILES_READ, find_rows
 from tests.support.paths import DELTA_TABLES
 
 GOLDEN = DELTA_TABLES / "golden"

@@ -19,7 +19,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
 
 from audit.core.audit import audit_history
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
 from tests.support.scenarios import DAY1, _create, rows
 
 SNAPSHOT = {"delta.isolationLevel": "snapshotIsolation"}

@@ -7,7 +7,7 @@ import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from audit.core.audit import audit_history
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
 from audit.core.writers import distance_bucket
 from tests.support import scenarios
 from tests.support.tables import rows

@@ -14,7 +14,7 @@ import pytest
 
 from audit.alerting.models import Delivery
 from audit.models import Table
-from audit.paths import check_allowed
+from audit.trust.paths import check_allowed
 from tests.support import scenarios
 from tests.support.alerting import SECRET, Receiver, documented_verifier, rule_for, webhook
 from tests.support.waiting import wait_for

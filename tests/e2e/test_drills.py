@@ -27,7 +27,7 @@ import requests
 from deltalake import DeltaTable, write_deltalake
 
 from audit import demo, ingest
-from audit.core import tailwindow
+from audit.core.history import tailwindow
 from audit.models import Commit, Table
 from tests.support.demo_writer import demo_rounds_committing
 from tests.support.net import free_port
@@ -198,7 +198,7 @@ def test_a_table_deleted_in_the_middle_of_its_tail_errors_cleanly(delta_table_fa
     healthy_path = delta_table_factory("healthy", commits=2)
     doomed, _ = ingest.register_table(str(path))
     healthy, _ = ingest.register_table(str(healthy_path))
-    original = tailwindow.history_from_log  # the tail step's reads (audit.core.tailwindow)
+    original = tailwindow.history_from_log  # the tail step's reads (audit.core.history.tailwindow)
 
     def delete_then_read(*args, **kwargs):
         shutil.rmtree(path, ignore_errors=True)  # between the listing and the reads

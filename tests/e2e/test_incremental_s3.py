@@ -9,8 +9,9 @@ import uuid
 import pytest
 from deltalake import write_deltalake
 
-from audit import ingest, tailing
+from audit import ingest
 from audit.models import Commit, Table
+from audit.tail import logs as tailing
 from tests.e2e.s3count import CountingS3
 from tests.support.tables import rows
 

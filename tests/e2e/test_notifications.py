@@ -9,8 +9,10 @@ import orjson
 import pytest
 from deltalake import write_deltalake
 
-from audit import ingest, notifications, tailing
+from audit import ingest
 from audit.models import Commit
+from audit.tail import logs as tailing
+from audit.tail import notifications
 from tests.e2e.s3count import CountingS3
 from tests.support.tables import rows
 from tests.support.waiting import wait_for

@@ -8,9 +8,9 @@ import time
 import pytest
 from deltalake import write_deltalake
 
-from audit.core.orphans import referenced_paths, scan_orphans
-from audit.core.storage import open_store
-from audit.core.summary import load_history
+from audit.core.data.orphans import referenced_paths, scan_orphans
+from audit.core.history.summary import load_history
+from audit.core.storage.stores import open_store
 from tests.e2e.objstore import MotoS3, upload_table, write_storage_config
 from tests.support.tables import rows
 

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from audit.core.roots import REFUSED
+from audit.core.storage.roots import REFUSED
 from tests.e2e.objstore import MotoS3, audit_cli, upload_table, write_storage_config
 from tests.support.outside_table import SECRET, build_outside, point_add_at, write_secret_rows
 

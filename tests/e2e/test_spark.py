@@ -19,9 +19,9 @@ from audit import ingest
 from audit.core import serialize
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError
+from audit.core.history.summary import load_history
 from audit.core.jsonsafe import json_safe
 from audit.core.model import Finding, Predicate
-from audit.core.summary import load_history
 from audit.models import Commit, Table
 from audit.models import Finding as FindingRow
 from tests.support import scenarios

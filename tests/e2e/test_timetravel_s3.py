@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from audit.core.datascan import scan_data
-from audit.core.orphans import in_flight_bound_ms, referenced_paths, scan_orphans
-from audit.core.storage import open_store
-from audit.core.summary import load_history
+from audit.core.data.orphans import in_flight_bound_ms, referenced_paths, scan_orphans
+from audit.core.data.scan import scan_data
+from audit.core.history.summary import load_history
+from audit.core.storage.stores import open_store
 from audit.core.vocab import FindingKind
 from tests.e2e.s3count import CountingS3
 

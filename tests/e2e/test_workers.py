@@ -16,7 +16,7 @@ from django.db.models import Count
 
 from audit import demo, ingest
 from audit.core.audit import audit_history
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
 from audit.models import Commit, Finding, FindingFlip, Table
 from tests.support.demo_writer import demo_rounds_committing
 from tests.support.tables import rows

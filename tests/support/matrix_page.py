@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from audit.core.matrix import (
+from audit.core.advice.matrix import (
     INSERT,
     OPTIMIZE,
     UDM,

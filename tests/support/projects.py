@@ -1,4 +1,4 @@
-"""Projects and memberships for tests: who sees which tables (audit/access.py).
+"""Projects and memberships for tests: who sees which tables (audit/trust/access.py).
 
 The personas bob (`member`) and charlie (`outsider`) are viewers of the default project (where
 every table made without a project goes), so they read what they read before projects existed
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.access import move_table, set_member
 from audit.models import DEFAULT_PROJECT, Project, Table, project_named
+from audit.trust.access import move_table, set_member
 
 
 def project(name: str) -> Project:

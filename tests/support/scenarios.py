@@ -414,8 +414,8 @@ def history(
     """A History over hand-built summaries (no files; witness checks find nothing to read)."""
     import orjson
 
+    from audit.core.history.summary import History
     from audit.core.model import LogListing, Metadata, Protocol, TableState
-    from audit.core.summary import History
 
     columns = schema or {c: "string" for c in (partition_columns or [])} | {"id": "long"}
     schema_string = orjson.dumps(

@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 from django.core.management import call_command
 
-from audit.core.orphans import SCAN_KINDS
-from audit.health_alerts import HEALTH_KINDS
+from audit.alerting.health_findings import HEALTH_KINDS
+from audit.core.data.orphans import SCAN_KINDS
 from audit.models import Commit, Finding, Table
 
 

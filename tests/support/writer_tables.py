@@ -7,7 +7,7 @@ from pathlib import Path
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from audit.core.audit import audit_history
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
 from audit.core.writers import writer_telemetry
 from tests.support.tables import rows
 

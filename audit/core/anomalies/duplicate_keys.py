@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from audit.core import severity as sev
 from audit.core.cycles import Cycle, Edge, anti_dependency, classify, write_dependency
-from audit.core.keys import KeyGroup, KeyScan, added_versions, concurrency, scan_keys
+from audit.core.data.keys import KeyGroup, KeyScan, added_versions, concurrency, scan_keys
 from audit.core.model import CommitSummary, Finding
 from audit.core.vocab import FindingKind, IsolationLevel, ReadVersionFact
 from audit.core.wording.cycles import witness_fields
@@ -17,7 +17,7 @@ from audit.core.wording.keys import duplicate_key_text
 if TYPE_CHECKING:
     from audit.core.conflicts.context import TableContext
     from audit.core.conflicts.verdict import CommitAudit
-    from audit.core.summary import History
+    from audit.core.history.summary import History
 
 # How a finding's commits relate, strongest claim first.
 _ORDER = ("concurrent", "unknown", "sequential", "same_commit")

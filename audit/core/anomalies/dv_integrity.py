@@ -30,9 +30,9 @@ import orjson
 
 from audit.core import severity as sev
 from audit.core.conflicts.dv_recheck import DvPair
-from audit.core.dv import Loader
+from audit.core.data.dv import Loader
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.integrity import dv_identity
+from audit.core.integrity.checks import dv_identity
 from audit.core.jsonsafe import cell_value
 from audit.core.log.replay import path_key
 from audit.core.model import AddFile, Commit, CommitSummary, Finding
@@ -43,7 +43,7 @@ from audit.core.wording.dv import DvFacts, dv_integrity_text, resurrection_text
 if TYPE_CHECKING:
     from pyroaring import BitMap64
 
-    from audit.core.summary import History
+    from audit.core.history.summary import History
 
 MAX_DECODED = 5000
 MAX_FINDINGS = 200
@@ -226,7 +226,7 @@ def dv_finding(facts: DvFacts) -> Finding:
 
 def dv_integrity_findings(history: History, roots: Sequence[str] | None = None) -> list[Finding]:
     """The dv_integrity findings of a whole history (none, and no read, without vectors)."""
-    from audit.core.witness import DataFiles  # noqa: PLC0415  (pyarrow only when needed)
+    from audit.core.data.witness import DataFiles  # noqa: PLC0415  (pyarrow only when needed)
 
     summaries = history.summaries
     if not summaries:
@@ -263,7 +263,7 @@ def resurrection_finding(
 ) -> Finding:
     """The never-existed snapshot a rebased vector that dropped the winner's deletes leaves.
     Rows are read inside `roots` only and at most `sample_rows` kept, as the witness does."""
-    from audit.core import witness as data_witness  # noqa: PLC0415
+    from audit.core.data import witness as data_witness  # noqa: PLC0415
 
     keep = data_witness.MAX_SAMPLE_ROWS if sample_rows is None else max(sample_rows, 0)
     files = data_witness.DataFiles(history.table_uri, roots)

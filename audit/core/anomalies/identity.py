@@ -13,7 +13,7 @@ from audit.core.vocab import FindingKind
 from audit.core.wording.table import identity_text
 
 if TYPE_CHECKING:
-    from audit.core.summary import History
+    from audit.core.history.summary import History
 
 
 def identity_facts(

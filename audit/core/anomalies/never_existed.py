@@ -23,8 +23,8 @@ from audit.core.vocab import FindingKind, ReadVersionFact
 from audit.core.wording.anomalies import never_existed_text
 
 if TYPE_CHECKING:
-    from audit.core.summary import History
-    from audit.core.witness import Outcome
+    from audit.core.data.witness import Outcome
+    from audit.core.history.summary import History
 
 
 @dataclass(slots=True)
@@ -174,7 +174,7 @@ def never_existed_findings(
     read_roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
 ) -> list[Finding]:
-    from audit.core import witness  # noqa: PLC0415  (pyarrow dataset only when needed)
+    from audit.core.data import witness  # noqa: PLC0415  (pyarrow dataset only when needed)
 
     findings = []
     for candidate in sorted(candidates, key=lambda c: c.txn.version):

@@ -17,7 +17,7 @@ from audit.core.model import CommitSummary, Metadata, Predicate
 from audit.core.vocab import Engine
 
 if TYPE_CHECKING:
-    from audit.core.summary import History
+    from audit.core.history.summary import History
 
 # Databricks Runtime versions from which row-level concurrency applies (reference page).
 ROW_LEVEL_RUNTIME = (14, 2)

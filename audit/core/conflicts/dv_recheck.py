@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from audit.core.dv import Loader
+from audit.core.data.dv import Loader
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.model import EMPTY_SET, Commit, CommitSummary
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from audit.core.advice.matrix import classify_operation, uses_zorder
 from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.scope import (
     ReadScope,
@@ -34,7 +35,6 @@ from audit.core.conflicts.scope import (
     whole_table_scope,
 )
 from audit.core.conflicts.verdict import NO_CONFLICT, SNAPSHOT_ISOLATION, Recheck
-from audit.core.matrix import classify_operation, uses_zorder
 from audit.core.model import CommitSummary
 from audit.core.vocab import ConflictException, OperationClass
 

@@ -13,7 +13,7 @@ from audit.core.model import CommitSummary
 from audit.core.vocab import ReadVersionFact
 
 if TYPE_CHECKING:
-    from audit.core.summary import History
+    from audit.core.history.summary import History
 
 # A read version this far behind its commit is still honoured, but only this many concurrent
 # commits are re-checked (a hostile or broken readVersion must not make the audit quadratic).

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from audit.core.advice.matrix import operation_family
 from audit.core.explain.parse import ParsedException
 from audit.core.explain.signals import DELETE_DELETE, DELETE_READ, METADATA, PROTOCOL, TRANSACTION
 from audit.core.explain.untrusted import clip, int_or_none, iso, str_or_none
-from audit.core.matrix import operation_family
+from audit.core.history.summary import decode_parameters, effective_isolation_level
 from audit.core.model import CommitSummary, TableState
-from audit.core.summary import decode_parameters, effective_isolation_level
 from audit.core.vocab import (
     TABLE_ISOLATION_LEVELS,
     ConflictException,
@@ -29,7 +29,7 @@ _KNOWN_ENGINES = (Engine.SPARK, Engine.DATABRICKS, Engine.DELTA_RS)
 
 
 class HistoryLike(Protocol):
-    """What explain needs from audit.core.summary.History."""
+    """What explain needs from audit.core.history.summary.History."""
 
     table_uri: str
     state: TableState

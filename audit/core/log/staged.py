@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core.errors import DeltaAuditError
-from audit.core.store import FileEntry, LogStore
+from audit.core.storage.store import FileEntry, LogStore
 
 STAGED_DIRS = {"_delta_log/_staged_commits": "catalog", "_delta_log/_commits": "coordinated"}
 LOG_DIR = "_delta_log"

@@ -1,7 +1,5 @@
 """Words for the dependency cycles of audit/core/cycles.py (kept apart from detection).
 
-(Formerly audit/core/cycle_text.py, which still re-exports these names.)
-
 Every sentence is built from the edge's evidence only, so what it says is what the log shows.
 """
 

@@ -1,4 +1,4 @@
-"""Words for duplicate_key findings (facts: audit/core/keys.py, anomalies/duplicate_keys.py)."""
+"""Words for duplicate_key findings (facts: audit/core/data/keys.py, anomalies/duplicate_keys.py)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from audit.core.timestamps import TimestampFacts
-from audit.core.timetravel import BrokenSnapshot, MissingFile, MissingGroup, Vacuum
+from audit.core.health.timestamps import TimestampFacts
+from audit.core.health.timetravel import BrokenSnapshot, MissingFile, MissingGroup, Vacuum
 from audit.core.wording import FindingText
 
 MAX_NAMED = 5

@@ -7,11 +7,11 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from audit.access import move_table
+from audit.core.data.keys import parse_key_columns
 from audit.core.errors import DeltaAuditError
-from audit.core.keys import parse_key_columns
 from audit.ingest import register_table
 from audit.models import DEFAULT_PROJECT, project_named
+from audit.trust.access import move_table
 
 
 class Command(BaseCommand):

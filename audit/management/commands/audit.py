@@ -15,15 +15,15 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from audit.core.audit import audit_history
+from audit.core.data.keys import parse_key_columns
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.keys import parse_key_columns
-from audit.core.parallel import spare_core
+from audit.core.health.sections import add_data_scan, add_health_and_changes
+from audit.core.history.parallel import spare_core
+from audit.core.history.summary import load_history, paused_gc
+from audit.core.history.unpublished import audit_unpublished
 from audit.core.report import build_report, fails_gate, render_text, write_json
-from audit.core.summary import load_history, paused_gc
-from audit.core.unpublished import audit_unpublished
 from audit.core.vocab import Severity
-from audit.health_report import add_data_scan, add_health_and_changes
-from audit.paths import allowed_roots
+from audit.trust.paths import allowed_roots
 
 
 class Command(BaseCommand):

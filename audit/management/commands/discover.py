@@ -11,7 +11,7 @@ import sys
 from django.core.management.base import BaseCommand
 
 from audit.core.errors import DeltaAuditError
-from audit.discovery import discover
+from audit.tail.discovery import discover
 
 
 class Command(BaseCommand):

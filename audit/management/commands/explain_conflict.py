@@ -29,7 +29,7 @@ class Command(OneLineErrorsMixin, BaseCommand):
         text = _read_stdin()
         history = None
         if options.get("table"):
-            from audit.core.summary import load_history
+            from audit.core.history.summary import load_history
 
             try:
                 history = load_history(options["table"])

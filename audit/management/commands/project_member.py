@@ -8,8 +8,8 @@ import sys
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from audit.access import set_member
 from audit.models import Membership, project_named
+from audit.trust.access import set_member
 
 
 class Command(BaseCommand):

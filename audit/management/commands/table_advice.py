@@ -11,11 +11,11 @@ import sys
 import orjson
 from django.core.management.base import BaseCommand
 
+from audit.core.advice.isolation import isolation_settings
+from audit.core.advice.partitioning import recommend_partitioning
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.isolation import isolation_settings
-from audit.core.partitioning import recommend_partitioning
-from audit.core.summary import load_history
+from audit.core.history.summary import load_history
 
 
 class Command(BaseCommand):

@@ -11,8 +11,8 @@ from deltalake import write_deltalake
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from audit import analysis
 from audit.models import Table
+from audit.reads import analysis
 from tests.support import scenarios
 from tests.support.clients import session_client
 from tests.support.ingested import ingest_table

@@ -440,7 +440,7 @@ def test_the_tables_list_reads_every_tables_health_in_one_query(reorder_table, m
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from audit.health_models import TableHealth
+    from audit.health.models import TableHealth
 
     settings.AUDIT_API_LIST_CACHE_SECONDS = 0  # the computation, not a cached body
     client = session_client(member)

@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from audit.api.authentication import forget_tokens
 from audit.core import model
 from audit.core.vocab import FindingKind, Severity
-from audit.health_models import TableChange
+from audit.health.models import TableChange
 from audit.ingest import upsert_findings
 from audit.models import Finding
 from tests.support.clients import session_client, token_client

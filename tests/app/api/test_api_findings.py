@@ -8,9 +8,9 @@ import base64
 
 import pytest
 
-from audit import analysis
-from audit.core.matrix import conflict_matrix
+from audit.core.advice.matrix import conflict_matrix
 from audit.models import Commit, Finding, Table
+from audit.reads import analysis
 from tests.support.clients import error_of, session_client, walk
 from tests.support.paths import EXCEPTIONS
 

@@ -1,5 +1,5 @@
 """The commits list's time window (`since` / `until`) is read inside version bounds taken from
-the rollups (audit.queries.commit_time_bounds). Delta commit timestamps are not monotonic
+the rollups (audit.reads.queries.commit_time_bounds). Delta commit timestamps are not monotonic
 (clock skew between writers), so the bounds must never drop a commit whose timestamp is in
 the window: each answer here is compared with the plain timestamp filter of the same rows."""
 
@@ -10,9 +10,9 @@ import random
 import pytest
 
 import audit.models
-from audit import queries
 from audit.ingest import rebuild_rollups
 from audit.models import Commit, CommitRollup, Table
+from audit.reads import queries
 from tests.support.clients import token_client
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,529 @@
+"""Confirm never-existed snapshots by finding the rows in the data files.
+
+A candidate (anomalies/never_existed.StaleCandidate) names files a destructive commit left alive. We evaluate
+that commit's predicate on them: first on partition values and file statistics (cheap; used to
+discard files), then on the data itself with pyarrow, reading only the columns the predicate
+needs. Rows a file's deletion vector deletes (dv.py) are left out; a file whose vector cannot
+be read is not counted. A finding is `confirmed` only when rows were found. Files that are gone
+(vacuumed) or unreadable leave it unconfirmed, with the reason in `note`.
+
+A log's paths are untrusted: a file is opened only when it resolves inside the allowed roots
+(audit/core/storage/roots.py), by its resolved location and with the store (credentials) of that
+location; a refused file is never opened and the witness lists it under `not_read`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from audit.core.data import rowfilter
+from audit.core.data.dv import Loader
+from audit.core.errors import DeltaAuditError, one_line
+from audit.core.jsonsafe import cell_value
+from audit.core.model import AddFile, CommitSummary, Metadata, Predicate
+from audit.core.scrub import scrub_error
+from audit.core.storage import roots as allowed
+from audit.core.vocab import Operation
+
+if TYPE_CHECKING:
+    from audit.core.history.summary import History
+
+# At most this many surviving files are read per candidate; by default this many rows sampled
+# (the shell passes its own number: AUDIT_WITNESS_SAMPLE_ROWS; 0 keeps counts and file names).
+MAX_FILES_READ = 50
+MAX_SAMPLE_ROWS = 5
+
+Status = Literal["rows", "no_rows", "unreadable", "unevaluable", "unchecked"]
+
+
+# What the witness needs of a candidate and of the audit's table context. Protocols, so this
+# lower layer never imports the audit (anomalies/never_existed.py, conflicts/context.py).
+class Candidate(Protocol):
+    txn: CommitSummary
+    read_version: int | None
+    files: dict[int, list[str]]  # version that added them -> surviving paths
+
+
+class TableFacts(Protocol):
+    def metadata_at(self, version: int) -> Metadata | None: ...
+
+    def partition_types(self, metadata: Metadata | None) -> dict[str, str]: ...
+
+
+@dataclass(slots=True)
+class Outcome:
+    status: Status
+    witness: dict[str, Any] | None
+    note: str
+
+    @property
+    def confirmed(self) -> bool:
+        return self.status == "rows"
+
+
+def confirm_candidate(
+    history: History,
+    ctx: TableFacts,
+    candidate: Candidate,
+    *,
+    check_data: bool = True,
+    roots: Sequence[str] | None = None,
+    sample_rows: int | None = None,
+) -> Outcome:
+    """Look for rows of the candidate's surviving files that its commit should have changed.
+
+    Data files are read only inside `roots` (None: the table's own root only)."""
+    predicate = effective_predicate(candidate.txn)
+    read_at = (
+        candidate.read_version if candidate.read_version is not None else candidate.txn.version - 1
+    )
+    metadata = ctx.metadata_at(read_at)
+    partition_columns = list(metadata.partition_columns) if metadata else []
+    partition_types = ctx.partition_types(metadata)
+    column_types = column_types_of(metadata.schema_string if metadata else None)
+    if (
+        predicate is None
+        and (candidate.txn.operation or "").upper() == Operation.MERGE
+        and candidate.txn.predicate
+    ):
+        return Outcome(
+            "unevaluable", None, "the MERGE condition has no target-side literal part to evaluate"
+        )
+    adds = _add_actions(history, candidate.files, read_logs=check_data)
+    pruned, method = _prune(adds, predicate, partition_columns, partition_types, column_types)
+    if adds and not pruned:
+        return Outcome("no_rows", None, f"no surviving file can hold matching rows ({method})")
+    if not check_data:
+        return Outcome("unchecked", None, "data files were not read (check_data is off)")
+    if not adds:
+        return Outcome(
+            "unreadable", None, "the add actions of the surviving files could not be read"
+        )
+    names = rowfilter.name_tree(metadata.schema_string if metadata else None)
+    return find_rows(
+        history.table_uri,
+        pruned,
+        predicate,
+        partition_types,
+        names=names,
+        roots=roots,
+        sample_rows=sample_rows,
+    )
+
+
+def effective_predicate(txn: Any) -> Predicate | None:
+    """The condition whose matching rows the commit should have changed; None means every row.
+
+    For a MERGE only the target-side conjuncts comparing target columns with literals can be
+    evaluated on the target's files (`t.date = '2024-01-01'`, not `t.id = s.id`); None when
+    there are none (the caller then leaves the finding unconfirmed).
+    """
+    predicate: Predicate | None = txn.predicate
+    if predicate is None or predicate.raw.strip().lower() in ("", "true", "(true)"):
+        return None
+    if (txn.operation or "").upper() == Operation.MERGE:
+        return merge_target_part(predicate)
+    return predicate
+
+
+def merge_target_part(predicate: Predicate) -> Predicate | None:
+    """The conjuncts of a MERGE condition that involve only the target and literals."""
+    from sqlglot import exp
+
+    from audit.core import predicates
+
+    expression = predicates.expression_of(predicate)
+    if expression is None:
+        return None
+    alias = predicates.detect_target_alias(predicate)
+    terms = list(expression.flatten()) if isinstance(expression, exp.And) else [expression]
+    kept = []
+    for term in terms:
+        columns = list(term.find_all(exp.Column))
+        if not columns or not any(True for _ in term.find_all(exp.Literal)):
+            continue
+        if all(
+            not c.table or (alias is not None and c.table.lower() == alias.lower()) for c in columns
+        ):
+            kept.append(term)
+    if not kept:
+        return None
+    if len(kept) == len(terms):
+        return predicate
+    return predicates.parse_predicate(exp.and_(*(t.copy() for t in kept)).sql())
+
+
+def column_types_of(schema_string: str | None) -> dict[str, str]:
+    """Top-level column -> Delta type name, for typed comparisons of stats and partitions."""
+    try:
+        schema = orjson.loads(schema_string) if schema_string else {}
+    except orjson.JSONDecodeError:
+        return {}
+    types = {}
+    for f in schema.get("fields", []) if isinstance(schema, dict) else []:
+        if (
+            isinstance(f, dict)
+            and isinstance(f.get("name"), str)
+            and isinstance(f.get("type"), str)
+        ):
+            types[f["name"]] = f["type"]
+    return types
+
+
+# --------------------------------------------------------------------------- add actions
+
+
+def _add_actions(
+    history: History, files: dict[int, list[str]], *, read_logs: bool
+) -> list[AddFile]:
+    """The add actions of `files` (version -> paths): from the latest state, else the commit."""
+    live = history.state.files
+    found: list[AddFile] = []
+    missing: dict[int, set[str]] = {}
+    for version, paths in sorted(files.items()):
+        for path in paths:
+            add = live.get(path)
+            if add is not None:
+                found.append(add)
+            else:
+                missing.setdefault(version, set()).add(path)
+    if missing and read_logs:
+        found += _adds_from_commits(history, missing)
+    return found
+
+
+def _adds_from_commits(history: History, missing: dict[int, set[str]]) -> list[AddFile]:
+    adds: list[AddFile] = []
+    try:
+        log = history.get_log()
+        for version, paths in sorted(missing.items()):
+            commit = log.read_commit(version)
+            adds += [a for a in commit.adds if a.path in paths]
+    except DeltaAuditError:
+        pass  # what we have is what we can check; the rest stays unconfirmed
+    return adds
+
+
+# --------------------------------------------------------------------------- pruning
+
+
+def _prune(
+    adds: list[AddFile],
+    predicate: Predicate | None,
+    partition_columns: list[str],
+    partition_types: dict[str, str],
+    column_types: dict[str, str],
+) -> tuple[list[AddFile], str]:
+    """Drop files whose partition values or statistics prove no row matches."""
+    if predicate is None:
+        return adds, "partition_values"
+    matcher = _partition_matcher(predicate, partition_columns, partition_types)
+    kept = []
+    method = "partition_values"
+    for add in adds:
+        if matcher is not None and not _safe_call(matcher, dict(add.partition_values)):
+            continue
+        if add.stats and not _stats_may_match(predicate, add, column_types):
+            method = "file_stats"
+            continue
+        kept.append(add)
+    return kept, method
+
+
+def _safe_call(matcher: Any, values: dict[str, Any]) -> bool:
+    try:
+        return bool(matcher(values))
+    except Exception:  # undecidable: keep the file
+        return True
+
+
+def _partition_matcher(predicate: Predicate, columns: list[str], types: dict[str, str]) -> Any:
+    if not columns:
+        return None
+    from audit.core import predicates
+
+    try:
+        return predicates.partition_matcher(predicate, columns, types)
+    except Exception:  # untrusted text: no pruning
+        return None
+
+
+def _stats_may_match(predicate: Predicate, add: AddFile, types: dict[str, str]) -> bool:
+    from audit.core import predicates
+
+    try:
+        stats = orjson.loads(add.stats) if add.stats else None
+        return bool(predicates.stats_may_match(predicate, stats, add.partition_values, types))
+    except Exception:  # bad stats text: the file may match
+        return True
+
+
+# --------------------------------------------------------------------------- data
+
+
+def find_rows(
+    table_uri: str,
+    adds: list[AddFile],
+    predicate: Predicate | None,
+    partition_types: dict[str, str],
+    *,
+    names: rowfilter.NameTree | None = None,
+    roots: Sequence[str] | None = None,
+    sample_rows: int | None = None,
+) -> Outcome:
+    """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness
+    keeping at most `sample_rows` of them (0: the count and the files only; None: the default).
+
+    Only files that resolve inside `roots` are opened (None: the table's own root only)."""
+    keep = MAX_SAMPLE_ROWS if sample_rows is None else max(sample_rows, 0)
+    files = DataFiles(table_uri, roots)
+    matched_files: list[str] = []
+    total = 0
+    samples: list[dict[str, Any]] = []
+    problems: list[str] = []
+    vectors = Loader(files)
+    for add in sorted(adds, key=lambda a: a.path)[:MAX_FILES_READ]:
+        # Rows its deletion vector marks deleted are not in the table: they are left out, and
+        # a file whose vector cannot be read is not counted (it could confirm rows that are gone).
+        deleted = vectors.get(add.deletion_vector)
+        if isinstance(deleted, str):
+            problems.append(scrub_error(f"{add.path}: deletion vector unreadable ({deleted})"))
+            continue
+        try:
+            count, rows = _rows_in_file(
+                files,
+                add,
+                predicate,
+                partition_types,
+                names or rowfilter.NameTree(),
+                max(keep - len(samples), 0),
+                deleted=list(deleted),
+            )
+        except rowfilter.Unevaluable as err:
+            return Outcome("unevaluable", None, str(err))
+        except allowed.UriNotAllowed:
+            continue  # never opened; DataFiles.refused lists it for the witness
+        except (OSError, pa.ArrowException, DeltaAuditError, ValueError) as err:
+            # Scrubbed whole: a data file's URL or its reader's error can carry a SAS token.
+            problems.append(scrub_error(f"{add.path}: {one_line(err, limit=300)}"))
+            continue
+        if count:
+            matched_files.append(add.path)
+            total += count
+            samples += rows
+    not_read = {"not_read": files.refused} if files.refused else {}
+    if total:
+        witness = _witness(matched_files, total, samples[:keep], predicate, partition_types)
+        return Outcome("rows", {**witness, **not_read}, "")
+    problems = [f"{r['file']}: {r['reason']}" for r in files.refused] + problems
+    if problems:
+        return Outcome(
+            "unreadable",
+            not_read or None,
+            "data files are gone or unreadable (vacuumed?), outside the allowed roots, or "
+            "carry deletion vectors: " + "; ".join(problems[:3]),
+        )
+    return Outcome("no_rows", None, "no row of the surviving files matches the predicate")
+
+
+class DataFiles:
+    """Opens a table's data files by their resolved location, inside the allowed roots only.
+
+    Each file is opened with the store of its own resolved location, so with the credentials
+    of the storage root it lies in (storage_config's longest prefix of *that* location), never
+    with the table's when it lies elsewhere. Files under the table root that share its
+    storage root use one store for the table; others one store per folder.
+    """
+
+    def __init__(self, table_uri: str, roots: Sequence[str] | None):
+        self.table_uri = table_uri
+        self.roots = tuple(roots) if roots is not None else (table_uri,)
+        self.refused: list[dict[str, str]] = []
+        self._stores: dict[str, Any] = {}
+
+    def open(self, path: str) -> Any:
+        """A random-access file for `path`; UriNotAllowed (recorded) when outside the roots."""
+        try:
+            found = allowed.resolve_data_file(path, self.table_uri, self.roots)
+        except allowed.UriNotAllowed:
+            self.refused.append({"file": allowed.shown_path(path), "reason": allowed.REFUSED})
+            raise
+        if found.local:
+            from audit.core.storage.stores import LocalStore  # noqa: PLC0415
+
+            folder, _, name = found.location.rpartition("/")
+            return LocalStore(folder or "/").open_input(name)
+        store, name = self._remote_store(found.location)
+        return store.open_input(name)
+
+    def _remote_store(self, location: str) -> tuple[Any, str]:
+        """The store to open `location` with, and the file's path inside it."""
+        from audit.core.storage.config import storage_for  # noqa: PLC0415
+
+        base = allowed.remote_table_location(self.table_uri)
+        if (
+            base is not None
+            and location.startswith(base + "/")
+            and storage_for(location).root == storage_for(base).root
+        ):
+            # Under the table root and read with the table's own storage root: its store.
+            return self._store_at(base), location[len(base) + 1 :]
+        folder, _, name = location.rpartition("/")
+        return self._store_at(folder), name
+
+    def _store_at(self, uri: str) -> Any:
+        from audit.core.storage.stores import open_store  # noqa: PLC0415
+
+        store = self._stores.get(uri)
+        if store is None:
+            # Opened at the location itself: its options come from that location's storage
+            # root (longest prefix), whatever the table's are.
+            store = open_store(uri)
+            self._stores[uri] = store
+        return store
+
+
+def _witness(
+    files: list[str],
+    total: int,
+    samples: list[dict[str, Any]],
+    predicate: Predicate | None,
+    partition_types: dict[str, str],
+) -> dict[str, Any]:
+    """What a confirmed finding shows: where the rows are, how many, a few of them."""
+    partition_only = predicate is not None and not _has_data_columns(predicate, partition_types)
+    return {
+        "files": files,
+        "row_count": total,
+        "sample_rows": samples,
+        "predicate": predicate.raw if predicate is not None else None,
+        "method": "partition_values" if partition_only else "data",
+    }
+
+
+def _has_data_columns(predicate: Predicate, partition_types: dict[str, str]) -> bool:
+    names = {c.lower() for c in partition_types}
+    return bool(predicate.columns - names)
+
+
+def _rows_in_file(
+    files: DataFiles,
+    add: AddFile,
+    predicate: Predicate | None,
+    partition_types: dict[str, str],
+    names: rowfilter.NameTree,
+    want: int,
+    *,
+    deleted: list[int] | None = None,
+) -> tuple[int, list[dict[str, Any]]]:
+    """Rows of one file matching `predicate` (every row when None), less the positions its
+    deletion vector deletes (`deleted`)."""
+    source = files.open(add.path)
+    parquet = pq.ParquetFile(source)
+    file_columns = {name.lower(): name for name in parquet.schema_arrow.names}
+    partition_values = {
+        k: v for k, v in add.partition_values.items() if k.lower() not in file_columns
+    }
+    types = _physical_partition_types(partition_types, names)
+    if predicate is None:
+        if deleted:
+            hits = _live(pa.array(range(parquet.metadata.num_rows), pa.int64()), deleted)
+            rows = _sample(parquet, hits, partition_values, types, want) if want else []
+            return len(hits), rows
+        count = parquet.metadata.num_rows
+        rows = _sample(parquet, None, partition_values, types, want) if count and want else []
+        return count, rows
+    expression = rowfilter.expression_for(predicate)
+    partition_names = list(partition_values)
+    needed = rowfilter.columns_needed(expression, names, [*file_columns.values(), *partition_names])
+    in_file = [c for c in needed if c.lower() in file_columns]
+    table = (
+        parquet.read(columns=in_file)
+        if in_file
+        else pa.table({rowfilter.ROW_ID + "n": pa.nulls(parquet.metadata.num_rows)})
+    )
+    table = rowfilter.normalise(_with_partitions(table, partition_values, types))
+    sql = rowfilter.render(expression, names, table.schema)
+    hits = rowfilter.matching_rows(table, sql)
+    if deleted:
+        hits = _live(hits, deleted)
+    count = len(hits)
+    rows = _sample(parquet, hits, partition_values, types, want) if count and want else []
+    return count, rows
+
+
+def _live(positions: pa.Array, deleted: list[int]) -> pa.Array:
+    """`positions` without those a deletion vector deletes."""
+    import pyarrow.compute as pc  # noqa: PLC0415
+
+    gone = pc.is_in(positions, value_set=pa.array(deleted, pa.int64()))
+    return pc.filter(positions, pc.invert(gone))
+
+
+def _physical_partition_types(types: dict[str, str], names: rowfilter.NameTree) -> dict[str, str]:
+    """Partition types keyed as add.partitionValues is: by physical name under column mapping."""
+    keyed = dict(types)
+    for logical, kind in types.items():
+        keyed.setdefault(names.physical_name(logical), kind)
+    return keyed
+
+
+def _with_partitions(
+    table: pa.Table, values: dict[str, str | None], types: dict[str, str]
+) -> pa.Table:
+    for name, value in values.items():
+        arrow_type = arrow_type_of(types.get(name, "string"))
+        table = table.append_column(
+            name, rowfilter.typed_partition_column(value, arrow_type, table.num_rows)
+        )
+    return table
+
+
+def _sample(
+    parquet: pq.ParquetFile,
+    hits: pa.Array | None,
+    partition_values: dict[str, str | None],
+    partition_types: dict[str, str],
+    want: int,
+) -> list[dict[str, Any]]:
+    table = parquet.read()
+    table = rowfilter.normalise(_with_partitions(table, partition_values, partition_types))
+    table = table.take(hits[:want]) if hits is not None else table.slice(0, want)
+    return [{k: cell_value(v) for k, v in row.items()} for row in table.to_pylist()]
+
+
+_DECIMAL = re.compile(r"decimal\(([0-9]{1,2}),\s*([0-9]{1,2})\)", re.ASCII)
+_SIMPLE_TYPES = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "integer": pa.int32(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
+    "double": pa.float64(),
+    "float": pa.float32(),
+    "boolean": pa.bool_(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+    "binary": pa.binary(),
+}
+
+
+def arrow_type_of(delta_type: str) -> pa.DataType:
+    simple = _SIMPLE_TYPES.get(delta_type)
+    if simple is not None:
+        return simple
+    match = _DECIMAL.fullmatch(delta_type.replace(" ", ""))
+    if match:
+        try:
+            return pa.decimal128(int(match.group(1)), int(match.group(2)))
+        except ValueError:  # a schema is log text: decimal(99,2) is no Arrow type
+            return pa.string()
+    return pa.string()

@@ -1,0 +1,89 @@
+"""Catalog-managed tables: what the file-system log shows, and what only the catalog knows.
+
+With the `catalogManaged` table feature (`catalogOwned-preview` before it was final), a commit
+is first written as a *staged* commit (`_delta_log/_staged_commits/<version>.<uuid>.json`);
+the catalog (e.g. Unity Catalog) ratifies one of them per version, and only later is it
+*published* (backfilled) as `_delta_log/<version>.json`. The file system alone cannot tell
+which staged file, if any, was ratified, so the audit's findings cover the published log and
+this notice says how far it reaches and which staged versions lie beyond it (the
+`catalog_managed_log` finding, info); staged commits that can be read unambiguously are
+audited apart (unpublished.py). Asking the catalog is out of scope: it needs catalog credentials and an API
+this product does not speak.
+"""
+
+from __future__ import annotations
+
+import re
+
+from audit.core.errors import DeltaAuditError
+from audit.core.model import Finding, Protocol
+from audit.core.severity import catalog_managed_severity
+from audit.core.storage.stores import LogStore
+from audit.core.vocab import FindingKind
+
+CATALOG_FEATURES = ("catalogManaged", "catalogOwned-preview")
+CATALOG_MANAGED_LOG = FindingKind.CATALOG_MANAGED_LOG
+STAGED_DIR = "_delta_log/_staged_commits"
+_STAGED = re.compile(r"^(\d{20})\.[0-9A-Za-z-]+\.json$")
+_MAX_LISTED = 50  # related versions kept on the finding
+
+
+def catalog_feature(protocol: Protocol | None) -> str | None:
+    """The catalog-managed feature the table's protocol names, if any."""
+    if protocol is None:
+        return None
+    features = {*(protocol.reader_features or []), *(protocol.writer_features or [])}
+    return next((f for f in CATALOG_FEATURES if f in features), None)
+
+
+def staged_versions(store: LogStore) -> list[int]:
+    """Versions of the staged commit files present (ratified or not: unknowable here)."""
+    try:
+        entries = store.list(STAGED_DIR, stats=False)
+    except DeltaAuditError:
+        return []  # no staged commits directory: everything was published
+    found = {int(m.group(1)) for e in entries if not e.is_dir and (m := _STAGED.match(e.name))}
+    return sorted(found)
+
+
+def catalog_finding(feature: str, published: int, staged: list[int]) -> Finding:
+    beyond = [v for v in staged if v > published]
+    if beyond:
+        span = f"{beyond[0]}..{beyond[-1]}" if len(beyond) > 1 else str(beyond[0])
+        unseen = (
+            f"; {len(beyond)} staged commit file(s) for version(s) {span} under "
+            "_delta_log/_staged_commits are not audited (only the catalog knows which were "
+            "ratified)"
+        )
+    else:
+        unseen = "; no staged commit beyond it was found"
+    return Finding(
+        kind=CATALOG_MANAGED_LOG,
+        severity=catalog_managed_severity(),
+        version=published,
+        related_versions=beyond[:_MAX_LISTED],
+        confirmed=True,
+        summary=f"catalog-managed table ({feature}): audited up to published version "
+        f"{published}{unseen}",
+        explanation=(
+            f"This table uses the '{feature}' table feature: its catalog decides which commits "
+            "exist, and publishes them to _delta_log/<version>.json afterwards. This audit "
+            f"reads the file-system log only, which reaches version {published}. Commits the "
+            "catalog ratified but has not published yet are not visible here; staged commit "
+            "files are listed but not audited, because an unratified staged commit never "
+            "happened. Findings cover the published versions."
+        ),
+        details={
+            "feature": feature,
+            "published_version": published,
+            "staged_versions": beyond[:_MAX_LISTED],
+            "staged_count": len(beyond),
+        },
+    )
+
+
+def catalog_findings(store: LogStore, protocol: Protocol | None, published: int) -> list[Finding]:
+    feature = catalog_feature(protocol)
+    if feature is None:
+        return []
+    return [catalog_finding(feature, published, staged_versions(store))]

@@ -1,0 +1,579 @@
+"""Log-integrity findings: what a log shows about its writers' bugs, from the log alone.
+
+Five kinds, each naming the versions and paths involved (see docs/findings.md):
+
+- `duplicate_active_file`: a path added while already active, with no remove in between (two
+  logical files for one path count its rows twice; a data-changing re-add means a retried or
+  rebased commit replayed its actions).
+- `remove_of_unknown_file`: a remove of a path that is not active at that version.
+- `row_count_changed_by_rewrite`: a commit that only rearranges data (every action
+  `dataChange=false`: OPTIMIZE, REORG, compaction) whose files hold a different number of live
+  rows than the files it replaced, or whose operation metrics say so.
+- `metrics_mismatch`: operationMetrics that contradict the commit's own actions.
+- `protocol_violation`: an action the table's protocol does not allow.
+
+What the protocol allows, and is therefore never reported:
+- remove + add of one path in the same commit, in either line order (a new deletion vector);
+- a re-add of an active path with the same deletion vector and `dataChange=false` (PROTOCOL.md:
+  "statistics ... from the latest version should replace that from any previous version");
+- anything at or before the first available version when log cleanup removed the commits
+  before it: the state there comes from the checkpoint, whose files are known but whose
+  history is not.
+
+Pure functions over a commit's non-file actions (`Commit`) and one `FileRef` per add and
+remove: built from the action dicts digest.py already decoded (the one-shot audit reads every
+commit once) or from parsed `AddFile`/`RemoveFile` objects. The checker streams, holding only
+the active files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from audit.core import severity as sev
+from audit.core.errors import DeltaAuditError
+from audit.core.integrity.refs import FileRef, IntegrityRecord, ref_of, refs_of_commit
+from audit.core.log.replay import path_key
+from audit.core.model import Commit, Finding, Protocol, TableState
+from audit.core.numbers import log_int
+from audit.core.vocab import FindingKind, Operation
+
+INTEGRITY_KINDS = frozenset(
+    {
+        FindingKind.DUPLICATE_ACTIVE_FILE,
+        FindingKind.REMOVE_OF_UNKNOWN_FILE,
+        FindingKind.ROW_COUNT_CHANGED_BY_REWRITE,
+        FindingKind.METRICS_MISMATCH,
+        FindingKind.PROTOCOL_VIOLATION,
+    }
+)
+# Paths listed per finding (the count is always complete).
+MAX_PATHS = 20
+# Findings of one kind per table: a log broken at every commit needs one page, not 1M rows.
+MAX_FINDINGS_PER_KIND = 200
+
+# Metric names that count the commit's add / remove actions, per engine and operation.
+# Spark: numAddedFiles/numRemovedFiles (DELETE, UPDATE, OPTIMIZE, STREAMING UPDATE),
+# numTargetFilesAdded/Removed (MERGE), numFiles (WRITE, CTAS), numRestoredFiles (RESTORE).
+# delta-rs: numAddedFiles/numRemovedFiles (WRITE, DELETE, UPDATE, MERGE), numFilesAdded/Removed
+# (OPTIMIZE), num_added_files/num_removed_files (older releases).
+_ADDED_METRICS = ("numAddedFiles", "numFilesAdded", "numTargetFilesAdded", "num_added_files")
+_REMOVED_METRICS = (
+    "numRemovedFiles",
+    "numFilesRemoved",
+    "numTargetFilesRemoved",
+    "num_removed_files",
+)
+# Every metric the metric check may compare with the actions (RESTORE's included).
+_FILE_METRICS = frozenset(_ADDED_METRICS + _REMOVED_METRICS + ("numRestoredFiles",))
+_WRITE_OPERATIONS = frozenset(
+    {
+        Operation.WRITE,
+        Operation.CREATE_TABLE_AS_SELECT,
+        Operation.REPLACE_TABLE_AS_SELECT,
+        Operation.CREATE_OR_REPLACE_TABLE_AS_SELECT,
+    }
+)
+
+
+@dataclass
+class _Commit:
+    """One commit's facts the checks share."""
+
+    commit: Commit
+    adds: list[FileRef]
+    removes: list[FileRef]
+    removed_keys: set[str]
+    added_keys: dict[str, FileRef]
+    metrics: dict[str, Any]
+    operation: str | None
+
+
+def dv_identity(dv: dict[str, Any] | None) -> str | None:
+    if not dv:
+        return None
+    return f"{dv.get('storageType')}:{dv.get('pathOrInlineDv')}@{dv.get('offset')}"
+
+
+def _dv_rows(dv: dict[str, Any] | None) -> int:
+    return log_int((dv or {}).get("cardinality")) or 0
+
+
+def _records(stats: str | None) -> int | None:
+    if not stats:
+        return None
+    try:
+        value = orjson.loads(stats).get("numRecords")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return log_int(value)
+
+
+def _metric(metrics: dict[str, Any], name: str) -> int | None:
+    return log_int(metrics.get(name))
+
+
+def _listed(paths: list[str]) -> list[str]:
+    return sorted(paths)[:MAX_PATHS]
+
+
+@dataclass
+class IntegrityChecker:
+    """Feed commits in version order with `observe`; read `findings` at the end.
+
+    `base` is the state before the first observed commit (None: unknown, e.g. the checkpoint
+    could not be read; removes of paths never seen are then not judged).
+    """
+
+    base: TableState | None = None
+    findings: list[Finding] = field(default_factory=list)
+    # Active files: key -> (the version whose add made it active, -1 for the base; the add).
+    live: dict[str, tuple[int, FileRef]] = field(default_factory=dict)
+    removed_at: dict[str, int] = field(default_factory=dict)  # path -> version that removed it
+    protocol: Protocol | None = None
+    _counts: dict[str, int] = field(default_factory=dict)
+    _allowed: tuple[Protocol | None, bool, bool, bool] = (None, False, False, False)
+
+    def __post_init__(self) -> None:
+        if self.base is not None:
+            self.protocol = self.base.protocol
+            for path, add in self.base.files.items():
+                self.live[path_key(path)] = (-1, ref_of(add))
+
+    def observe(self, commit: Commit) -> None:
+        self.observe_refs(commit, *refs_of_commit(commit))
+
+    def observe_refs(self, commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
+        """Check one commit: its non-file actions in `commit`, its files as refs."""
+        if commit.protocol is not None:
+            self.protocol = commit.protocol
+        if not removes and self._observe_append(commit, adds):
+            return
+        info = commit.commit_info or {}
+        metrics = info.get("operationMetrics")
+        facts = _Commit(
+            commit,
+            adds,
+            removes,
+            {path_key(r.path) for r in removes},
+            {},
+            metrics if isinstance(metrics, dict) else {},
+            info.get("operation") if isinstance(info.get("operation"), str) else None,
+        )
+        self._protocol_checks(commit, adds, removes)
+        self._metric_checks(facts)
+        replaced = self._remove_checks(facts)
+        replaced += self._add_checks(facts)
+        if removes:
+            self._rewrite_check(facts, replaced)
+        live, removed_at, version = self.live, self.removed_at, commit.version
+        for key in facts.removed_keys:
+            live.pop(key, None)
+            removed_at[key] = version
+        for key, add in facts.added_keys.items():
+            live[key] = (version, add)
+
+    def _observe_append(self, commit: Commit, adds: list[FileRef]) -> bool:
+        """The fast path of a commit that only adds new paths (most of a log): only the
+        protocol can object to it. False, having changed nothing, for anything else.
+
+        The full path would find nothing either: no remove to judge, no active or repeated
+        path to call a duplicate, no file-count metric to contradict, no rewrite.
+        """
+        metrics = (commit.commit_info or {}).get("operationMetrics")
+        if isinstance(metrics, dict) and not _FILE_METRICS.isdisjoint(metrics):
+            return False
+        live = self.live
+        keys = [path_key(add.path) for add in adds]
+        if len(set(keys)) != len(keys) or any(key in live for key in keys):
+            return False
+        self._protocol_checks(commit, adds, ())
+        version = commit.version
+        for key, add in zip(keys, adds, strict=True):
+            live[key] = (version, add)
+        return True
+
+    # ------------------------------------------------------------------ files
+
+    def _remove_checks(self, facts: _Commit) -> list[FileRef | None]:
+        """The live files the commit's removes replace (None when unknown); reports unknown ones."""
+        replaced: list[FileRef | None] = []
+        unknown: list[str] = []
+        for remove in facts.removes:
+            key = path_key(remove.path)
+            entry = self.live.get(key)
+            replaced.append(entry[1] if entry is not None else None)
+            if entry is None and not self._removed_concurrently(key, _read_version(facts.commit)):
+                unknown.append(remove.path)
+        if unknown and self.base is not None:
+            self._add(_unknown_remove_finding(facts.commit.version, unknown))
+        return replaced
+
+    def _removed_concurrently(self, key: str, read_version: int | None) -> bool:
+        """A stale writer removing what a commit it did not see removed: the isolation audit's
+        finding (ConcurrentDeleteDelete), not a broken log. Without a read version it cannot be
+        told apart, so it is not reported either."""
+        removed = self.removed_at.get(key)
+        return removed is not None and (read_version is None or removed > read_version)
+
+    def _add_checks(self, facts: _Commit) -> list[FileRef | None]:
+        """Adds of active paths: a legal stats refresh replaces a live file; the rest are duplicates."""
+        version = facts.commit.version
+        replaced: list[FileRef | None] = []
+        duplicates: dict[str, int] = {}
+        for add in facts.adds:
+            key = path_key(add.path)
+            if key in facts.added_keys:
+                duplicates[add.path] = version  # the same path twice in one commit
+            facts.added_keys[key] = add
+            entry = self.live.get(key)
+            if entry is None or key in facts.removed_keys:
+                continue
+            added_at, previous = entry
+            same_file = dv_identity(previous.deletion_vector) == dv_identity(add.deletion_vector)
+            if same_file and not add.data_change:
+                replaced.append(previous)  # stats replacement, allowed by the protocol
+            else:
+                duplicates[add.path] = added_at
+        if duplicates:
+            self._add(_duplicate_finding(version, duplicates))
+        return replaced
+
+    def _rewrite_check(self, facts: _Commit, replaced: list[FileRef | None]) -> None:
+        if any(a.data_change for a in facts.adds) or any(r.data_change for r in facts.removes):
+            return
+        before = _live_rows(replaced)
+        after = _live_rows(facts.adds)
+        reported = _metric(facts.metrics, "numOutputRows") if facts.metrics else None
+        if before is None:
+            return
+        if after is not None and after != before:
+            self._add(_rewrite_finding(facts, before, after, "file statistics"))
+        elif reported is not None and reported != before and facts.operation in _WRITE_OPERATIONS:
+            self._add(_rewrite_finding(facts, before, reported, "operation metrics"))
+
+    # ------------------------------------------------------------------ metrics
+
+    def _metric_checks(self, facts: _Commit) -> None:
+        commit, metrics = facts.commit, facts.metrics
+        if not metrics:
+            return
+        # Spark's WRITE `numFiles` is not checked: real Spark tables report more files than they
+        # add (files of tasks whose output was dropped), so it contradicts nothing.
+        added_names = _ADDED_METRICS + (
+            ("numRestoredFiles",) if facts.operation == Operation.RESTORE else ()
+        )
+        reported = [(n, True) for n in added_names if n in metrics]
+        reported += [(n, False) for n in _REMOVED_METRICS if n in metrics]
+        if not reported:
+            return  # most commits: nothing that counts files (cheap exit, no path sets)
+        adds, removes = facts.adds, facts.removes
+        added_paths = {path_key(a.path) for a in adds}
+        removed_paths = {path_key(r.path) for r in removes}
+        # Engines count a deletion-vector update (remove + add of one path) either as a file
+        # change or separately (numDeletionVectorsAdded): accept both readings.
+        counts = {
+            True: {len(adds), len(added_paths - removed_paths), sum(a.data_change for a in adds)},
+            False: {
+                len(removes),
+                len(removed_paths - added_paths),
+                sum(r.data_change for r in removes),
+            },
+        }
+        contradictions: dict[str, dict[str, int]] = {}
+        for name, is_add in reported:
+            value = _metric(metrics, name)
+            if value is not None and value not in counts[is_add]:
+                actions = len(adds) if is_add else len(removes)
+                contradictions[name] = {"reported": value, "actions": actions}
+        if contradictions:
+            self._add(_metrics_finding(commit.version, facts.operation, contradictions))
+
+    # ------------------------------------------------------------------ protocol
+
+    def _protocol_checks(
+        self, commit: Commit, adds: list[FileRef], removes: Sequence[FileRef]
+    ) -> None:
+        protocol = self.protocol
+        if protocol is None:
+            return  # a log without a protocol action: nothing to hold actions against
+        if self._allowed[0] is not protocol:
+            self._allowed = (
+                protocol,
+                _has_feature(protocol, "deletionVectors", reader=True),
+                _has_feature(protocol, "domainMetadata"),
+                _has_feature(protocol, "rowTracking"),
+            )
+        _, dv_ok, domains_ok, row_ids_ok = self._allowed
+        if dv_ok and domains_ok and row_ids_ok:
+            return
+        problems: list[str] = []
+        paths: list[str] = []
+        dv_files = [] if dv_ok else [f.path for f in (*adds, *removes) if f.deletion_vector]
+        if dv_files:
+            problems.append("deletion vectors without the deletionVectors table feature")
+            paths += dv_files
+        if commit.domain_metadata and not domains_ok:
+            domains = sorted({d.domain for d in commit.domain_metadata})
+            problems.append(
+                f"domainMetadata ({', '.join(domains)}) without the domainMetadata feature"
+            )
+        row_ids = [] if row_ids_ok else [a.path for a in adds if a.base_row_id is not None]
+        if row_ids:
+            problems.append("row ids (baseRowId) without the rowTracking feature")
+            paths += row_ids
+        # cdc files on an old protocol are not checked: readers that do not read the change
+        # feed ignore them, and Delta's own test tables (deltalog-getChanges) carry them.
+        if problems:
+            self._add(_protocol_finding(commit.version, protocol, problems, paths))
+
+    def _add(self, finding: Finding) -> None:
+        count = self._counts.get(finding.kind, 0)
+        if count < MAX_FINDINGS_PER_KIND:
+            self.findings.append(finding)
+        self._counts[finding.kind] = count + 1
+
+
+def _read_version(commit: Commit) -> int | None:
+    value = (commit.commit_info or {}).get("readVersion")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _has_feature(protocol: Protocol, feature: str, *, reader: bool = False) -> bool:
+    if protocol.min_writer_version < 7 or feature not in (protocol.writer_features or []):
+        return False
+    return not reader or (
+        protocol.min_reader_version >= 3 and feature in (protocol.reader_features or [])
+    )
+
+
+def _live_rows(files: Iterable[FileRef | None]) -> int | None:
+    """Rows the files hold: numRecords minus the rows their deletion vectors delete."""
+    total = 0
+    for add in files:
+        records = _records(add.stats) if add is not None else None
+        if add is None or records is None:
+            return None
+        total += records - _dv_rows(add.deletion_vector)
+    return total
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _finding(
+    kind: FindingKind,
+    version: int,
+    *,
+    summary: str,
+    explanation: str,
+    witness: dict[str, Any],
+    related_versions: list[int] | None = None,
+) -> Finding:
+    """An integrity finding: confirmed, since the log's own actions are the evidence."""
+    return Finding(
+        kind=kind,
+        severity=sev.integrity_severity(kind),
+        version=version,
+        related_versions=related_versions or [],
+        confirmed=True,
+        summary=summary,
+        explanation=explanation,
+        witness=witness,
+    )
+
+
+def _duplicate_finding(version: int, duplicates: dict[str, int]) -> Finding:
+    earlier = sorted({v for v in duplicates.values() if 0 <= v < version})
+    paths = list(duplicates)
+    first = paths[0]
+    return _finding(
+        FindingKind.DUPLICATE_ACTIVE_FILE,
+        version,
+        related_versions=earlier,
+        summary=(
+            f"v{version} added {len(paths)} file(s) already active without removing them, "
+            f"e.g. {first}"
+        ),
+        explanation=(
+            f"Version {version} has add actions for path(s) that were already part of the table "
+            "and that it did not remove first (added at "
+            + (
+                ", ".join(f"v{v}" for v in earlier)
+                if earlier
+                else "the same commit or the checkpoint"
+            )
+            + "). A retried or rebased commit that replays its actions produces this: readers "
+            "that follow the log's changes (streaming, change data feed) see those rows twice, "
+            "and a second deletion vector on one path makes two logical files of one file."
+        ),
+        witness={
+            "paths": _listed(paths),
+            "count": len(paths),
+            "added_at": {p: v for p, v in sorted(duplicates.items())[:MAX_PATHS]},
+        },
+    )
+
+
+def _unknown_remove_finding(version: int, paths: list[str]) -> Finding:
+    return _finding(
+        FindingKind.REMOVE_OF_UNKNOWN_FILE,
+        version,
+        summary=f"v{version} removed {len(paths)} file(s) that were not in the table, e.g. {paths[0]}",
+        explanation=(
+            f"Version {version} has remove actions for path(s) that no add made active in the "
+            "available history (or that an earlier commit already removed). The writer's view of "
+            "the table was not the log's: the files it meant to remove may still be live under "
+            "another name, so rows it deleted or rewrote can still be read."
+        ),
+        witness={"paths": _listed(paths), "count": len(paths)},
+    )
+
+
+def _rewrite_finding(facts: _Commit, before: int, after: int, source: str) -> Finding:
+    commit = facts.commit
+    info = commit.commit_info or {}
+    operation = info.get("operation") if isinstance(info.get("operation"), str) else "a rewrite"
+    removed = [r.path for r in facts.removes]
+    added = [a.path for a in facts.adds]
+    return _finding(
+        FindingKind.ROW_COUNT_CHANGED_BY_REWRITE,
+        commit.version,
+        summary=(
+            f"{operation} at v{commit.version} claims no data change but turned {before} rows "
+            f"into {after} ({source})"
+        ),
+        explanation=(
+            f"Version {commit.version} ({operation}) marks every action dataChange=false: it says "
+            f"it only rearranged rows. The {len(removed)} file(s) it removed held {before} live "
+            f"rows (numRecords minus deletion-vector rows) and, by its {source}, what it added "
+            f"holds {after}. Rows were {'lost' if after < before else 'duplicated'} by a commit "
+            "that streaming readers and change data feed skip, so nobody downstream sees it."
+        ),
+        witness={
+            "rows_before": before,
+            "rows_after": after,
+            "source": source,
+            "removed_paths": _listed(removed),
+            "added_paths": _listed(added),
+        },
+    )
+
+
+def _metrics_finding(
+    version: int, operation: str | None, contradictions: dict[str, dict[str, int]]
+) -> Finding:
+    said = ", ".join(
+        f"{name}={c['reported']} but {c['actions']} action(s)" for name, c in contradictions.items()
+    )
+    return _finding(
+        FindingKind.METRICS_MISMATCH,
+        version,
+        summary=f"{operation or 'commit'} at v{version}: operation metrics contradict its actions ({said})",
+        explanation=(
+            f"Version {version} reports operation metrics that its own add/remove actions "
+            f"contradict ({said}; deletion-vector updates are accepted under either counting). "
+            "Metrics that lie hide what a commit did: a writer that mis-counts may also have "
+            "committed a different set of files than it wrote."
+        ),
+        witness={"metrics": contradictions},
+    )
+
+
+def _protocol_finding(
+    version: int, protocol: Protocol, problems: list[str], paths: list[str]
+) -> Finding:
+    proto = (
+        f"reader {protocol.min_reader_version} / writer {protocol.min_writer_version}"
+        f" features {sorted(set(protocol.writer_features or []))}"
+    )
+    return _finding(
+        FindingKind.PROTOCOL_VIOLATION,
+        version,
+        summary=f"v{version} wrote {'; '.join(problems)}",
+        explanation=(
+            f"Version {version} contains actions the table's protocol ({proto}) does not allow: "
+            f"{'; '.join(problems)}. Readers that trust the protocol ignore what they do not "
+            "expect (e.g. a deletion vector), so they return rows that were deleted."
+        ),
+        witness={"problems": problems, "paths": _listed(paths), "protocol": proto},
+    )
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def check_commits(commits: Iterable[Commit], base: TableState | None) -> list[Finding]:
+    checker = IntegrityChecker(base)
+    for commit in commits:
+        checker.observe(commit)
+    return checker.findings
+
+
+def integrity_findings(history: Any) -> list[Finding]:
+    """The integrity findings of a full `History`.
+
+    Histories built by `summary.history_from_log` over the whole log were checked while their
+    commits were digested (`IntegrityTap.observe_refs`, in the same pass as the summaries);
+    others (windows, the Spark path) re-read their commits here.
+    The first commit judged is the one after the first available version when log cleanup
+    removed earlier commits: the state before it comes from its checkpoint.
+    """
+    if not history.summaries:
+        return []
+    if getattr(history, "integrity", None) is not None:
+        return list(history.integrity)
+    first, last = history.summaries[0].version, history.summaries[-1].version
+    try:
+        log = history.get_log()
+    except DeltaAuditError as err:
+        # Not "no findings": a log that cannot be opened was not checked at all.
+        raise DeltaAuditError(
+            f"log integrity cannot be checked: {err}", table_uri=history.table_uri, cause=err.cause
+        ) from err
+    tap = IntegrityTap(log, first)
+    for _ in tap.observe(log.iter_commits(first, last)):
+        pass
+    return tap.findings
+
+
+class IntegrityTap:
+    """Checks commits as they stream past (during the history's own parse: no second read)."""
+
+    def __init__(self, log: Any, first: int):
+        self.start = first if first == 0 else first + 1
+        base: TableState | None
+        if first == 0:
+            base = TableState(version=-1, metadata=None, protocol=None, files={})
+        else:
+            try:
+                base = log.snapshot(first)
+            except DeltaAuditError:
+                base = None
+        self.checker = IntegrityChecker(base)
+
+    def observe(self, commits: Iterable[Commit]) -> Iterator[Commit]:
+        start, observe = self.start, self.checker.observe
+        for commit in commits:
+            if commit.version >= start:
+                observe(commit)
+            yield commit
+
+    def observe_refs(self, commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
+        """One commit of the stream, its files already reduced to refs (summary.summarize_log)."""
+        if commit.version >= self.start:
+            self.checker.observe_refs(commit, adds, removes)
+
+    def replay(self, records: Iterable[IntegrityRecord]) -> None:
+        """Observe commits recorded elsewhere (the forked child of parallel.py), in order."""
+        for version, info, protocol, domains, adds, removes in records:
+            commit = Commit(version, info, protocol=protocol, domain_metadata=domains)
+            self.observe_refs(commit, adds, removes)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.checker.findings

@@ -1,0 +1,242 @@
+"""Which paths may be read: the allowed roots (settings.AUDIT_ALLOWED_ROOTS) and what lies in them.
+
+Two questions, one rule. `check_allowed(uri, roots)` answers for a table URI a user typed (the
+CLI, the API and the workers call it through audit/trust/paths.py). `resolve_data_file(path,
+table_uri, roots)` answers for a data file an `add` action names, before the witness opens it:
+a log is written by whoever can write the table, so its paths are untrusted input, and a file
+read there has its rows shown to every user who can see the finding.
+
+Both resolve before comparing: local paths through `..` and symlinks (os.path.realpath),
+`file:` URIs and percent-encoding decoded; remote URIs must name a listed scheme and bucket and
+may not contain `..` segments, credentials, a port, queries or percent-encoded separators. The
+caller opens the *resolved* location, never the raw text, so what was checked is what is read.
+
+Not covered: the small window between the check and the open (a symlink swapped in between).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from audit.core.errors import DeltaAuditError
+
+REMOTE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "azure"})
+# Percent-encodings of characters that change how a path is split or resolved:
+# "." "/" "\" "%" and NUL. A table root never needs them.
+_ENCODED_SEPARATORS = re.compile(r"%(2e|2f|5c|25|00)", re.IGNORECASE)
+# In a remote data file's path "%2F" and "%25" are legitimate (Hive-style partition folders
+# escape "/" and "%"), but an encoded dot, backslash or NUL, even encoded twice, may be read as
+# a dot segment or separator by an HTTP client: never legitimate.
+_ENCODED_DOTS = re.compile(r"%(25)*(2e|5c|00)", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+# What a finding's witness says about a data file that was refused (never opened).
+REFUSED = "witness not read: path outside the allowed roots"
+
+
+class UriNotAllowed(DeltaAuditError):
+    """The URI is malformed or outside every allowed root."""
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    """Where a data file really is, and the allowed root that lets it be read."""
+
+    location: str  # an absolute, resolved local path, or a normalised remote URI
+    root: str  # the allowed root it lies in, normalised like `location`
+    local: bool
+
+
+def check_allowed(uri: str, roots: Sequence[str]) -> str:
+    """The normalised form of `uri` if it lies under one of `roots`; else UriNotAllowed.
+
+    Local results are absolute, resolved paths; remote results are `scheme://bucket/path`
+    without a trailing slash.
+    """
+    text = _basic_checks(uri)
+    scheme = _scheme(text)
+    if scheme in REMOTE_SCHEMES:
+        normalised = _normalise_remote(text, scheme)
+        if _remote_root_of(normalised, roots) is not None:
+            return normalised
+    elif scheme in ("", "file"):
+        normalised = _normalise_local(text)
+        if _local_root_of(normalised, roots) is not None:
+            return normalised
+    else:
+        raise UriNotAllowed(f"unsupported URI scheme {scheme!r} in {_show(text)}")
+    raise UriNotAllowed(f"{_show(text)} is not under an allowed root (AUDIT_ALLOWED_ROOTS)")
+
+
+def resolve_data_file(path: str, table_uri: str, roots: Sequence[str]) -> DataFile:
+    """Where the data file `path` of the table at `table_uri` lies, and in which allowed root.
+
+    `path` is an add action's path as the log reader gives it (URL-decoded once): relative to
+    the table root, an absolute local path, a `file:` URI, or a remote URI (shallow clones).
+    UriNotAllowed (message: REFUSED, never the path) when it resolves outside every root or
+    cannot be resolved safely; the caller then must not open it.
+    """
+    try:
+        location, local = _locate(path, table_uri)
+        root = (
+            _local_root_of(location, roots)
+            if local
+            else _remote_root_of(_normalise_remote(location, _scheme(location)), roots)
+        )
+    except DeltaAuditError:
+        raise UriNotAllowed(REFUSED) from None
+    if root is None:
+        raise UriNotAllowed(REFUSED)
+    return DataFile(location, root, local)
+
+
+def _locate(path: str, table_uri: str) -> tuple[str, bool]:
+    if not path or _CONTROL.search(path) or "\\" in path:
+        raise UriNotAllowed("malformed data file path")
+    scheme = _scheme(path)
+    if scheme in REMOTE_SCHEMES:
+        return _remote_location(path, scheme), False
+    if scheme or path.startswith("file:"):
+        if not path.startswith("file:"):
+            raise UriNotAllowed(f"unsupported URI scheme {scheme!r}")
+        return _normalise_local(_basic_checks(path), strip_log=False), True
+    if path.startswith("/"):
+        return os.path.realpath(path), True
+    # Relative: against the table root, resolved like the root itself.
+    table = _basic_checks(table_uri)
+    table_scheme = _scheme(table)
+    if table_scheme in REMOTE_SCHEMES:
+        # `..` segments are refused by _remote_location (object stores have no directories).
+        base = _normalise_remote(table, table_scheme)
+        return _remote_location(f"{base}/{path.lstrip('/')}", table_scheme), False
+    if table_scheme not in ("", "file"):
+        raise UriNotAllowed(f"unsupported URI scheme {table_scheme!r}")
+    return os.path.realpath(os.path.join(_normalise_local(table), path)), True
+
+
+def _remote_location(uri: str, scheme: str) -> str:
+    """`uri` checked like a table URI, kept in its raw (still encoded) spelling to be opened."""
+    if _ENCODED_DOTS.search(uri):
+        raise UriNotAllowed("encoded dot or separator in a remote data file path")
+    _normalise_remote(uri, scheme)  # raises on '..', credentials, a port, a query
+    parts = urlsplit(uri)
+    segments = [s for s in parts.path.split("/") if s]
+    return f"{scheme}://{parts.netloc}/{'/'.join(segments)}"
+
+
+def _local_root_of(path: str, roots: Sequence[str]) -> str | None:
+    for root in roots:
+        if _scheme(root) not in ("", "file"):
+            continue
+        try:
+            root_path = _normalise_local(root)
+        except DeltaAuditError:
+            continue
+        if path == root_path or path.startswith(root_path.rstrip(os.sep) + os.sep):
+            return root_path
+    return None
+
+
+def _remote_root_of(target: str, roots: Sequence[str]) -> str | None:
+    """The root `target` (already normalised) lies in."""
+    for root in roots:
+        scheme = _scheme(root)
+        if scheme not in REMOTE_SCHEMES:
+            continue
+        try:
+            root_uri = _normalise_remote(_basic_checks(root), scheme)
+        except DeltaAuditError:
+            continue
+        if target == root_uri or target.startswith(root_uri.rstrip("/") + "/"):
+            return root_uri
+    return None
+
+
+def _show(text: str) -> str:
+    return repr(text[:200])
+
+
+def _basic_checks(uri: str) -> str:
+    if not isinstance(uri, str) or not uri.strip():
+        raise UriNotAllowed("empty table URI")
+    text = uri.strip()
+    if _CONTROL.search(text):
+        raise UriNotAllowed(f"table URI contains control characters: {_show(text)}")
+    if _ENCODED_SEPARATORS.search(text):
+        raise UriNotAllowed(f"table URI contains percent-encoded separators: {_show(text)}")
+    if "\\" in text:
+        # A backslash is a separator on Windows and in some object-store clients: never needed.
+        raise UriNotAllowed(f"table URI may not contain backslashes: {_show(text)}")
+    if len(text) > 1900:
+        raise UriNotAllowed("table URI is too long")
+    return text
+
+
+def _scheme(text: str) -> str:
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", text)
+    return match.group(1).lower() if match else ""
+
+
+def _normalise_local(text: str, *, strip_log: bool = True) -> str:
+    if text.startswith("file:"):
+        parts = urlsplit(text)
+        if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+            raise UriNotAllowed(f"file URI must name a local path: {_show(text)}")
+        text = unquote(parts.path)
+    path = os.path.expanduser(text)
+    if not os.path.isabs(path):
+        path = os.path.abspath(path)
+    resolved = os.path.realpath(path)
+    trimmed = resolved.rstrip(os.sep) or os.sep
+    if strip_log and trimmed.endswith(os.sep + "_delta_log"):
+        trimmed = os.path.dirname(trimmed)
+    return trimmed
+
+
+def _normalise_remote(text: str, scheme: str) -> str:
+    parts = urlsplit(text)
+    if parts.query or parts.fragment:
+        raise UriNotAllowed(f"table URI may not carry a query or fragment: {_show(text)}")
+    if not parts.netloc:
+        raise UriNotAllowed(f"remote URI has no bucket: {_show(text)}")
+    # s3://user:secret@bucket or s3://bucket:port would dodge the bucket comparison. Azure's
+    # abfss://container@account.dfs.core.windows.net legitimately holds one "@".
+    max_at = 1 if scheme in ("abfs", "abfss") else 0
+    if parts.netloc.count("@") > max_at or ":" in parts.netloc:
+        raise UriNotAllowed(f"remote URI may not carry credentials or a port: {_show(text)}")
+    raw_path = unquote(parts.path)
+    segments = [s for s in raw_path.split("/") if s]
+    if any(s in (".", "..") for s in segments) or "\\" in raw_path:
+        raise UriNotAllowed(f"remote URI may not contain '.' or '..' segments: {_show(text)}")
+    path = posixpath.join("/", *segments) if segments else ""
+    if path.endswith("/_delta_log"):
+        path = path[: -len("/_delta_log")]
+    return f"{scheme}://{parts.netloc}{path if path != '/' else ''}"
+
+
+def shown_path(path: str, limit: int = 200) -> str:
+    """`path` as a page or note may show it: no user-info, query or fragment (they can carry
+    keys or signed tokens), at most `limit` characters."""
+    if "://" in path or path.startswith("file:"):
+        parts = urlsplit(path)
+        host = parts.netloc.rpartition("@")[2]
+        path = f"{parts.scheme}://{host}{parts.path}" if host else f"{parts.scheme}:{parts.path}"
+    path = _CONTROL.sub("?", path)
+    return path if len(path) <= limit else path[: limit - 3] + "..."
+
+
+def remote_table_location(table_uri: str) -> str | None:
+    """The remote table root spelled as `resolve_data_file` spells locations; None if local."""
+    text = table_uri.strip()
+    scheme = _scheme(text)
+    if scheme not in REMOTE_SCHEMES:
+        return None
+    try:
+        return _remote_location(_normalise_remote(text, scheme), scheme)
+    except DeltaAuditError:
+        return None

@@ -1,0 +1,162 @@
+"""The periodic orphan scan of registered tables (the shell around audit/core/data/orphans.py).
+
+`scan_table` lists one table's data folders within the configured bounds, stores an
+`OrphanScan` row (counts, bytes, time range, per-hour histogram, a sample of paths) and opens or
+resolves the table's `orphan_files`, `missing_data_file` and `vacuum_broke_snapshot` findings
+through `audit.ingest` (the last two from the same listing: audit/core/data/scan.py). A table whose log or
+folders cannot be read gets a scan row with the error; other tables are not affected. Nothing
+is ever deleted from a table.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from audit import ingest
+from audit.core.data.orphans import HOUR_MS, SCAN_KINDS
+from audit.core.data.scan import scan_data
+from audit.core.errors import DeltaAuditError
+from audit.core.history.summary import load_history
+from audit.core.scrub import scrub_error
+from audit.core.storage.stores import local_path_of, open_store
+from audit.core.vocab import FindingKind
+from audit.models import Commit, Finding, OrphanScan, Table
+from audit.trust.paths import check_registered
+
+MAX_HOURS_SHOWN = 48
+
+
+def scan_table(table: Table) -> OrphanScan:
+    now = timezone.now()
+    try:
+        uri = check_registered(table.uri)
+        history = load_history(uri)  # the current log: newer commits reference their files
+        found = scan_data(
+            open_store(uri),
+            history,
+            local_path_of(uri) or uri,
+            now_ms=int(time.time() * 1000),
+            min_age_floor_ms=int(settings.AUDIT_ORPHAN_MIN_AGE_SECONDS * 1000),
+            orphan_finding_bytes=settings.AUDIT_ORPHAN_FINDING_BYTES,
+            max_files=settings.AUDIT_ORPHAN_MAX_FILES,
+            max_dirs=settings.AUDIT_ORPHAN_MAX_DIRS,
+            max_depth=settings.AUDIT_ORPHAN_MAX_DEPTH,
+        )
+    except DeltaAuditError as err:
+        return OrphanScan.objects.create(
+            table=table, scanned_at=now, error=scrub_error(str(err))[:2000]
+        )
+    data = found.orphans.as_dict()
+    with transaction.atomic():
+        row = OrphanScan.objects.create(
+            table=table,
+            scanned_at=now,
+            version=history.latest_version,
+            **{k: data[k] for k in _STORED},
+        )
+        findings = found.findings
+        for finding in findings:
+            if finding.kind == FindingKind.ORPHAN_FILES:
+                finding.version = _finding_version(table, history.latest_version)
+        ingest.upsert_findings(table, findings, scope=None, kinds=SCAN_KINDS, now=now)
+    _prune(table)
+    return row
+
+
+_STORED = (
+    "files",
+    "bytes",
+    "oldest",
+    "newest",
+    "hours",
+    "sample",
+    "in_flight_files",
+    "listed_files",
+    "listed_dirs",
+    "truncated",
+    "min_age_ms",
+)
+
+
+def _finding_version(table: Table, latest: int) -> int:
+    """Keep the open finding's version while orphans persist (one finding, not one per scan)."""
+    open_row = (
+        Finding.objects.filter(
+            table=table, kind=FindingKind.ORPHAN_FILES, status=Finding.Status.OPEN
+        )
+        .order_by("-version")
+        .first()
+    )
+    return open_row.version if open_row is not None else latest
+
+
+def _prune(table: Table) -> None:
+    keep = settings.AUDIT_ORPHAN_SCANS_KEPT
+    old = (
+        OrphanScan.objects.filter(table=table)
+        .order_by("-scanned_at")
+        .values_list("id", flat=True)[keep:]
+    )
+    ids = list(old[:10_000])
+    if ids:
+        OrphanScan.objects.filter(id__in=ids).delete()
+
+
+def tables_due(now: Any = None) -> list[int]:
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.AUDIT_ORPHAN_SCAN_SECONDS)
+    return list(
+        Table.objects.annotate(last_scan=Max("orphan_scans__scanned_at"))
+        .filter(Q(last_scan__isnull=True) | Q(last_scan__lt=cutoff))
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+
+
+# --------------------------------------------------------------------------- the query layer
+
+
+def orphan_report(table: Table) -> dict[str, Any]:
+    """The latest scan, counts over time, and per orphan hour the commits that ran concurrently
+    in that hour (the conflict hotspots of the same hours). Shared by the API and the page."""
+    scans = list(OrphanScan.objects.filter(table=table).order_by("-scanned_at")[:200])
+    latest = next((s for s in scans if not s.error), None)
+    hours = list((latest.hours if latest else [])[-MAX_HOURS_SHOWN:])
+    for hour in hours:
+        start = int(hour["start"])
+        counts = Commit.objects.filter(
+            table=table, timestamp__gte=start, timestamp__lt=start + HOUR_MS
+        ).aggregate(commits=Count("id"), concurrent=Count("id", filter=Q(concurrent_count__gt=0)))
+        hour["commits"], hour["concurrent_commits"] = counts["commits"], counts["concurrent"]
+    return {
+        "table": table.id,
+        "latest": None
+        if latest is None
+        else {
+            "scanned_at": latest.scanned_at.isoformat(),
+            "version": latest.version,
+            "files": latest.files,
+            "bytes": latest.bytes,
+            "oldest": latest.oldest,
+            "newest": latest.newest,
+            "in_flight_files": latest.in_flight_files,
+            "listed_files": latest.listed_files,
+            "listed_dirs": latest.listed_dirs,
+            "truncated": latest.truncated,
+            "sample": latest.sample[:20],
+        },
+        "hours": hours,
+        "over_time": [
+            {"scanned_at": s.scanned_at.isoformat(), "files": s.files, "bytes": s.bytes}
+            for s in reversed(scans)
+            if not s.error
+        ],
+        "last_error": scans[0].error if scans and scans[0].error else None,
+    }

@@ -1,0 +1,232 @@
+"""Keeps the stored health (audit.health.models) current as the tail stores commits.
+
+`record_health` is the one hook: `audit.ingest.store_history_chunk` calls it inside the same
+transaction that stores a chunk of commits, so health rows never run ahead of (or behind) the
+commits. Per chunk it costs one re-read of the chunk's own commit files (for the per-version
+points) and, when the chunk is the last one of a backfill, one tombstone replay from the
+newest checkpoint (for the full health document). Requests never replay the log for the
+latest version: they read `TableHealth`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import time
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.db.models.functions import ExtractHour
+from django.utils import timezone
+
+from audit.alerting.health_findings import evaluate_health_rules, raise_change_findings
+from audit.core.advice.matrix import classify_operation, uses_zorder
+from audit.core.errors import DeltaAuditError
+from audit.core.health.changes import changes_from_history
+from audit.core.health.compute import (
+    ACTIVITY_DAYS,
+    Activity,
+    compute_health,
+    log_sizes,
+    small_file_limit,
+)
+from audit.core.health.tombstones import snapshot_from_history
+from audit.core.history.summary import History
+from audit.core.history.unpublished import table_publish_lag
+from audit.core.log import LOG_DIR, commit_file_name, parse_commit
+from audit.core.vocab import OperationClass
+from audit.health.models import HealthPoint, TableChange, TableHealth
+from audit.models import Commit, Table
+
+log = logging.getLogger(__name__)
+ACTIVITY_ROWS = 10_000
+BIG_COMMIT_BYTES = (
+    16 * 1024 * 1024
+)  # re-parsing a 100 MB commit per chunk costs seconds  # the commit-hour profile reads at most this many recent commits
+
+
+def record_health(
+    table: Table, history: History, start: int, end: int, *, more: bool = False
+) -> None:
+    """Store health points and changes for versions [start, end]; the full health when done.
+
+    Call inside the transaction that stored those commits. A log problem here is logged and
+    skipped: health must never stop the audit's own ingest.
+    """
+    try:
+        chunk_bytes = store_points(table.id, history, start, end)
+        raise_change_findings(table, store_changes(table.id, history, start, end))
+        if not more and history.state.version == end:
+            health = store_table_health(table.id, history, (start, chunk_bytes))
+            evaluate_health_rules(table, health_fields(health))
+    except DeltaAuditError as err:
+        log.warning("table %s: health not updated for v%s..v%s: %s", table.id, start, end, err)
+
+
+def store_points(table_id: int, history: History, start: int, end: int) -> int:
+    """num_files / total_bytes / small_files of every version in [start, end].
+
+    Exact at `end` (the replayed state), then walked backwards through the chunk's commits:
+    a version's numbers are the next one's minus that commit's adds plus its removes. Only
+    commits after `start` are parsed again; one above BIG_COMMIT_BYTES is undone from its
+    summary instead (counts exact, bytes and small files from its data-changing files).
+    Returns the bytes of the chunk's commit files (the log size, kept incrementally).
+    """
+    state = history.state
+    if state.version != end:
+        return 0
+    limit = small_file_limit(state.properties)
+    sizes = [f.size or 0 for f in state.files.values()]
+    current = [len(sizes), sum(sizes), sum(1 for s in sizes if s < limit)]
+    log_ = history.get_log()
+    versions = log_.listing.commit_versions
+    chunk = versions[bisect.bisect_left(versions, start) : bisect.bisect_right(versions, end)]
+    data_of: dict[int, bytes] = {}
+    chunk_bytes = 0
+    for version in chunk:
+        data = log_.store.read_bytes(f"{LOG_DIR}/{commit_file_name(version)}")
+        chunk_bytes += len(data)
+        if version > start:
+            data_of[version] = data
+    rows: list[HealthPoint] = []
+    for version in reversed(chunk):
+        summary = history.summary(version)
+        rows.append(
+            HealthPoint(
+                table_id=table_id,
+                version=version,
+                timestamp=summary.timestamp if summary is not None else None,
+                num_files=current[0],
+                total_bytes=current[1],
+                small_files=current[2],
+            )
+        )
+        if version == start:
+            break
+        limit = small_file_limit(history.properties_at(version))
+        data = data_of.pop(version)
+        if len(data) > BIG_COMMIT_BYTES and summary is not None:
+            _undo_summary(current, summary, limit)
+        else:
+            _undo_commit(current, parse_commit(version, data), limit)
+    HealthPoint.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
+    return chunk_bytes
+
+
+def _undo_commit(current: list[int], commit: Any, limit: int) -> None:
+    for add in commit.adds:
+        current[0] -= 1
+        current[1] -= add.size or 0
+        current[2] -= (add.size or 0) < limit
+    for remove in commit.removes:
+        current[0] += 1
+        current[1] += remove.size or 0
+        current[2] += (remove.size or 0) < limit
+
+
+def _undo_summary(current: list[int], s: Any, limit: int) -> None:
+    added = s.files_added + len(s.compacted_paths)
+    removed = len(s.removed_paths_all)
+    current[0] += removed - added
+    current[1] += s.bytes_removed - s.bytes_added
+    if s.files_added and s.bytes_added / s.files_added < limit:
+        current[2] -= s.files_added
+    if s.files_removed and s.bytes_removed / s.files_removed < limit:
+        current[2] += s.files_removed
+    current[2] = max(min(current[2], current[0]), 0)
+
+
+def store_changes(table_id: int, history: History, start: int, end: int) -> list[dict[str, Any]]:
+    changes = [c for c in changes_from_history(history) if start <= c["version"] <= end]
+    rows = [
+        TableChange(
+            table_id=table_id,
+            version=c["version"],
+            timestamp=c["timestamp"],
+            kind=c["kind"],
+            before=c["before"],
+            after=c["after"],
+            diff=c["diff"],
+            summary=c["summary"],
+        )
+        for c in changes
+    ]
+    TableChange.objects.bulk_create(rows, ignore_conflicts=True)
+    return changes
+
+
+def stored_activity(table_id: int) -> Activity:
+    """The commit-hour profile from the stored commits of the last ACTIVITY_DAYS days."""
+    activity = Activity()
+    since = timezone.now() - timedelta(days=ACTIVITY_DAYS)
+    latest = (
+        Commit.objects.filter(table_id=table_id).order_by("-version").values("committed_at")[:1]
+    )
+    newest = latest[0]["committed_at"] if latest else None
+    if newest is not None:
+        since = newest - timedelta(days=ACTIVITY_DAYS)
+    rows = (
+        Commit.objects.filter(table_id=table_id)
+        .filter(Q(committed_at__gte=since))
+        .annotate(hour=ExtractHour("committed_at"))
+        .order_by("-version")
+        .values_list("hour", "operation", "blind_append", "operation_parameters")[:ACTIVITY_ROWS]
+    )
+    for hour, operation, blind, params in rows:
+        family = classify_operation(operation, blind, params)
+        activity.all_hours[hour] += 1
+        if family == OperationClass.UDM:
+            activity.udm_hours[hour] += 1
+        if family == OperationClass.OPTIMIZE and uses_zorder(params):
+            activity.zorder_used = True
+    return activity
+
+
+def store_table_health(
+    table_id: int, history: History, chunk: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """Compute and store the latest health. With `chunk` = (first version, bytes) of the
+    commits just stored, the log size is the previous one plus theirs when nothing was
+    cleaned up in between, so a steady tail never lists a million-file `_delta_log` with sizes.
+    """
+    snapshot = snapshot_from_history(history)
+    listing = history.listing
+    prev = TableHealth.objects.filter(table_id=table_id).values("version", "data").first()
+    prev_log = (prev or {}).get("data", {}).get("log") or {}
+    incremental = (
+        chunk is not None
+        and prev is not None
+        and prev["version"] == chunk[0] - 1
+        and listing.commit_versions
+        and prev_log.get("oldest_version") == listing.commit_versions[0]
+        and isinstance(prev_log.get("bytes"), int)
+    )
+    sizes = {} if incremental else log_sizes(history.get_log())
+    health = compute_health(snapshot, listing, sizes, stored_activity(table_id))
+    if incremental:
+        assert chunk is not None
+        health["log"]["bytes"] = prev_log["bytes"] + chunk[1]
+    lag = table_publish_lag(history.get_log(), history.state.protocol, int(time.time() * 1000))
+    if lag is not None:
+        health["publish_lag"] = lag
+    TableHealth.objects.update_or_create(table_id=table_id, defaults=health_fields(health))
+    return health
+
+
+def health_fields(health: dict[str, Any]) -> dict[str, Any]:
+    n = health["num_files"]
+    return {
+        "version": health["version"],
+        "computed_at": timezone.now(),
+        "data": health,
+        "num_files": n,
+        "total_bytes": health["total_bytes"],
+        "small_files": health["small_files"]["count"],
+        "small_file_ratio": health["small_files"]["count"] / n if n else 0.0,
+        "vacuumable_bytes": health["tombstones"]["vacuumable_bytes"],
+        "checkpoint_lag": health["checkpoint"]["commits_since"],
+        # Catalog-managed / coordinated-commits tables only (0 for the others).
+        "publish_lag_versions": (health.get("publish_lag") or {}).get("versions") or 0,
+        "publish_lag_seconds": (health.get("publish_lag") or {}).get("seconds") or 0.0,
+    }

@@ -1,0 +1,382 @@
+"""The one query layer: what the API, the dashboard and the alerting ask of the database.
+
+Each question has one answer here, so the JSON API and the HTML pages cannot drift apart
+(docs/api.md, "One answer"):
+
+- *open* means the audit has not resolved the finding; *needs attention* means open and not
+  acknowledged. Tables carry both counts (`open_<severity>`, `attention_<severity>`).
+- acknowledging keeps the first acknowledger; members of the table's project (and
+  administrators) acknowledge and re-open (audit/trust/access.py decides who sees what).
+- "findings involving version V": found on V, or naming V among their related versions,
+  answered by the database on both SQLite and PostgreSQL (no text search, no scan).
+- one way to queue a table's tail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from django.db import connection
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.db.models.expressions import RawSQL
+
+from audit.core.vocab import SEVERITY_ORDER
+from audit.models import NEEDS_ATTENTION, OPEN, CommitRollup, Finding, Table
+from audit.reads import rollups, timeline_sql
+from audit.reads.prepared import Prepared, PreparedRows, fetch_sql
+from audit.reads.timeline import table_key, timeline_json
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "NEEDS_ATTENTION",
+    "OPEN",
+    "acknowledge",
+    "attention_totals",
+    "commit_time_bounds",
+    "enqueue_tail",
+    "finding_counts",
+    "findings_by_status",
+    "findings_involving",
+    "findings_list_generation",
+    "open_findings",
+    "tables_list_generation",
+    "table_by_id",
+    "table_with_health_flag",
+    "tables_with_counts",
+    "timeline_window",
+    "unacknowledge",
+]
+
+# Worst first: the order of every finding list that is not sorted by time.
+SEVERITY_FIRST = Case(
+    *(When(severity=s, then=Value(-s.rank)) for s in SEVERITY_ORDER),
+    default=Value(0),
+    output_field=IntegerField(),
+)
+# Findings of one version are few; the bound keeps a pathological table's page cheap.
+MAX_INVOLVING = 1000
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def tables_with_counts() -> QuerySet[Table]:
+    """Every table with `open_<severity>` and `attention_<severity>` counts and `lag`."""
+    return Table.objects.with_open_counts()
+
+
+def table_by_id(table_id: int | str) -> Table | None:
+    """The table with this id (every column), or None: one query compiled once per process
+    (every API sub-resource and cold list reads its table first)."""
+    found = _table_by_id(int(table_id))
+    return found[0] if found else None
+
+
+_table_by_id = Prepared(lambda pk: Table.objects.filter(pk=pk))
+
+
+def table_with_health_flag(table_id: int) -> Table | None:
+    """The table (every column) with `has_health`: whether its health is stored. One query
+    compiled once per process: a table page and its status poll read it on every request."""
+    found = _table_with_health_flag(table_id)
+    return found[0] if found else None
+
+
+def _table_row_query(pk: int) -> QuerySet[Table]:
+    from audit.health.models import TableHealth
+
+    stored = TableHealth.objects.filter(table_id=OuterRef("pk"))
+    return Table.objects.filter(pk=pk).annotate(has_health=Exists(stored))
+
+
+_table_with_health_flag = Prepared(_table_row_query)
+
+
+def _per_severity(rows: dict[str, int]) -> dict[str, int]:
+    return {str(s): rows.get(s, 0) for s in SEVERITY_ORDER}
+
+
+def finding_counts(table_id: int) -> dict[str, dict[str, int]]:
+    """One table's `{"open": {severity: n}, "attention": {severity: n}}`, in one query.
+
+    Plain SQL compiled once (OPEN and NEEDS_ATTENTION written out, from the (table, status,
+    severity, acknowledged_at) index alone): the table page's status
+    poll asks it every few seconds per open tab, and the ORM spent ~0.4 ms building it."""
+    open_, attention = {}, {}
+    for severity, n_open, n_attention in fetch_sql(
+        "finding_counts", _finding_counts_sql, [table_id, Finding.Status.OPEN.value]
+    ):
+        open_[severity] = n_open
+        attention[severity] = int(n_attention)
+    return {"open": _per_severity(open_), "attention": _per_severity(attention)}
+
+
+def _finding_counts_sql() -> str:
+    quote = connection.ops.quote_name
+    meta = Finding._meta
+    table, severity, status, acked = (quote(meta.get_field(f).column)
+                                      for f in ("table", "severity", "status", "acknowledged_at"))  # fmt: skip
+    return (
+        f"SELECT {severity}, COUNT(*), SUM(CASE WHEN {acked} IS NULL THEN 1 ELSE 0 END) "
+        f"FROM {quote(meta.db_table)} WHERE {table} = %s AND {status} = %s "
+        f"GROUP BY {severity}"
+    )
+
+
+def attention_totals(projects: frozenset[int] | None = None) -> dict[str, int]:
+    """Findings needing attention over every table (of `projects`, ids; None: of every
+    project), per severity (the overview's totals). Every table's by SQL compiled once (the
+    ORM's building and compiling cost more than the count)."""
+    if projects is None:
+        rows = dict(_attention_per_severity())
+    else:
+        rows = dict(
+            Finding.objects.filter(NEEDS_ATTENTION, table__project_id__in=sorted(projects))
+            .order_by()
+            .values_list("severity")
+            .annotate(Count("id"))
+        )
+    return {str(s): rows.get(str(s), 0) for s in SEVERITY_ORDER}
+
+
+def table_counts(projects: frozenset[int] | None = None) -> tuple[int, int]:
+    """How many tables there are (in `projects`, ids; None: in every project), and how many
+    are in error (the overview's head): every table's by one grouped query compiled once."""
+    if projects is None:
+        rows = dict(_tables_per_status())
+    else:
+        rows = dict(
+            Table.objects.filter(project_id__in=sorted(projects))
+            .order_by()
+            .values_list("status")
+            .annotate(Count("id"))
+        )
+    return sum(rows.values()), rows.get(Table.Status.ERROR.value, 0)
+
+
+_attention_per_severity = PreparedRows(
+    lambda: (
+        Finding.objects.filter(NEEDS_ATTENTION)
+        .order_by()
+        .values_list("severity")
+        .annotate(Count("id"))
+    ),
+    0,
+)
+_tables_per_status = PreparedRows(
+    lambda: Table.objects.order_by().values_list("status").annotate(Count("id")), 0
+)
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def open_findings() -> QuerySet[Finding]:
+    """Findings the audit has not resolved (acknowledged or not): risk, metrics, alerts."""
+    return Finding.objects.filter(OPEN)
+
+
+def findings_by_status(queryset: QuerySet[Finding], status: str) -> QuerySet[Finding]:
+    """The dashboard's finding tabs. "open" is the needs-attention list (the API's
+    `?status=open&acknowledged=false`); "acknowledged" is every acknowledged finding (the
+    API's `?acknowledged=true`); "resolved" the API's `?status=resolved`; else all."""
+    if status == "open":
+        return queryset.filter(NEEDS_ATTENTION)
+    if status == "acknowledged":
+        return queryset.filter(acknowledged_at__isnull=False)
+    if status == "resolved":
+        return queryset.filter(status=Finding.Status.RESOLVED)
+    return queryset
+
+
+def _names_version(version: int) -> Q:
+    """`related_versions` (a JSON list of integers) contains `version`, asked of the database.
+
+    PostgreSQL answers JSON containment from the jsonb value; SQLite has no containment
+    lookup, so its JSON1 `json_each` is asked instead. Both are exact, unlike a text search.
+    """
+    if connection.vendor == "postgresql":
+        return Q(related_versions__contains=[version])
+    table = Finding._meta.db_table
+    names = RawSQL(
+        f'EXISTS (SELECT 1 FROM json_each("{table}"."related_versions") '
+        "WHERE json_each.type = 'integer' AND json_each.value = %s)",
+        (version,),
+        output_field=BooleanField(),
+    )
+    return Q(names)
+
+
+def findings_involving(
+    table_id: int, version: int, fields: tuple[str, ...] | None = None
+) -> list[Finding]:
+    """Findings of a table found on `version` or naming it among their related versions,
+    worst first, then newest, then by id; at most MAX_INVOLVING.
+
+    The commit page and `GET /api/tables/{id}/commits/{version}/` both show this list."""
+    rows = Finding.objects.filter(table_id=table_id).filter(
+        Q(version=version) | _names_version(version)
+    )
+    if fields:
+        rows = rows.only(*fields)
+    return list(rows.order_by(SEVERITY_FIRST, "-version", "id")[:MAX_INVOLVING])
+
+
+def acknowledge(finding: Finding, user: Any) -> bool:
+    """Acknowledge for `user`; the first acknowledgement is kept (see Finding.acknowledge).
+    Callers check that `user` may (`audit.trust.access.may_acknowledge`: API view, dashboard view)."""
+    return finding.acknowledge(user)
+
+
+def unacknowledge(finding: Finding) -> bool:
+    """Undo an acknowledgement (callers check `access.may_acknowledge`); the finding needs
+    attention again."""
+    return finding.unacknowledge()
+
+
+# --------------------------------------------------------------------------- cache generations
+
+
+def findings_list_generation(table_id: int | None) -> str:
+    """A cache-key part that changes whenever a findings list could (cached bodies).
+
+    Filtered to one table: that table's findings generation (moved with every change of its
+    Finding rows), identity and stored version. Otherwise every table's: their count, newest
+    id and creation time name the set of tables (a table is only ever added after the newest
+    one, or removed), and the sum of their generations, each only ever growing, moves with any
+    change. One aggregate over Table either way, not a scan of the findings. Plain SQL
+    compiled once per process (these run on every cached read: the ORM's compilation of them
+    cost more than the rest of the answer); values as the driver returns them, which only
+    ever go into a key.
+    """
+    if table_id is not None:
+        row = table_key_columns(table_id)
+        if row is None:
+            return f"table:{table_id}:none"
+        found, uri, created, generation, last_seen = row
+        created = _key_text(created)
+        return f"table:{table_key(Table(id=found, uri=uri))}:{created}:{generation}:{last_seen}"
+    ((n, top, created, generation),) = fetch_sql("all_tables", _all_tables_sql, [])
+    return f"all:{n}:{top}:{_key_text(created)}:{generation}"
+
+
+def _key_text(value: Any) -> str:
+    # A time as the driver returns it, without the space cache backends refuse in keys.
+    return str(value).replace(" ", "T")
+
+
+def tables_list_generation(columns: tuple[str, ...]) -> str:
+    """A cache-key part for the tables list: a digest of every table's `columns` (what the
+    list shows, health__* included) and findings generation (its open counts)."""
+
+    def sql() -> str:
+        rows = Table.objects.order_by("id").values_list("id", "findings_generation", *columns)
+        return _sql_without_params(rows)
+
+    rows = fetch_sql(("tables_list", columns), sql, [])
+    return hashlib.sha1(repr(rows).encode()).hexdigest()
+
+
+def table_key_columns(table_id: int) -> tuple | None:
+    """(id, uri, created_at, findings_generation, last_seen_version) of a table, None if gone:
+    what the cache keys of its lists read, by one plain query."""
+    rows = fetch_sql("one_table", _one_table_sql, [table_id])
+    return rows[0] if rows else None
+
+
+def _one_table_sql() -> str:
+    columns = _columns("id", "uri", "created_at", "findings_generation", "last_seen_version")
+    return f"SELECT {', '.join(columns)} FROM {Table._meta.db_table} WHERE {columns[0]} = %s"
+
+
+def _all_tables_sql() -> str:
+    pk, created, generation = _columns("id", "created_at", "findings_generation")
+    return (
+        f"SELECT COUNT({pk}), MAX({pk}), MAX({created}), SUM({generation}) "
+        f"FROM {Table._meta.db_table}"
+    )
+
+
+def _columns(*fields: str) -> list[str]:
+    quote = connection.ops.quote_name
+    return [quote(Table._meta.get_field(field).column) for field in fields]
+
+
+def _sql_without_params(queryset) -> str:
+    sql, params = queryset.query.sql_with_params()
+    assert not params, "only parameterless queries are compiled once"
+    return sql
+
+
+# --------------------------------------------------------------------------- timeline, tails
+
+
+def timeline_window(table: Table, lo: int | None, hi: int | None, max_points: int) -> bytes:
+    """A version window of the timeline as JSON bytes (rows or buckets, open findings)."""
+    return timeline_json(table, lo, hi, max_points)
+
+
+def enqueue_tail(table_id: int) -> bool:
+    """Ask a worker to tail the table now; False when the broker is unreachable.
+
+    A down broker must not lose a registration: the table is stored (status "ingesting")
+    and the beat's next `tail_all` pass picks it up."""
+    try:
+        from workers.tasks import tail_table
+
+        tail_table.apply_async((table_id,), retry=False)
+    except Exception as err:  # kombu/redis connection errors vary by transport
+        log.warning("could not queue the tail of table %s: %s", table_id, err)
+        return False
+    return True
+
+
+_ROLLUP_BOUNDS = (
+    f"SELECT SUM(commits), MIN(CASE WHEN max_timestamp >= %s THEN bucket_start END), "
+    f"MAX(CASE WHEN min_timestamp <= %s THEN bucket_start END) "
+    f"FROM {CommitRollup._meta.db_table} WHERE table_id = %s"
+)
+_EARLIEST = -(2**63)
+_LATEST = 2**63 - 1
+
+
+def commit_time_bounds(
+    table_id: int, since: int | None, until: int | None
+) -> tuple[int, int] | None:
+    """Versions [lo, hi] holding every commit of the table with since <= timestamp <= until
+    (ms; None is open), from the rollups' min/max timestamps; None when they cannot tell.
+
+    Commit timestamps need not grow with the version, so these bounds only narrow the
+    scan: the timestamp filter still applies inside them, and the commits query walks the
+    (table, version) index in page order instead of reading the whole time window through
+    the timestamp index and sorting it (101 ms of CPU for a 150,000-commit window).
+    The bounds are exact only if every commit is counted in its rollup (the ingest keeps
+    them in one transaction; a bulk load might not): the rollups' commit total must equal
+    the version span, which every stored version filling it proves (versions are unique).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _ROLLUP_BOUNDS,
+            [_EARLIEST if since is None else since, _LATEST if until is None else until, table_id],
+        )
+        counted, first_bucket, last_bucket = cursor.fetchone()
+    low, high = timeline_sql.version_span(table_id)
+    if low is None or counted != high - low + 1:
+        return None  # no commits, or commits outside the rollups: filter by time alone
+    if first_bucket is None or last_bucket is None:
+        return (1, 0)  # no rollup overlaps the window: no commit can be in it
+    return (first_bucket, last_bucket + rollups.rollup_size() - 1)

@@ -1,0 +1,324 @@
+"""The timeline of a table's commits for charts (API `/timeline/` and the table page).
+
+Every answer is read from CommitRollup rows (audit/reads/rollups.py), never by scanning the window's
+Commit rows, so its cost does not grow with the zoom level:
+
+- `rows` (the window holds at most max_points commits): the packed rows of the two or three
+  rollups that cover the window;
+- `buckets` (about max_points/2 of them): the window is cut at the finest stored level whose
+  cell is at most twice narrower than the wanted bucket width (whole rollups, then cells of 64
+  and 8 versions at the real size); buckets are whole cells of that level, counted from the
+  cell boundary at or below the window's start, and the partly covered rollups at the edges
+  are counted row by row, so every count is exact.
+
+In buckets mode `findings` lists, per bucket, the open finding the chart pins there (the most
+severe, then the lowest version and id); `buckets[i][4]` counts all of them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.core.cache import cache
+
+from audit.core.vocab import SEVERITY_ORDER
+from audit.models import Table
+from audit.reads import rollups, timeline_sql
+
+TIMELINE_COLUMNS = [
+    "version",
+    "read_version",
+    "timestamp",
+    "op",
+    "blind_append",
+    "concurrent_count",
+]
+TIMELINE_MAX_FINDINGS = timeline_sql.MAX_FINDINGS
+FINDING_FIELDS = timeline_sql.FINDING_FIELDS
+SEVERITY_RANK = {str(s): s.rank + 1 for s in SEVERITY_ORDER}  # 0: an unknown severity
+
+
+def table_key(table: Table) -> str:
+    # The URI too: a table removed and registered again may get the same id (SQLite).
+    return f"{table.id}:{hashlib.sha1(table.uri.encode()).hexdigest()[:12]}"
+
+
+def _json(value: Any) -> Any:
+    # SQLite hands JSON columns back as text, psycopg as decoded values.
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
+def table_timeline(
+    table: Table,
+    from_version: int | None = None,
+    to_version: int | None = None,
+    max_points: int = 2000,
+) -> dict[str, Any]:
+    """The timeline JSON contract (see /api/docs/)."""
+    return orjson.loads(timeline_json(table, from_version, to_version, max_points))
+
+
+def timeline_json(
+    table: Table, from_version: int | None, to_version: int | None, max_points: int
+) -> bytes:
+    """The timeline as JSON bytes, cached briefly as bytes (no re-serialisation on a hit):
+    stored commits never change, and the key holds the stored version and the findings
+    generation (moved with every change of the table's findings: a re-audit resolving one, a
+    health finding), so a hit is what a fresh computation would answer."""
+    return cached_json(
+        timeline_generation(table),
+        f"{from_version}:{to_version}:{max_points}",
+        lambda: orjson.dumps(_timeline(table.id, from_version, to_version, max_points)),
+        settings.AUDIT_API_TIMELINE_CACHE_SECONDS,
+    )
+
+
+def timeline_generation(table: Table) -> str:
+    """What a timeline body depends on (needs id, uri, last_seen_version, findings_generation)."""
+    return f"timeline:{table_key(table)}:{table.last_seen_version}:{table.findings_generation}"
+
+
+def cached_json(generation: str, request: str, compute: Callable[[], bytes], seconds: int) -> bytes:
+    """A response body cached as bytes under (what the data depends on, what was asked).
+
+    `generation` must change whenever the answer could (e.g. the table's stored version), so a
+    hit is what `compute()` would return now; `seconds` bounds how long an entry lives.
+    """
+    if not seconds:
+        return compute()
+    key = _json_key(generation, request)
+    body = cache.get(key)
+    if body is None:
+        body = compute()
+        cache.set(key, body, seconds)
+    return body
+
+
+def cached_only(generation: str, request: str) -> bytes | None:
+    """What `cached_json` holds for (generation, request), or None: never computes (the API's
+    fast path answers hits only and leaves misses to the view that fills the cache)."""
+    return cache.get(_json_key(generation, request))
+
+
+def _json_key(generation: str, request: str) -> str:
+    return f"audit:json:v1:{generation}:{hashlib.sha1(request.encode()).hexdigest()}"
+
+
+def _timeline(
+    table_id: int, from_version: int | None, to_version: int | None, max_points: int
+) -> dict[str, Any]:
+    # Two index probes: SQLite answers MIN and MAX from the index only one at a time.
+    first, latest = timeline_sql.version_span(table_id)
+    out: dict[str, Any] = {
+        "table": table_id,
+        "first_version": first,
+        "latest_version": latest,
+        "from_version": None,
+        "to_version": None,
+        "mode": "rows",
+        "operations": [],
+        "columns": TIMELINE_COLUMNS,
+        "rows": [],
+        "buckets": [],
+        "findings": [],
+        "changes": [],
+    }
+    if first is None:
+        return out
+    lo = first if from_version is None else max(from_version, first)
+    hi = latest if to_version is None else min(to_version, latest)
+    out["from_version"], out["to_version"] = lo, hi
+    if lo > hi:
+        return out
+    # Versions are (nearly) contiguous: a short span needs no count; else probe one row past
+    # max_points instead of counting the whole window.
+    few = hi - lo + 1 <= max_points or not timeline_sql.has_more_than(table_id, lo, hi, max_points)
+    if few:
+        expected = timeline_sql.count_commits(table_id, lo, hi)
+        _fill_rows(out, window_rows(table_id, lo, hi, expected=expected))
+        out["findings"] = _finding_dicts(timeline_sql.window_findings(table_id, lo, hi))
+    else:
+        base, width = _fill_buckets(out, table_id, lo, hi, max_points)
+        _fill_bucket_findings(out, timeline_sql.bucket_findings(table_id, lo, hi), base, width)
+    # Schema/protocol/property changes, marked where they happened.
+    out["changes"] = timeline_sql.change_marks(table_id, lo, hi)
+    return out
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def window_rows(table_id: int, lo: int, hi: int, *, expected: int | None = None) -> list[list]:
+    """The timeline rows (ROW_FIELDS) of versions [lo, hi], ascending, from the rollups.
+
+    With `expected` (the number of Commit rows in the window), rows written without their
+    rollups (a bulk load that did not call rebuild_rollups) are read from the commits instead.
+    """
+    size = rollups.rollup_size()
+    out: list[list] = []
+    for start, commits, text in timeline_sql.rollup_rows(table_id, lo // size * size, hi):
+        rows = rollups.unpack_rows(text)
+        if len(rows) != commits:  # packed before rollups carried rows
+            rows = _commit_rows(table_id, start, start + size - 1)
+        if lo <= start and start + size - 1 <= hi:
+            out.extend(rows)
+        else:  # rows are in version order: cut the window's part out
+            first = bisect.bisect_left(rows, lo, key=_version)
+            out.extend(rows[first : bisect.bisect_right(rows, hi, lo=first, key=_version)])
+    if expected is not None and len(out) != expected:
+        return _commit_rows(table_id, lo, hi)
+    return out
+
+
+def _version(row: list) -> int:
+    return row[0]
+
+
+def _commit_rows(table_id: int, lo: int, hi: int) -> list[list]:
+    return [
+        [v, rv, ts, op, None if b is None else bool(b), cc]
+        for v, rv, ts, op, b, cc in timeline_sql.commit_rows(table_id, lo, hi)
+    ]
+
+
+def _fill_rows(out: dict[str, Any], rows: list[list]) -> None:
+    op_index: dict[str, int] = {}
+    for row in rows:
+        index = op_index.get(row[3])
+        if index is None:
+            index = op_index[row[3]] = len(op_index)
+        row[3] = index
+        if row[4] is not None:
+            row[4] = bool(row[4])
+    out["mode"] = "rows"
+    out["operations"] = list(op_index)
+    out["rows"] = rows
+
+
+# --------------------------------------------------------------------------- buckets
+
+
+def _fill_buckets(
+    out: dict[str, Any], table_id: int, lo: int, hi: int, max_points: int
+) -> tuple[int, int]:
+    """About max_points/2 buckets [from_v, to_v, commits, max_concurrent, findings] over
+    [lo, hi] (only those holding commits). Returns (base, width): bucket i starts at
+    base + i * width."""
+    size = rollups.rollup_size()
+    unit, base, width = _bucket_grid(lo, hi, max(max_points // 2, 1), size)
+    stats: dict[int, list[int]] = {}  # bucket index -> [commits, max_concurrent]
+    operations: set[str] = set()
+    first_start, last_whole = lo // size * size, hi - size + 1
+    if unit == 1:  # narrow buckets: every row of the window (fewer than 4 * target of them)
+        edges = timeline_sql.rollup_rows(table_id, first_start, hi)
+    else:  # rollups wholly inside the window: their aggregates, or their cells
+        whole = timeline_sql.whole_rollup_cells if unit < size else timeline_sql.whole_rollups
+        for row in whole(table_id, first_start, hi, lo, last_whole):
+            operations.update(_json(row[3]))
+            if unit == size:
+                _add(stats, (row[0] - base) // width, row[1], row[2])
+            else:
+                _add_cells(stats, row[0], row[4], unit, base, width)
+        edges = timeline_sql.edge_rollups(table_id, first_start, hi, lo, last_whole)
+    # The partly covered rollups at the edges, row by row.
+    for start, commits, text in edges:
+        rows = rollups.unpack_rows(text)
+        if len(rows) != commits:
+            rows = _commit_rows(table_id, start, start + size - 1)
+        for r in rows:
+            if lo <= r[0] <= hi:
+                _add(stats, (r[0] - base) // width, 1, r[5])
+                operations.add(r[3])
+    out["mode"] = "buckets"
+    out["buckets"] = [
+        [max(base + b * width, lo), min(base + (b + 1) * width - 1, hi), n, most, 0]
+        for b, (n, most) in sorted(stats.items())
+    ]
+    out["operations"] = sorted(operations)
+    return base, width
+
+
+def _bucket_grid(lo: int, hi: int, target: int, size: int) -> tuple[int, int, int]:
+    """(level, base, width) of about `target` equal buckets over [lo, hi]: buckets at least
+    half a stored level wide are whole cells of it, counted from the cell boundary at or below
+    lo (so there are at most `target`); narrower ones start at lo."""
+    width = -(-(hi - lo + 1) // target)  # ceil
+    unit = _level_for(width, size)
+    if unit == 1:
+        return 1, lo, width
+    base = lo // unit * unit
+    width = -(-(hi - base + 1) // target)
+    return unit, base, -(-width // unit) * unit
+
+
+def _level_for(width: int, size: int) -> int:
+    """The coarsest stored level (rollup, then cells) at most twice wider than `width`;
+    1 (single rows) when the buckets are narrower than half the finest cell."""
+    for unit in [size, *rollups.cell_widths(size)]:
+        if 2 * width >= unit:
+            return unit
+    return 1
+
+
+def _add_cells(
+    stats: dict[int, list[int]], start: int, cells: str, unit: int, base: int, width: int
+) -> None:
+    flat = rollups.unpack_cells(cells, unit)
+    for i in range(0, len(flat), 2):
+        if flat[i]:
+            _add(stats, (start + (i // 2) * unit - base) // width, flat[i], flat[i + 1])
+
+
+def _add(stats: dict[int, list[int]], bucket: int, n: int, max_concurrent: int | None) -> None:
+    entry = stats.get(bucket)
+    if entry is None:
+        stats[bucket] = [n, max_concurrent or 0]
+    else:
+        entry[0] += n
+        if max_concurrent and max_concurrent > entry[1]:
+            entry[1] = max_concurrent
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _fill_bucket_findings(
+    out: dict[str, Any], findings: list[tuple], base: int, width: int
+) -> None:
+    """Per bucket: the count of open findings (`findings`: FINDING_FIELDS rows, any order),
+    and the one the chart pins (the most severe, then the lowest version and id); only those
+    are sent, however many the window holds, in (version, id) order."""
+    counts: dict[int, int] = {}
+    best: dict[int, tuple[int, int, int]] = {}
+    rows: dict[int, tuple] = {}
+    for row in findings:
+        finding_id, version, severity = row[0], row[1], row[3]
+        bucket = (version - base) // width
+        counts[bucket] = counts.get(bucket, 0) + 1
+        key = (-SEVERITY_RANK.get(severity, 0), version, finding_id)
+        if bucket not in best or key < best[bucket]:
+            best[bucket] = key
+            rows[bucket] = row
+    for entry in out["buckets"]:
+        entry[4] = counts.get((entry[0] - base) // width, 0)
+    pinned = sorted(rows.values(), key=lambda row: (row[1], row[0]))
+    out["findings"] = _finding_dicts(pinned)
+
+
+def _finding_dicts(rows: list[tuple]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f[0],
+            "version": f[1],
+            "kind": f[2],
+            "severity": f[3],
+            "confirmed": bool(f[4]),
+            "related_versions": _json(f[5]),
+        }
+        for f in rows
+    ]

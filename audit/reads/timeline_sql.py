@@ -1,0 +1,155 @@
+"""The timeline's queries, each compiled once per process (the cold path).
+
+A timeline request that misses its cache ran up to nine ORM queries; building and compiling
+them was about a third of its CPU (profiled at 200k and 1M commits). Each is the queryset it
+replaces, compiled with placeholder arguments by `audit.reads.prepared.PreparedRows` (same SQL, same
+rows), except where noted. Rows come back as the driver returns them (booleans as 0/1 and JSON
+as text on SQLite): `audit.reads.timeline` converts them as it did.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from audit.health.models import TableChange
+from audit.models import OPEN, Commit, CommitRollup, Finding
+from audit.reads.prepared import PreparedRows, fetch_sql
+
+FINDING_FIELDS = ("id", "version", "kind", "severity", "confirmed", "related_versions")
+# The rows-mode findings list is cut here (timeline.TIMELINE_MAX_FINDINGS).
+MAX_FINDINGS = 10_000
+MAX_CHANGES = 500
+
+
+def _commits(table_id, lo, hi):
+    return Commit.objects.filter(table_id=table_id, version__gte=lo, version__lte=hi)
+
+
+def _rollups(table_id, first_start, hi):
+    return CommitRollup.objects.filter(
+        table_id=table_id, bucket_start__gte=first_start, bucket_start__lte=hi
+    ).order_by("bucket_start")
+
+
+def _open_findings(table_id, lo, hi):
+    return Finding.objects.filter(OPEN, table_id=table_id, version__gte=lo, version__lte=hi)
+
+
+def version_span(table_id: int) -> tuple[int | None, int | None]:
+    """(first stored version, latest stored version) of a table: two index probes."""
+    ((first, latest),) = fetch_sql("version_span", _span_sql, [table_id, table_id])
+    return first, latest
+
+
+def has_more_than(table_id: int, lo: int, hi: int, n: int) -> bool:
+    """Whether versions [lo, hi] hold more than `n` commits: one row probed past the n-th."""
+    return bool(fetch_sql("has_more_than", _past_sql, [table_id, lo, hi, n]))
+
+
+def count_commits(table_id: int, lo: int, hi: int) -> int:
+    """`Commit.objects.filter(table_id=, version__gte=lo, version__lte=hi).count()`."""
+    ((count,),) = fetch_sql("count_commits", _count_sql, [table_id, lo, hi])
+    return count
+
+
+def _span_sql() -> str:
+    table, version = _commit_columns()
+    return (
+        f"SELECT (SELECT MIN({version}) FROM {table} WHERE table_id = %s), "
+        f"(SELECT MAX({version}) FROM {table} WHERE table_id = %s)"
+    )
+
+
+def _past_sql() -> str:
+    table, version = _commit_columns()
+    return (
+        f"SELECT {version} FROM {table} WHERE table_id = %s AND {version} >= %s "
+        f"AND {version} <= %s ORDER BY {version} LIMIT 1 OFFSET %s"
+    )
+
+
+def _count_sql() -> str:
+    table, version = _commit_columns()
+    return (
+        f"SELECT COUNT(*) FROM {table} WHERE table_id = %s AND {version} >= %s AND {version} <= %s"
+    )
+
+
+def _commit_columns() -> tuple[str, str]:
+    """The commits table's name and its quoted version column."""
+    return Commit._meta.db_table, connection.ops.quote_name("version")
+
+
+commit_rows = PreparedRows(
+    lambda table_id, lo, hi: (
+        _commits(table_id, lo, hi)
+        .order_by("version")
+        .values_list(
+            "version", "read_version", "timestamp", "operation", "blind_append", "concurrent_count"
+        )
+    ),  # fmt: skip
+    3,
+)
+rollup_rows = PreparedRows(
+    lambda table_id, first_start, hi: _rollups(table_id, first_start, hi).values_list(
+        "bucket_start", "commits", "rows"
+    ),
+    3,
+)
+# Rollups wholly inside [lo, hi]: their aggregates and either their cells or nothing more.
+_WHOLE = ("bucket_start", "commits", "max_concurrent", "operations")
+whole_rollups = PreparedRows(
+    lambda table_id, first_start, hi, lo, last_whole: (
+        _rollups(table_id, first_start, hi)
+        .filter(bucket_start__gte=lo, bucket_start__lte=last_whole)
+        .values_list(*_WHOLE, "id")
+    ),
+    5,
+)
+whole_rollup_cells = PreparedRows(
+    lambda table_id, first_start, hi, lo, last_whole: (
+        _rollups(table_id, first_start, hi)
+        .filter(bucket_start__gte=lo, bucket_start__lte=last_whole)
+        .values_list(*_WHOLE, "cells")
+    ),
+    5,
+)
+# The partly covered rollups at the window's edges.
+edge_rollups = PreparedRows(
+    lambda table_id, first_start, hi, lo, last_whole: (
+        _rollups(table_id, first_start, hi)
+        .exclude(bucket_start__gte=lo, bucket_start__lte=last_whole)
+        .values_list("bucket_start", "commits", "rows")
+    ),
+    5,
+)
+window_findings = PreparedRows(
+    lambda table_id, lo, hi: (
+        _open_findings(table_id, lo, hi)
+        .order_by("version", "id")
+        .values_list(*FINDING_FIELDS)[:MAX_FINDINGS]
+    ),
+    3,
+)
+# Every open finding of the window, every field (the buckets' counts and pins in one pass:
+# the pinned ones were read again by id before).
+bucket_findings = PreparedRows(
+    lambda table_id, lo, hi: (
+        _open_findings(table_id, lo, hi).order_by().values_list(*FINDING_FIELDS)
+    ),
+    3,
+)
+_changes = PreparedRows(
+    lambda table_id, lo, hi: TableChange.objects.filter(
+        table_id=table_id, version__gte=lo, version__lte=hi
+    ).values_list("version", "kind", "summary")[:MAX_CHANGES],
+    3,
+)
+
+
+def change_marks(table_id: int, lo: int, hi: int) -> list[dict]:
+    """`audit.health.queries.change_marks(table_id, lo, hi)`: the same rows and dicts."""
+    return [
+        {"version": version, "kind": kind, "summary": summary}
+        for version, kind, summary in _changes(table_id, lo, hi)
+    ]

@@ -1,0 +1,100 @@
+"""The tail's view of each table's log, kept between ticks in the worker process.
+
+An idle tick then costs one listing request from the last known version, new commits one GET
+each, and re-reading the window a new commit ran concurrently with costs nothing (the bytes
+of immutable log files are cached, bounded by AUDIT_LOG_CACHE_MB). A full listing runs on the
+first tick of a process, when the incremental listing cannot explain what it sees, after any
+error, and at least every AUDIT_FULL_LISTING_SECONDS (to notice log cleanup).
+
+Each worker process has its own cache: a table visiting another process pays a full listing
+there once. Nothing here is correctness-critical: dropping the cache only costs requests.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+
+from django.conf import settings
+
+from audit.core.errors import DeltaAuditError
+from audit.core.history.incremental import ByteCache, TailedLog
+from audit.core.log import DeltaLog, commit_file_name
+from audit.core.storage.stores import open_store
+
+_lock = threading.Lock()
+_logs: OrderedDict[str, tuple[TailedLog, float]] = OrderedDict()  # uri -> (log, listed at)
+_cache: ByteCache | None = None
+
+
+def _byte_cache() -> ByteCache:
+    global _cache
+    if _cache is None:
+        _cache = ByteCache(int(settings.AUDIT_LOG_CACHE_MB * 2**20))
+    return _cache
+
+
+def open_log(uri: str) -> DeltaLog:
+    """The table's log, refreshed: incrementally when this process has seen it before."""
+    now = time.monotonic()
+    with _lock:
+        entry = _logs.get(uri)
+        if entry is not None:
+            _logs.move_to_end(uri)
+    if entry is None:
+        log_ = TailedLog(open_store(uri), _byte_cache())
+        _remember(uri, log_, now)
+        return log_
+    log_, listed_at = entry
+    try:
+        if now - listed_at >= settings.AUDIT_FULL_LISTING_SECONDS:
+            log_.relist()
+            _remember(uri, log_, now)
+        else:
+            log_.refresh()
+    except DeltaAuditError:
+        forget(uri)
+        raise
+    return log_
+
+
+def _remember(uri: str, log_: TailedLog, listed_at: float) -> None:
+    with _lock:
+        _logs[uri] = (log_, listed_at)
+        _logs.move_to_end(uri)
+        while len(_logs) > settings.AUDIT_LOG_CACHE_TABLES:
+            _logs.popitem(last=False)
+
+
+def forget(uri: str) -> None:
+    """Drop what this process knows of the table (after an error: the next tick starts over)."""
+    with _lock:
+        entry = _logs.pop(uri, None)
+    if entry is not None and _cache is not None:
+        _cache.drop_table(entry[0].uri)
+
+
+def forget_all() -> None:
+    global _cache
+    with _lock:
+        _logs.clear()
+        _cache = None
+
+
+def has_commit(uri: str, version: int) -> bool:
+    """The beat's "anything new?" probe: one HEAD of the next commit file, never a listing.
+
+    Errors answer True so that the tail runs and records them on the table.
+    """
+    with _lock:
+        entry = _logs.get(uri)
+    try:
+        if entry is not None:
+            return entry[0].has_commit(version)
+        store = open_store(uri)
+        probe = getattr(store, "has_file", None)
+        path = f"_delta_log/{commit_file_name(version)}"
+        return bool(probe(path)) if probe is not None else store.exists(path)
+    except (DeltaAuditError, OSError, ValueError):
+        return True

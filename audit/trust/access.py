@@ -1,0 +1,162 @@
+"""Who sees which tables: the one place that decides (projects and their members' roles).
+
+A table belongs to one project. A user sees the tables of the projects they are a member of,
+in any role; staff (is_staff or superuser) see every project. Everything that shows a table,
+a finding, a commit or a count (the API, its fast path and caches, the pages and their caches,
+alerts, /metrics) asks here, so a table outside a user's projects answers 404 everywhere
+rather than 403: its existence is not told either.
+
+Roles: viewer reads; member also acknowledges and re-opens findings; owner also manages the
+project's tables (register, remove) and members; staff everything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from audit.models import Finding, Membership, Project, Table
+from audit.reads.prepared import fetch_sql
+
+Role = Membership.Role
+# Rank of each role: a role allows what every lower one does.
+_RANK = {Role.VIEWER: 1, Role.MEMBER: 2, Role.OWNER: 3}
+
+
+def is_staff(user: Any) -> bool:
+    return bool(user and user.is_authenticated and (user.is_staff or user.is_superuser))
+
+
+def visible_project_ids(user: Any) -> frozenset[int] | None:
+    """The ids of the projects `user` sees; None means every project (staff). Anonymous
+    users see none. Read from the database on every call (a removed member loses access at
+    once), by SQL compiled once per process: the cached API reads ask it on every request."""
+    if user is None or not user.is_authenticated:
+        return frozenset()
+    if is_staff(user):
+        return None
+    rows = fetch_sql("visible_projects", _memberships_sql, [user.pk])
+    return frozenset(row[0] for row in rows)
+
+
+def _memberships_sql() -> str:
+    meta = Membership._meta
+    project = meta.get_field("project").column
+    user = meta.get_field("user").column
+    return f'SELECT "{project}" FROM "{meta.db_table}" WHERE "{user}" = %s'
+
+
+def scope_key(user: Any) -> str:
+    """A cache-key part naming what `user` may see: bodies listing several tables are cached
+    per project set, so a body is never served to a user of other projects."""
+    ids = visible_project_ids(user)
+    return "all" if ids is None else "p" + ",".join(str(i) for i in sorted(ids))
+
+
+def visible_tables(user: Any) -> QuerySet[Table]:
+    """The tables `user` sees."""
+    return restrict(Table.objects.all(), user, "project_id")
+
+
+def visible_findings(user: Any) -> QuerySet[Finding]:
+    """The findings of the tables `user` sees."""
+    return restrict(Finding.objects.all(), user, "table__project_id")
+
+
+def visible_deliveries(user: Any) -> QuerySet:
+    """Alert deliveries of the findings of the tables `user` sees, and test deliveries (which
+    name no finding)."""
+    from audit.alerting.models import Delivery
+
+    ids = visible_project_ids(user)
+    rows = Delivery.objects.all()
+    if ids is None:
+        return rows
+    return rows.filter(Q(finding__isnull=True) | Q(finding__table__project_id__in=sorted(ids)))
+
+
+def restrict(queryset: QuerySet, user: Any, project_field: str) -> QuerySet:
+    """`queryset` narrowed to rows whose `project_field` is one of `user`'s projects."""
+    ids = visible_project_ids(user)
+    if ids is None:
+        return queryset
+    return queryset.filter(**{f"{project_field}__in": sorted(ids)})
+
+
+def visible_table_ids(user: Any) -> list[int] | None:
+    """The ids of the tables `user` sees, None for every table (staff)."""
+    ids = visible_project_ids(user)
+    if ids is None:
+        return None
+    return list(Table.objects.filter(project_id__in=sorted(ids)).values_list("id", flat=True))
+
+
+def table_project_id(table_id: int) -> int | None:
+    """The project of a table (None when there is no such table), by one plain query."""
+    rows = fetch_sql("table_project", _table_project_sql, [table_id])
+    return rows[0][0] if rows else None
+
+
+def _table_project_sql() -> str:
+    column = Table._meta.get_field("project").column
+    return f'SELECT "{column}" FROM "{Table._meta.db_table}" WHERE "id" = %s'
+
+
+def sees_project(user: Any, project_id: int | None) -> bool:
+    ids = visible_project_ids(user)
+    return project_id is not None and (ids is None or project_id in ids)
+
+
+def sees_table(user: Any, table_id: int) -> bool:
+    """Whether the table exists and `user` sees it."""
+    return sees_project(user, table_project_id(table_id))
+
+
+def check_table(user: Any, table_id: int) -> None:
+    """Http404 unless `user` sees the table (the same answer as for no such table)."""
+    if not sees_table(user, int(table_id)):
+        raise Http404("No Table matches the given query.")
+
+
+def role_in(user: Any, project: Project | int) -> str | None:
+    """`user`'s role in the project ("owner" for staff), None when not a member."""
+    if is_staff(user):
+        return Role.OWNER
+    if user is None or not user.is_authenticated:
+        return None
+    project_id = project if isinstance(project, int) else project.pk
+    found = Membership.objects.filter(user_id=user.pk, project_id=project_id)
+    return found.values_list("role", flat=True).first()
+
+
+def has_role(user: Any, project: Project | int, role: str) -> bool:
+    """Whether `user` holds `role` or a higher one in the project (staff always)."""
+    held = role_in(user, project)
+    return held is not None and _RANK[Role(held)] >= _RANK[Role(role)]
+
+
+def may_acknowledge(user: Any, table: Table) -> bool:
+    """Acknowledging and re-opening a finding: members and owners of its project, and staff."""
+    return has_role(user, table.project_id, Role.MEMBER)
+
+
+def may_manage(user: Any, project: Project | int) -> bool:
+    """Registering and removing the project's tables, managing its members: owners, staff."""
+    return has_role(user, project, Role.OWNER)
+
+
+def set_member(project: Project, user: Any, role: str) -> Membership:
+    """Make `user` a member of `project` with `role` (changing the role of a member)."""
+    membership, _ = Membership.objects.update_or_create(
+        project=project, user=user, defaults={"role": Role(role)}
+    )
+    return membership
+
+
+def move_table(table_id: int, project: Project) -> None:
+    """Put the table into `project`. Its findings generation moves too: cached lists and
+    pages of several tables are keyed on it, and the table leaves or joins their readers'."""
+    Table.objects.filter(pk=table_id).exclude(project=project).update(project=project)
+    Table.bump_findings(table_id)
