@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from audit import ingest
 from audit.alerting.models import Channel, Delivery
 from audit.health.orphan_scans import scan_table
+from audit.ingest.tables import mark_error
 from audit.models import OrphanScan, Table
 from tests.support.alerting import make_table
 
@@ -44,7 +44,7 @@ def test_it_scrubs_log_messages_and_tracebacks(caplog):
 @pytest.mark.django_db
 def test_it_stores_a_scrubbed_table_error():
     table = make_table()
-    ingest.mark_error(table, f"listing failed: GET https://a.blob.core.windows.net/c?{SAS}")
+    mark_error(table, f"listing failed: GET https://a.blob.core.windows.net/c?{SAS}")
     table.refresh_from_db()
     assert table.status == Table.Status.ERROR and "a.blob.core.windows.net" in table.last_error
     assert "SasSignatureNotForRows" not in table.last_error

@@ -15,15 +15,17 @@ from typing import Any
 
 import pytest
 
-from audit import ingest
 from audit.core import serialize
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError
 from audit.core.history.summary import load_history
 from audit.core.jsonsafe import json_safe
 from audit.core.model import Finding, Predicate
+from audit.ingest.commits import settings_snapshot
+from audit.ingest.tables import register_table
 from audit.models import Commit, Table
 from audit.models import Finding as FindingRow
+from audit.tail.step import tail_once
 from tests.support import scenarios
 from tests.support.ingested import ingest_table
 from tests.support.paths import DELTA_TABLES, ROOT
@@ -67,7 +69,7 @@ def comparable(history: Any, result: Any) -> dict[str, Any]:
         "summaries": history.summaries,
         "latest": history.listing.latest_version,
         "first_available": history.first_available_version,
-        "settings": ingest.settings_snapshot(history.state),
+        "settings": settings_snapshot(history.state),
         "audits": {v: serialize.commit_audit_to_json(a) for v, a in result.commits.items()},
         "findings": [serialize.finding_to_row(f) for f in result.findings],
     }
@@ -261,7 +263,7 @@ def test_stored_rows_are_the_same_from_both_paths(spark, scenario_tables, settin
     by_python = stored(table)
     table.delete()
 
-    table, _ = ingest.register_table(uri)
+    table, _ = register_table(uri)
     [result] = run_spark_audit([table], spark=spark)
     by_spark = stored(table)
 
@@ -281,8 +283,8 @@ def test_a_table_the_tail_already_started_gets_only_its_remaining_versions(
 
     uri = scenario_tables["sequential"]
     settings.AUDIT_ALLOWED_ROOTS = [str(Path(uri).parent)]
-    table, _ = ingest.register_table(uri)
-    assert ingest.tail_once(table.id, chunk=3).more  # v0..v2 stored by the tail
+    table, _ = register_table(uri)
+    assert tail_once(table.id, chunk=3).more  # v0..v2 stored by the tail
 
     [result] = run_spark_audit([table], spark=spark)
 
@@ -302,7 +304,7 @@ def test_a_table_locked_by_a_worker_is_skipped(spark, scenario_tables, settings)
 
     uri = scenario_tables["stale_update"]
     settings.AUDIT_ALLOWED_ROOTS = [str(Path(uri).parent)]
-    table, _ = ingest.register_table(uri)
+    table, _ = register_table(uri)
     token = locks.acquire(table.id)
 
     [result] = run_spark_audit([table], spark=spark)
