@@ -64,7 +64,7 @@ def tail_table(table_id: int) -> str:
 
 def _hand_to_spark(table_id: int, token: str) -> str | None:
     """A backfill longer than AUDIT_SPARK_BACKFILL_THRESHOLD commits goes through Spark."""
-    from workers.spark_tasks import should_use_spark, spark_audit_tables
+    from workers.spark.tasks import should_use_spark, spark_audit_tables
 
     table = Table.objects.filter(id=table_id).first()
     if table is None or table.latest_version_in_log is None:

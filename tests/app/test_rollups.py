@@ -228,8 +228,8 @@ def test_the_command_and_the_migration_build_rollups_for_existing_rows(racy_tabl
 
 
 def test_the_spark_path_stores_rollups_too(racy_path):
-    from workers.spark_job import TableOutcome
-    from workers.spark_tasks import store_outcome
+    from workers.spark.job import TableOutcome
+    from workers.spark.tasks import store_outcome
 
     table, _ = register_table(str(racy_path))
     history = load_history(str(racy_path))

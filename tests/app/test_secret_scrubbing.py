@@ -80,7 +80,7 @@ def test_it_keeps_the_error_of_an_internal_delivery_failure_scrubbed(monkeypatch
 
 
 def test_it_scrubs_a_spark_outcome_error_on_the_driver(monkeypatch):
-    from workers.spark_job import TableOutcome
+    from workers.spark.job import TableOutcome
 
     monkeypatch.setenv("FLEET_SECRET_KEY", "driver-only-secret-value")
     outcome = TableOutcome("s3://lake/t", error="denied with driver-only-secret-value at " + SLACK)

@@ -1,8 +1,8 @@
 """`manage.py import_audit <root>`: a fleet audit's Delta-table results into the dashboard's DB.
 
-This is how a fleet audited on Databricks/EMR (workers/spark_entry.py --output) reaches the
+This is how a fleet audited on Databricks/EMR (workers/spark/entry.py --output) reaches the
 dashboard. Each table's latest complete run is rebuilt as the TableOutcome the Spark job
-produced (workers.spark_output.read_outcomes) and stored by `spark_tasks.store_outcome`, the
+produced (workers.spark.output.read_outcomes) and stored by `spark_tasks.store_outcome`, the
 writer `spark_audit` uses (audit.ingest underneath): versions already stored are skipped, so
 importing the same results twice stores nothing twice. Tables are registered on the way
 (allowed roots apply) and locked while stored, like any other writer.
@@ -16,8 +16,8 @@ from audit.core.errors import DeltaAuditError, one_line
 from audit.ingest.plan import TailResult
 from audit.ingest.tables import register_table
 from workers import locks
-from workers.spark_output import read_outcomes
-from workers.spark_tasks import store_outcome
+from workers.spark.output import read_outcomes
+from workers.spark.tasks import store_outcome
 
 
 def import_results(
