@@ -41,10 +41,8 @@ from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.models import Commit, Table
 
 log = logging.getLogger(__name__)
-ACTIVITY_ROWS = 10_000
-BIG_COMMIT_BYTES = (
-    16 * 1024 * 1024
-)  # re-parsing a 100 MB commit per chunk costs seconds  # the commit-hour profile reads at most this many recent commits
+ACTIVITY_ROWS = 10_000  # the commit-hour profile reads at most this many recent commits
+BIG_COMMIT_BYTES = 16 * 1024 * 1024  # re-parsing a 100 MB commit per chunk costs seconds
 
 
 @dataclass

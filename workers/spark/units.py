@@ -183,7 +183,7 @@ def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict
     if unit.kind == RANGE:
         history = load_tail_history(log, unit.start, unit.end)
         result = audit_history(history, check_data=check_data, versions=(unit.start, unit.end))
-        # The tail's rule (audit.ingest.findings_in): a window keeps its commit-level findings.
+        # The tail's rule (audit.ingest.findings.findings_in): a window keeps its commit-level findings.
         return _payload(
             history,
             result,
