@@ -303,3 +303,13 @@ def test_a_tail_step_extends_its_lock_and_stops_when_it_was_taken(delta_table_fa
     with pytest.raises(LockLost):
         tail_once(table.id, lock_token=token)
     assert not Commit.objects.filter(table=table).exists()
+
+
+def test_it_records_a_broken_log_as_one_line(delta_table_factory):
+    path = delta_table_factory("t", commits=2)
+    table, _ = register_table(str(path))
+    (path / "_delta_log" / "00000000000000000001.json").write_text("{not json\n\n")
+    result = tail_once(table.id)
+    table.refresh_from_db()
+    assert result.status == "error" and "\n" not in result.message
+    assert table.status == Table.Status.ERROR and table.last_error == result.message
