@@ -124,7 +124,6 @@ def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]
     from audit.ingest.tables import register_table
     from audit.models import Table
     from audit.tail import logs as tailing
-    from audit.tail.logs import has_commit
     from audit.tail.step import tail_once
     from bench.gen_log import generate
 
@@ -152,7 +151,9 @@ def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]
             table, _ = register_table(uri)
             row: dict[str, Counter[str]] = {}
             row["cold tick (first in a process)"] = _count(server, lambda t=table: tail_once(t.id))
-            row["probe: next commit? (beat)"] = _count(server, lambda u=uri: has_commit(u, n))
+            row["probe: next commit? (beat)"] = _count(
+                server, lambda u=uri: tailing.has_commit(u, n)
+            )
             row["idle tick (worker)"] = _count(server, lambda t=table: tail_once(t.id))
             _upload(client, bucket, prefix, local, range(n, n + 1))
             row["tick after 1 new commit"] = _count(server, lambda t=table: tail_once(t.id))
