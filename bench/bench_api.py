@@ -107,7 +107,7 @@ def build(n_commits: int, n_findings: int, rebuild: bool) -> int:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from audit.ingest import rebuild_rollups
+    from audit.ingest.rollup_store import rebuild_rollups
     from audit.models import Commit, Finding, Table
 
     call_command("migrate", verbosity=0)

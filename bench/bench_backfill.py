@@ -4,7 +4,7 @@
                                              [--paths old,new] [--chunk 5000]
 
 A Spark-style log (bench/gen_log.py, only the log: AUDIT_CHECK_DATA is off) is backfilled by
-`audit.ingest.tail_once` in chunks of AUDIT_BACKFILL_CHUNK, in a fresh database per run (a
+`audit.tail_once` in chunks of AUDIT_BACKFILL_CHUNK, in a fresh database per run (a
 throwaway SQLite file; a throwaway PostgreSQL database next to DATABASE_URL's), once per path:
 `old` = the ingest before bulk loading (AUDIT_BULK_INSERT=false: one INSERT per row, and
 AUDIT_BACKFILL_STEP_SECONDS=0: one chunk and one log listing per step) and `new` = the defaults
@@ -88,16 +88,17 @@ def child(db: str, path: str, log: str, chunk: int) -> dict[str, float]:
     from django.core.management import call_command
     from django.db import connections
 
-    from audit import ingest
+    from audit.ingest.tables import register_table
     from audit.models import Commit
+    from audit.tail.step import tail_once
 
     try:
         call_command("migrate", verbosity=0)
-        table, _ = ingest.register_table(log)
+        table, _ = register_table(log)
         t0, c0 = time.perf_counter(), cpu_seconds()
         chunks = 0
         while True:
-            result = ingest.tail_once(table.id)
+            result = tail_once(table.id)
             chunks += 1
             if result.status == "error":
                 raise SystemExit(result.line())

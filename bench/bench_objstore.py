@@ -6,8 +6,8 @@ For each log size N: a Spark-style log (bench/gen_log.py, a checkpoint every 100
 uploaded to the server as it would be found (versions < N), registered and ingested once;
 then the bench counts the requests the server serves (HEAD, GET, LIST) for:
 
-- the beat's probe "is there a next commit?" (`ingest.tables_due` -> `tailing.has_commit`);
-- an idle worker tick (`ingest.tail_once` with nothing new);
+- the beat's probe "is there a next commit?" (`tables_due` -> `tailing.has_commit`);
+- an idle worker tick (`tail_once` with nothing new);
 - a worker tick after 1 and after 5 new commits were uploaded;
 - the debounced whole-table findings refresh;
 - peer, in the same run on the same server: deltalake's `DeltaTable.update_incremental()`
@@ -121,9 +121,10 @@ def _peer(server, client, bucket: str, local: Path, n: int) -> dict[str, Counter
 
 def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]:
 
-    from audit import ingest
+    from audit.ingest.tables import register_table
     from audit.models import Table
     from audit.tail import logs as tailing
+    from audit.tail.step import tail_once
     from bench.gen_log import generate
 
     local = work / f"log{n}"
@@ -147,23 +148,21 @@ def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]
         if mode == "before":
             tailing.open_log, tailing.has_commit = _old_path()
         try:
-            table, _ = ingest.register_table(uri)
+            table, _ = register_table(uri)
             row: dict[str, Counter[str]] = {}
-            row["cold tick (first in a process)"] = _count(
-                server, lambda t=table: ingest.tail_once(t.id)
-            )
+            row["cold tick (first in a process)"] = _count(server, lambda t=table: tail_once(t.id))
             row["probe: next commit? (beat)"] = _count(
-                server, lambda u=uri: ingest._has_commit(u, n)
+                server, lambda u=uri: tailing.has_commit(u, n)
             )
-            row["idle tick (worker)"] = _count(server, lambda t=table: ingest.tail_once(t.id))
+            row["idle tick (worker)"] = _count(server, lambda t=table: tail_once(t.id))
             _upload(client, bucket, prefix, local, range(n, n + 1))
-            row["tick after 1 new commit"] = _count(server, lambda t=table: ingest.tail_once(t.id))
+            row["tick after 1 new commit"] = _count(server, lambda t=table: tail_once(t.id))
             _upload(client, bucket, prefix, local, range(n + 1, n + NEW))
-            row["tick after 5 new commits"] = _count(server, lambda t=table: ingest.tail_once(t.id))
+            row["tick after 5 new commits"] = _count(server, lambda t=table: tail_once(t.id))
             Table.objects.filter(id=table.id).update(
                 table_findings_dirty=True, table_findings_at=None
             )
-            row["findings refresh tick"] = _count(server, lambda t=table: ingest.tail_once(t.id))
+            row["findings refresh tick"] = _count(server, lambda t=table: tail_once(t.id))
             table.refresh_from_db()
             assert table.last_seen_version == n + NEW - 1, (mode, table.last_seen_version)
             results[mode] = row

@@ -155,7 +155,7 @@ def _filled_table(n: int):
     """A Table with `n` commits, ~1,000 findings and the rollups a bulk load rebuilds."""
     from django.db import connection
 
-    from audit.ingest import rebuild_rollups
+    from audit.ingest.rollup_store import rebuild_rollups
     from audit.models import Table
 
     table = Table.objects.create(

@@ -44,14 +44,15 @@ def _batch(i: int):
 def _fleet(server, bucket: str, n: int) -> list:
     from deltalake import write_deltalake
 
-    from audit import ingest
+    from audit.ingest.tables import register_table
+    from audit.tail.step import tail_once
 
     tables = []
     for i in range(n):
         uri = f"s3://{bucket}/t{i:03d}"
         write_deltalake(uri, _batch(0), storage_options=server.options)
-        table, _ = ingest.register_table(uri)
-        ingest.tail_once(table.id)
+        table, _ = register_table(uri)
+        tail_once(table.id)
         tables.append((table, uri))
     return tables
 

@@ -7,7 +7,7 @@ Generates (once; reused by later runs) a fleet of Spark-style tables with bench/
 (partitioned, ~70% blind appends, a checkpoint every 100 commits), then times:
 
 - python:   for each table, audit_history(load_history(uri)) (what one Celery worker does);
-- local[1], local[2]: workers.spark_job.audit_fleet over the whole fleet, results streamed
+- local[1], local[2]: workers.spark.job.audit_fleet over the whole fleet, results streamed
   back to the driver (the session start is timed separately and not in the job's time);
 - standalone, connect: the same job on a real standalone master + one 2-core worker and
   through a Spark Connect server on it, both started from pyspark's sbin/ scripts
@@ -41,8 +41,8 @@ from audit.core.history.summary import load_history  # noqa: E402
 from audit.core.log import list_log, read_checkpoint  # noqa: E402
 from audit.core.storage.stores import open_store  # noqa: E402
 from bench.gen_log import generate  # noqa: E402
-from workers.spark_job import audit_fleet  # noqa: E402
-from workers.spark_session import get_spark  # noqa: E402
+from workers.spark.job import audit_fleet  # noqa: E402
+from workers.spark.session import get_spark  # noqa: E402
 
 
 def make_fleet(out: Path, tables: int, commits: int) -> list[str]:
@@ -98,7 +98,7 @@ def spark_path(
     master: str, uris: list[str], chunk: int, conf: dict[str, str], cpu_root: int
 ) -> tuple[float, float, float, int, int]:
     """(session s, job wall s, job CPU s, commits, findings) of one fleet job on `master`."""
-    from workers.spark_job import prepare_executors
+    from workers.spark.job import prepare_executors
 
     started = time.perf_counter()
     spark = get_spark(master, extra_conf=conf)

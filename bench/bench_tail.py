@@ -8,7 +8,7 @@
    (its mtime) to its Commit row being in the database. Commit-level findings are written in
    the same transaction as the rows, so the same instant covers them. Reports p50 / p95 / max.
 2. Backfill throughput: a 20k-commit Spark-style log (bench/gen_log.py) ingested in chunks of
-   AUDIT_BACKFILL_CHUNK by `audit.ingest.tail_once`, in-process; commits per second.
+   AUDIT_BACKFILL_CHUNK by `audit.tail_once`, in-process; commits per second.
 
 Uses a throwaway SQLite database under bench/out (or DATABASE_URL if set) and Redis at
 CELERY_BROKER_URL (default redis://127.0.0.1:6379/13) with a private queue.
@@ -63,17 +63,18 @@ def _batch(i: int):
 
 def _registered_tables(n_tables: int, work: Path) -> list[tuple[object, Path]]:
     """`n_tables` one-commit deltalake tables, registered and ingested."""
+    from audit.tables import register_table
     from deltalake import write_deltalake
 
-    from audit import ingest
+    from audit.tail.step import tail_once
 
     t0 = time.perf_counter()
     tables = []
     for i in range(n_tables):
         path = work / f"t{i:03d}"
         write_deltalake(str(path), _batch(0))
-        table, _ = ingest.register_table(str(path))
-        ingest.tail_once(table.id)
+        table, _ = register_table(str(path))
+        tail_once(table.id)
         tables.append((table, path))
     print(f"created and ingested {n_tables} tables in {time.perf_counter() - t0:.1f}s")
     return tables
@@ -157,8 +158,9 @@ def bench_tail(n_tables: int, samples: int, work: Path, env: dict[str, str]) -> 
 def bench_backfill(commits: int, work: Path) -> dict[str, float]:
     from django.conf import settings
 
-    from audit import ingest
+    from audit.ingest.tables import register_table
     from audit.models import Commit
+    from audit.tail.step import tail_once
 
     path = work / "backfill"
     subprocess.run(
@@ -170,11 +172,11 @@ def bench_backfill(commits: int, work: Path) -> dict[str, float]:
     settings.AUDIT_CHECK_DATA = (
         False  # gen_log writes only the log: there are no data files to read
     )
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     t0 = time.perf_counter()
     chunks = 0
     while True:
-        result = ingest.tail_once(table.id)
+        result = tail_once(table.id)
         chunks += 1
         if result.status == "error":
             raise SystemExit(result.line())

@@ -25,7 +25,7 @@ SETTINGS = "settings"
 GUNICORN = "config/gunicorn.conf.py"
 RUN_SH = "scripts/run.sh"
 EACH_PROCESS = "where each read happens"  # Spark executors too: not a Django setting
-SPARK_UNITS = "workers/spark_units.py"
+SPARK_UNITS = "workers/spark/units.py"
 
 
 @dataclass(frozen=True)

@@ -229,12 +229,13 @@ CELERY_IMPORTS = [
     "workers.alert_tasks",
     "workers.shutdown",
     "workers.discovery_tasks",
-    "workers.spark_tasks",
+    "workers.spark.tasks",
     "workers.orphan_tasks",
 ]
 # Spark tasks hold a JVM: AUDIT_SPARK_QUEUE routes them to a dedicated worker
 # (`celery -A workers worker -Q spark -c 1`).
 if env["AUDIT_SPARK_QUEUE"]:
+    # By task name: workers/spark/tasks.py keeps the name `workers.spark_tasks.spark_audit_tables`.
     CELERY_TASK_ROUTES = {"workers.spark_tasks.*": {"queue": env["AUDIT_SPARK_QUEUE"]}}
 
 # What beat runs: (entry, task, every N seconds, a pass still queued after this many seconds is

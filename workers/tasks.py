@@ -14,9 +14,11 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 
-from audit import ingest
 from audit.core.errors import one_line
+from audit.ingest.tables import LockLost, mark_error
 from audit.models import Table
+from audit.tail.polling import tables_due
+from audit.tail.step import reaudit, tail_once
 from workers import locks
 
 log = logging.getLogger(__name__)
@@ -41,17 +43,17 @@ def tail_table(table_id: int) -> str:
     if handed:
         return handed  # the Spark task now holds (and will release) the lock
     try:
-        result = ingest.tail_once(table_id, lock_token=token)
+        result = tail_once(table_id, lock_token=token)
     except Table.DoesNotExist:
         return f"table {table_id}: no longer registered"
-    except ingest.LockLost as err:
+    except LockLost as err:
         return str(err)
     except DatabaseError:
         raise  # transient ones are retried by the decorator; the lock expires on its own
     except Exception as err:  # a core bug on a hostile log must not wedge the table silently
         log.exception("tail of table %s failed", table_id)
         message = f"internal error while tailing: {type(err).__name__}: {one_line(err, empty='')}"
-        ingest.mark_error(Table.objects.get(id=table_id), message, lock_token=token)
+        mark_error(Table.objects.get(id=table_id), message, lock_token=token)
         return f"table {table_id}: error: {message}"
     finally:
         locks.release(table_id, token)
@@ -62,7 +64,7 @@ def tail_table(table_id: int) -> str:
 
 def _hand_to_spark(table_id: int, token: str) -> str | None:
     """A backfill longer than AUDIT_SPARK_BACKFILL_THRESHOLD commits goes through Spark."""
-    from workers.spark_tasks import should_use_spark, spark_audit_tables
+    from workers.spark.tasks import should_use_spark, spark_audit_tables
 
     table = Table.objects.filter(id=table_id).first()
     if table is None or table.latest_version_in_log is None:
@@ -82,7 +84,7 @@ def _hand_to_spark(table_id: int, token: str) -> str | None:
 
 @shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=3)
 def tail_all() -> str:
-    due = ingest.tables_due()
+    due = tables_due()
     expires = max(settings.AUDIT_TAIL_INTERVAL_SECONDS * 5, 10.0)
     for table_id in due:
         tail_table.apply_async((table_id,), expires=expires)
@@ -117,7 +119,7 @@ def reaudit_table(table_id: int, start: int | None = None, end: int | None = Non
     if token is None:
         return f"table {table_id}: busy (another worker holds its lock)"
     try:
-        return ingest.reaudit(table_id, start=start, end=end).line()
+        return reaudit(table_id, start=start, end=end).line()
     finally:
         locks.release(table_id, token)
 

@@ -1,13 +1,16 @@
 """Alerts on table health, through the existing finding -> rule -> delivery path.
 
-Two sources of findings, both raised by `audit.health.store` as the tail stores commits:
+This module alone writes the health alert findings. The tail (and the Spark path) call
+`alert_on_health` with what `audit.health.store.record_health` returned, AFTER the chunk's
+transaction has committed, so an alert never stands for commits that were rolled back.
+Two sources of findings:
 - `schema_change` / `protocol_change` (info): one per changing version, the diff in the
   summary and explanation. A findings rule with those kinds alerts on any such change.
 - `health_<metric>`: one per health rule (AlertRule.health_metric + threshold) and table,
   open while the stored health is at or above the threshold, resolved when it drops below.
   It matches only its own rule (AlertRule.matches), so thresholds are per rule.
 The commit-level audit never resolves these kinds (they are not its findings):
-`audit.ingest.upsert_findings` leaves HEALTH_KINDS alone.
+`audit.ingest.findings.upsert_findings` leaves HEALTH_KINDS (audit.core.vocab) alone.
 """
 
 from __future__ import annotations
@@ -21,24 +24,24 @@ from django.utils import timezone
 from audit.alerting.models import AlertRule
 from audit.core import model
 from audit.core.vocab import HEALTH_FINDING_PREFIX, FindingKind, Severity
+from audit.health.store import HealthOutcome
+from audit.ingest.findings import finding_fields
 from audit.models import Finding, FindingFlip, Table
 
 CHANGE_KINDS = {"schema": FindingKind.SCHEMA_CHANGE, "protocol": FindingKind.PROTOCOL_CHANGE}
-METRICS = (
-    "small_files",
-    "small_file_ratio",
-    "vacuumable_bytes",
-    "checkpoint_lag",
-    "publish_lag_versions",
-    "publish_lag_seconds",
-)
-HEALTH_KINDS = frozenset(CHANGE_KINDS.values()) | {HEALTH_FINDING_PREFIX + m for m in METRICS}
+
+
+def alert_on_health(table: Table, outcome: HealthOutcome | None) -> None:
+    """The alert findings for what a stored chunk's health showed. Call after it committed."""
+    if outcome is None:
+        return
+    raise_change_findings(table, outcome.changes)
+    if outcome.fields is not None:
+        evaluate_health_rules(table, outcome.fields)
 
 
 def raise_change_findings(table: Table, changes: list[dict[str, Any]]) -> int:
     """An info finding per schema or protocol change not seen before. Returns how many."""
-    from audit.ingest.findings import finding_fields  # noqa: PLC0415  (ingest imports this module)
-
     wanted = {
         f"{CHANGE_KINDS[c['kind']]}:{c['version']}": c for c in changes if c["kind"] in CHANGE_KINDS
     }

@@ -36,7 +36,7 @@ from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
 from audit.core.numbers import log_int
 from audit.health.orphan_scans import orphan_report
-from audit.ingest import register_table
+from audit.ingest.tables import register_table
 from audit.models import DEFAULT_PROJECT, Commit, Finding, Project, Table
 from audit.reads import list_cache, list_sql, queries
 from audit.reads.analysis import table_analysis, table_history

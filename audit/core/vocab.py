@@ -67,6 +67,19 @@ class FindingKind(StrEnum):
 
 # Health findings per alert rule metric are named HEALTH_FINDING_PREFIX + metric.
 HEALTH_FINDING_PREFIX = "health_"
+# The stored health fields an alert rule can watch (AlertRule.health_metric).
+HEALTH_METRICS = (
+    "small_files",
+    "small_file_ratio",
+    "vacuumable_bytes",
+    "checkpoint_lag",
+    "publish_lag_versions",
+    "publish_lag_seconds",
+)
+# Raised by the alerting package, never by the commit-level audit, which leaves them alone.
+HEALTH_KINDS = frozenset({FindingKind.SCHEMA_CHANGE, FindingKind.PROTOCOL_CHANGE}) | {
+    HEALTH_FINDING_PREFIX + m for m in HEALTH_METRICS
+}
 
 
 class IsolationLevel(StrEnum):

@@ -19,7 +19,6 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from audit import ingest
 from audit.core.data.orphans import HOUR_MS, SCAN_KINDS
 from audit.core.data.scan import scan_data
 from audit.core.errors import DeltaAuditError
@@ -27,6 +26,7 @@ from audit.core.history.summary import load_history
 from audit.core.scrub import scrub_error
 from audit.core.storage.stores import local_path_of, open_store
 from audit.core.vocab import FindingKind
+from audit.ingest.findings import upsert_findings
 from audit.models import Commit, Finding, OrphanScan, Table
 from audit.trust.paths import check_registered
 
@@ -65,7 +65,7 @@ def scan_table(table: Table) -> OrphanScan:
         for finding in findings:
             if finding.kind == FindingKind.ORPHAN_FILES:
                 finding.version = _finding_version(table, history.latest_version)
-        ingest.upsert_findings(table, findings, scope=None, kinds=SCAN_KINDS, now=now)
+        upsert_findings(table, findings, scope=None, kinds=SCAN_KINDS, now=now)
     _prune(table)
     return row
 

@@ -1,8 +1,9 @@
 """Keeps the stored health (audit.health.models) current as the tail stores commits.
 
-`record_health` is the one hook: `audit.ingest.store_history_chunk` calls it inside the same
-transaction that stores a chunk of commits, so health rows never run ahead of (or behind) the
-commits. Per chunk it costs one re-read of the chunk's own commit files (for the per-version
+`record_health` is the one hook: `audit.ingest.chunk.store_history_chunk` calls it inside the
+same transaction that stores a chunk of commits, so health rows never run ahead of (or behind)
+the commits. It writes no findings: it returns what the alerting package needs (the changes,
+the health fields), and the caller hands that on after the transaction commits. Per chunk it costs one re-read of the chunk's own commit files (for the per-version
 points) and, when the chunk is the last one of a backfill, one tombstone replay from the
 newest checkpoint (for the full health document). Requests never replay the log for the
 latest version: they read `TableHealth`.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -20,7 +22,6 @@ from django.db.models import Q
 from django.db.models.functions import ExtractHour
 from django.utils import timezone
 
-from audit.alerting.health_findings import evaluate_health_rules, raise_change_findings
 from audit.core.advice.matrix import classify_operation, uses_zorder
 from audit.core.errors import DeltaAuditError
 from audit.core.health.changes import changes_from_history
@@ -40,28 +41,37 @@ from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.models import Commit, Table
 
 log = logging.getLogger(__name__)
-ACTIVITY_ROWS = 10_000
-BIG_COMMIT_BYTES = (
-    16 * 1024 * 1024
-)  # re-parsing a 100 MB commit per chunk costs seconds  # the commit-hour profile reads at most this many recent commits
+ACTIVITY_ROWS = 10_000  # the commit-hour profile reads at most this many recent commits
+BIG_COMMIT_BYTES = 16 * 1024 * 1024  # re-parsing a 100 MB commit per chunk costs seconds
+
+
+@dataclass
+class HealthOutcome:
+    """What storing a chunk's health showed, for the alerts raised after it commits."""
+
+    changes: list[dict[str, Any]] = field(default_factory=list)  # schema/protocol changes
+    fields: dict[str, Any] | None = None  # the stored TableHealth fields, when recomputed
 
 
 def record_health(
     table: Table, history: History, start: int, end: int, *, more: bool = False
-) -> None:
+) -> HealthOutcome:
     """Store health points and changes for versions [start, end]; the full health when done.
 
     Call inside the transaction that stored those commits. A log problem here is logged and
-    skipped: health must never stop the audit's own ingest.
+    skipped: health must never stop the audit's own ingest. What was stored before the problem
+    is still returned, so its alerts are raised.
     """
+    outcome = HealthOutcome()
     try:
         chunk_bytes = store_points(table.id, history, start, end)
-        raise_change_findings(table, store_changes(table.id, history, start, end))
+        outcome.changes = store_changes(table.id, history, start, end)
         if not more and history.state.version == end:
             health = store_table_health(table.id, history, (start, chunk_bytes))
-            evaluate_health_rules(table, health_fields(health))
+            outcome.fields = health_fields(health)
     except DeltaAuditError as err:
         log.warning("table %s: health not updated for v%s..v%s: %s", table.id, start, end, err)
+    return outcome
 
 
 def store_points(table_id: int, history: History, start: int, end: int) -> int:

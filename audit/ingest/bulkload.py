@@ -1,6 +1,6 @@
 """Bulk writing of Commit rows: the backfill's hot path into the database.
 
-Called by `audit.ingest.store_history_chunk` inside the chunk's transaction. Every path has the
+Called by `audit.ingest.chunk.store_history_chunk` inside the chunk's transaction. Every path has the
 same effect as INSERT ... ON CONFLICT (table, version) DO NOTHING, so a replayed chunk (a worker
 killed after storing, before acknowledging) writes nothing twice:
 
@@ -30,7 +30,7 @@ STAGING = "audit_commit_load"
 
 
 def insert_commits(rows: list[dict[str, Any]]) -> None:
-    """Store Commit rows (dicts from `audit.ingest.commit_values`), skipping stored versions."""
+    """Store Commit rows (dicts from `audit.ingest.commits.commit_values`), skipping stored versions."""
     if not rows:
         return
     fields = [f for f in Commit._meta.concrete_fields if not f.primary_key]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from audit.core import model
 from audit.core.errors import DeltaAuditError
+from audit.health.store import HealthOutcome
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class TailResult:
     more: bool = False
     last_seen_version: int | None = None
     message: str = ""
+    # What the stored chunk's health showed; the caller alerts on it after the commit.
+    health: HealthOutcome | None = field(default=None, repr=False, compare=False)
 
     def line(self) -> str:
         """The one-line summary a task returns."""

@@ -2,7 +2,7 @@
 
 The walk itself is the core's (`audit.core.storage.discovery`); here its result meets the `Table` rows:
 which tables are registered, registering the new ones (through the allowed-roots gate of
-`ingest.register_table`), and marking `gone` the registered tables under the root whose log
+`register_table`), and marking `gone` the registered tables under the root whose log
 vanished. Gone tables keep their commits and findings; they come back when their log does.
 Each root registers into a project (AUDIT_DISCOVERY_PROJECTS, or `--project`; else "default").
 """
@@ -16,11 +16,11 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError
 
-from audit import ingest
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.storage.discovery import Discovery, discover_tables
 from audit.core.storage.stores import open_store
 from audit.core.vocab import StorageCause
+from audit.ingest.tables import register_table
 from audit.models import DEFAULT_PROJECT, Table, project_named
 from audit.trust.access import move_table
 from audit.trust.paths import check_allowed
@@ -97,7 +97,7 @@ def discover(
         if table.uri in report.registered:
             continue
         try:
-            row, created = ingest.register_table(table.uri)
+            row, created = register_table(table.uri)
         except DeltaAuditError as err:
             report.refused[table.uri] = str(err)
             continue

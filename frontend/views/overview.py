@@ -139,7 +139,7 @@ def _overview_content(request: HttpRequest, admin: bool) -> str:
 def _register(request: HttpRequest, form: RegisterTableForm) -> Table | None:
     """Validate the URI (allowed root, readable log), store the table, start its tail."""
     from audit.core.log import open_log
-    from audit.ingest import register_table
+    from audit.ingest.tables import register_table
     from audit.trust.paths import check_allowed
 
     uri, name = form.cleaned_data["uri"], form.cleaned_data["name"] or None

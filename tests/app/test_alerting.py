@@ -12,10 +12,10 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from audit import ingest
 from audit.alerting import delivery, risk
 from audit.alerting.models import AlertRule, Channel, Delivery
 from audit.alerting.transports import slack_escape
+from audit.ingest.findings import upsert_findings
 from audit.models import FindingFlip, Table
 from tests.support.alerting import (
     SECRET,
@@ -234,7 +234,7 @@ def test_it_alerts_once_per_rule_and_channel_and_again_on_escalation(receiver):
     # Found again unchanged, and reopened after a resolve: no new alert.
     open_finding(table, severity="warning", confirmed=False)
     with transaction.atomic():
-        ingest.upsert_findings(table, [], scope=(3, 3))  # resolved
+        upsert_findings(table, [], scope=(3, 3))  # resolved
     open_finding(table, severity="warning", confirmed=False)  # reopened
     now = run_until_quiet(now + timedelta(seconds=1))
     assert len(receiver.requests) == 1
@@ -354,7 +354,7 @@ def test_risk_follows_the_documented_formula_and_refreshes_on_scan():
     table.refresh_from_db()
     assert table.risk == risk.compute_risk(table)
     with transaction.atomic():
-        ingest.upsert_findings(table, [], scope=(0, 100))  # every finding resolved
+        upsert_findings(table, [], scope=(0, 100))  # every finding resolved
     delivery.scan()
     table.refresh_from_db()
     assert table.risk == 0.0

@@ -7,10 +7,12 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
-from audit import ingest
 from audit.core.history.summary import load_history
 from audit.ingest import bulkload
+from audit.ingest.commits import commit_values
+from audit.ingest.tables import register_table
 from audit.models import Commit, Table
+from audit.tail.step import tail_once
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +27,7 @@ def rows_of(table: Table) -> list[dict[str, Any]]:
 
 def commit_rows(path, table: Table) -> list[dict[str, Any]]:
     history = load_history(str(path))
-    return [ingest.commit_values(table.id, s, None) for s in history.summaries]
+    return [commit_values(table.id, s, None) for s in history.summaries]
 
 
 @pytest.mark.parametrize("path", ["rowwise", "multirow", "copy"])
@@ -58,9 +60,9 @@ def test_every_insert_path_stores_the_same_rows_once(
 
 def test_a_backfill_reports_progress_rate_and_time_left(delta_table_factory, client, member):
     path = delta_table_factory("t", commits=9)
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
 
-    first = ingest.tail_once(table.id, chunk=3)
+    first = tail_once(table.id, chunk=3)
     table.refresh_from_db()
     assert first.more and table.status == "backfilling"
     assert (table.backfill_done, table.backfill_remaining, table.backfill_start_done) == (3, 6, 0)
@@ -68,7 +70,7 @@ def test_a_backfill_reports_progress_rate_and_time_left(delta_table_factory, cli
     assert table.backfill_eta_seconds == pytest.approx(6 / table.backfill_rate)
     started = table.backfill_started_at
 
-    ingest.tail_once(table.id, chunk=3)
+    tail_once(table.id, chunk=3)
     table.refresh_from_db()
     assert table.backfill_started_at == started  # the same backfill: its average rate
     assert table.backfill_done == 6
@@ -83,7 +85,7 @@ def test_a_backfill_reports_progress_rate_and_time_left(delta_table_factory, cli
     assert api["remaining"] == 3 and api["commits_per_second"] > 0
     assert api["eta_seconds"] == round(3 / table.backfill_rate, 1)  # may round to 0.0 when fast
 
-    ingest.tail_once(table.id, chunk=3)
+    tail_once(table.id, chunk=3)
     table.refresh_from_db()
     assert table.status == "ok" and table.backfill_target_version is None
     assert table.backfill_started_at is None and table.backfill_rate is None

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from audit import ingest
+from audit.ingest.tables import register_table
 from audit.models import Commit, Table
 from audit.tail.discovery import discover
+from audit.tail.polling import tables_due
+from audit.tail.step import tail_once
 from tests.support.cli import manage
 from tests.support.discovery_lake import lake_of
 from tests.support.workers import database_url
@@ -25,7 +27,7 @@ def test_the_cli_lists_tables_as_json_and_registers_the_new_ones(tmp_path, setti
     root, expected = lake_of(tmp_path, n=12)
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
     known = sorted(expected)[0]
-    ingest.register_table(known)
+    register_table(known)
     env = {**os.environ, "AUDIT_ALLOWED_ROOTS": str(tmp_path), "DATABASE_URL": database_url()}
 
     def cli(*args: str) -> subprocess.CompletedProcess:
@@ -54,7 +56,7 @@ def test_register_adds_new_tables_and_marks_vanished_ones_gone(tmp_path, setting
     assert sorted(first.added) == sorted(expected)
     assert Table.objects.count() == 15
     victim = Table.objects.get(uri=sorted(expected)[3])
-    while ingest.tail_once(victim.id).more:
+    while tail_once(victim.id).more:
         pass
     stored = Commit.objects.filter(table=victim).count()
     assert stored >= 1
@@ -69,7 +71,7 @@ def test_register_adds_new_tables_and_marks_vanished_ones_gone(tmp_path, setting
     victim.refresh_from_db()
     assert victim.status == Table.Status.GONE
     assert Commit.objects.filter(table=victim).count() == stored, "history kept"
-    assert victim.id not in ingest.tables_due()
+    assert victim.id not in tables_due()
 
     shutil.move(moved, Path(victim.uri) / "_delta_log")
     back = discover(str(root), register=True)

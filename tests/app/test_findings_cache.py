@@ -17,7 +17,8 @@ from audit.alerting.health_findings import evaluate_health_rules, raise_change_f
 from audit.core import model
 from audit.core.data.orphans import SCAN_KINDS
 from audit.core.vocab import FindingKind, Severity
-from audit.ingest import rebuild_rollups, upsert_findings
+from audit.ingest.findings import upsert_findings
+from audit.ingest.rollup_store import rebuild_rollups
 from audit.models import Commit, Finding, Table
 from tests.support.alerting import rule_for, webhook
 from tests.support.cached_tables import REORDER, finding, orders_table

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from audit.core import model
 from audit.core.vocab import FindingKind, Severity
-from audit.ingest import upsert_findings
+from audit.ingest.findings import upsert_findings
 from audit.models import Finding, Table
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ from django.utils import timezone
 from django.utils.html import escape
 from kombu.exceptions import OperationalError
 
-from audit import ingest
 from audit.models import Finding, Table
+from audit.tail.step import tail_once
 from tests.support import scenarios
 from tests.support.ingested import ingest_table
 from tests.support.paths import EXCEPTIONS
@@ -442,7 +442,7 @@ def test_it_preselects_the_table_on_the_explainer(client, member, audited):
 
 def test_it_shows_an_appended_commit_live_in_the_status(client, member, audited):
     write_deltalake(audited.uri, scenarios.rows("2024-01-01", [70]), mode="append")
-    ingest.tail_once(audited.id)
+    tail_once(audited.id)
     login(client, member)
     assert client.get(f"/tables/{audited.id}/status/").json()["last_seen_version"] == 4
 

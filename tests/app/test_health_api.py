@@ -10,11 +10,12 @@ from django.core.cache import cache
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from audit import ingest
 from audit.core.health.compute import health_at
 from audit.core.log import open_log
 from audit.health.models import HealthPoint, TableChange, TableHealth
+from audit.ingest.tables import register_table
 from audit.models import Finding
+from audit.tail.step import tail_once
 from tests.support.health_tables import (
     HOSTILE_COLUMN,
     V_LAST,
@@ -40,9 +41,9 @@ def table(built, tmp_path, settings):
     settings.AUDIT_TABLE_FINDINGS_SECONDS = 0
     cache.clear()
     path = shutil.copytree(built, tmp_path / "evolving")
-    t, _ = ingest.register_table(str(path), name="evolving")
+    t, _ = register_table(str(path), name="evolving")
     # Small chunks: points and changes are stored chunk by chunk, as a backfill does.
-    while ingest.tail_once(t.id, chunk=5).more:
+    while tail_once(t.id, chunk=5).more:
         pass
     t.refresh_from_db()
     return t
@@ -203,7 +204,7 @@ def test_a_steady_tail_keeps_the_stored_health_exact(table):
     for i in (60, 61):
         batch = _batch(i).append_column(HOSTILE_COLUMN, pa.array([None] * 10, pa.float64()))
         write_deltalake(table.uri, batch, mode="append")
-    result = ingest.tail_once(table.id)
+    result = tail_once(table.id)
     assert result.stored == 2
     stored = TableHealth.objects.get(table=table)
     expected = health_at(open_log(table.uri))

@@ -18,10 +18,11 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit import ingest
 from audit.core.errors import DeltaAuditError
+from audit.ingest.tables import register_table
 from audit.models import Table
 from audit.reads import analysis
+from audit.tail.step import tail_once
 from tests.support.clients import session_client
 from tests.support.hostile_logs import Edit, edits, hostile_copy, small_tables
 from tests.support.ingested import ingest_table
@@ -78,10 +79,10 @@ def test_it_stores_a_hostile_log_or_marks_it_in_error_and_answers_every_page(
 ):
     copy = hostile_copy(table, hostile_root / f"t{next(_names)}", edit)
     try:
-        registered, _ = ingest.register_table(str(copy))
+        registered, _ = register_table(str(copy))
     except DeltaAuditError:
         return  # refused with one line: not a readable table
-    result = ingest.tail_once(registered.id)
+    result = tail_once(registered.id)
     registered.refresh_from_db()
     if result.status == "error":
         assert registered.status == Table.Status.ERROR

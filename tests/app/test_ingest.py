@@ -8,19 +8,25 @@ from collections import Counter
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from audit import demo, ingest
-from audit.core.audit import audit_history
+from audit import demo
+from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
 from audit.core.history.summary import load_history
+from audit.ingest.chunk import store_history_chunk
+from audit.ingest.findings import finding_key
+from audit.ingest.plan import TailResult
+from audit.ingest.tables import LockLost, keep_lock, register_table
 from audit.models import Commit, Finding, FindingFlip, Table
+from audit.tail.polling import tables_due
+from audit.tail.step import reaudit, tail_once
 from tests.support.tables import rows
 
 pytestmark = pytest.mark.django_db
 
 
-def ingest_all(table: Table, chunk: int = 1000) -> list[ingest.TailResult]:
+def ingest_all(table: Table, chunk: int = 1000) -> list[TailResult]:
     results = []
     while True:
-        result = ingest.tail_once(table.id, chunk=chunk)
+        result = tail_once(table.id, chunk=chunk)
         results.append(result)
         if not result.more:
             return results
@@ -28,7 +34,7 @@ def ingest_all(table: Table, chunk: int = 1000) -> list[ingest.TailResult]:
 
 def one_shot_keys(path) -> set[str]:
     result = audit_history(load_history(str(path)))
-    return {ingest.finding_key(f.kind, f.version, f.related_versions) for f in result.findings}
+    return {finding_key(f.kind, f.version, f.related_versions) for f in result.findings}
 
 
 def open_keys(table: Table) -> set[str]:
@@ -54,14 +60,14 @@ def racy_table(delta_table_factory, settings):
     # Races are races: keep racing until a commit-level finding exists (nearly always at once).
     for _ in range(20):
         kinds = {f.kind for f in audit_history(load_history(str(path))).findings}
-        if kinds - ingest.TABLE_LEVEL_KINDS:
+        if kinds - TABLE_LEVEL_KINDS:
             break
         demo.round_partitioned(path, errors)
     return path
 
 
 def test_it_ingests_a_racy_table_in_chunks_equal_to_a_one_shot_audit(racy_table):
-    table, created = ingest.register_table(str(racy_table))
+    table, created = register_table(str(racy_table))
     assert created and table.status == "ingesting"
 
     results = ingest_all(table, chunk=4)
@@ -84,7 +90,7 @@ def test_it_ingests_a_racy_table_in_chunks_equal_to_a_one_shot_audit(racy_table)
 
 
 def test_it_stores_commit_facts_and_concurrency_like_the_audit(racy_table):
-    table, _ = ingest.register_table(str(racy_table))
+    table, _ = register_table(str(racy_table))
     ingest_all(table, chunk=5)
     one_shot = audit_history(load_history(str(racy_table)))
     for commit in Commit.objects.filter(table=table):
@@ -98,16 +104,16 @@ def test_it_stores_commit_facts_and_concurrency_like_the_audit(racy_table):
 
 def test_it_tails_only_new_versions_and_replays_idempotently(delta_table_factory):
     path = delta_table_factory("t", commits=3)
-    table, _ = ingest.register_table(str(path))
-    assert ingest.tail_once(table.id).stored == 3
-    assert ingest.tail_once(table.id).stored == 0
+    table, _ = register_table(str(path))
+    assert tail_once(table.id).stored == 3
+    assert tail_once(table.id).stored == 0
     write_deltalake(str(path), rows(start=100), mode="append")
-    assert ingest.tail_once(table.id).stored == 1
+    assert tail_once(table.id).stored == 1
 
     # Replaying an already stored chunk (as after a crash between two steps) changes nothing.
     table.refresh_from_db()
     history = load_history(str(path))
-    ingest.store_history_chunk(table, history, audit_history(history), versions=(0, 3))
+    store_history_chunk(table, history, audit_history(history), versions=(0, 3))
     assert stored_versions(table) == [0, 1, 2, 3]
     table.refresh_from_db()
     assert table.last_seen_version == 3
@@ -115,11 +121,11 @@ def test_it_tails_only_new_versions_and_replays_idempotently(delta_table_factory
 
 def test_it_writes_nothing_when_the_lock_was_lost(delta_table_factory):
     path = delta_table_factory("t", commits=2)
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     Table.objects.filter(id=table.id).update(locked_by="someone-else")
     history = load_history(str(path))
-    with pytest.raises(ingest.LockLost):
-        ingest.store_history_chunk(
+    with pytest.raises(LockLost):
+        store_history_chunk(
             table, history, audit_history(history), versions=(0, 1), lock_token="me"
         )
     assert stored_versions(table) == []
@@ -129,12 +135,12 @@ def test_it_writes_nothing_when_the_lock_was_lost(delta_table_factory):
 
 def test_a_log_that_shrinks_puts_the_table_in_error(delta_table_factory):
     path = delta_table_factory("t", commits=4)
-    table, _ = ingest.register_table(str(path))
-    ingest.tail_once(table.id)
+    table, _ = register_table(str(path))
+    tail_once(table.id)
     for v in (2, 3):
         os.remove(path / "_delta_log" / f"{v:020d}.json")
 
-    result = ingest.tail_once(table.id)
+    result = tail_once(table.id)
 
     table.refresh_from_db()
     assert table.status == "error" and result.status == "error"
@@ -144,15 +150,15 @@ def test_a_log_that_shrinks_puts_the_table_in_error(delta_table_factory):
 
 def test_versions_removed_before_ingestion_are_a_history_gap(delta_table_factory):
     path = delta_table_factory("t", commits=2)
-    table, _ = ingest.register_table(str(path))
-    ingest.tail_once(table.id)
+    table, _ = register_table(str(path))
+    tail_once(table.id)
     for i in range(3):
         write_deltalake(str(path), rows(start=50 + i), mode="append")  # v2..v4
     DeltaTable(str(path)).create_checkpoint()  # checkpoint at v4
     for v in (2, 3):  # log cleanup removes commits we never stored
         os.remove(path / "_delta_log" / f"{v:020d}.json")
 
-    ingest.tail_once(table.id)
+    tail_once(table.id)
 
     # Issue 14: not an error until re-registered; the loss is recorded and the tail resumes.
     table.refresh_from_db()
@@ -165,38 +171,38 @@ def test_versions_removed_before_ingestion_are_a_history_gap(delta_table_factory
 
 def test_a_corrupt_commit_errors_and_the_table_recovers_when_it_is_fixed(delta_table_factory):
     path = delta_table_factory("t", commits=2)
-    table, _ = ingest.register_table(str(path))
-    ingest.tail_once(table.id)
+    table, _ = register_table(str(path))
+    tail_once(table.id)
     bad = path / "_delta_log" / f"{2:020d}.json"
     bad.write_bytes(b'{"commitInfo": {"operation": "WRITE"}}\n{not json at all\x00\n')
 
-    ingest.tail_once(table.id)
+    tail_once(table.id)
     table.refresh_from_db()
     assert table.status == "error" and table.last_error and "\n" not in table.last_error
     assert stored_versions(table) == [0, 1]
 
     bad.unlink()
-    ingest.tail_once(table.id)
+    tail_once(table.id)
     table.refresh_from_db()
     assert (table.status, table.last_error) == ("ok", "")
 
 
 def test_a_vanished_table_goes_to_error_with_a_clear_message(delta_table_factory):
     path = delta_table_factory("t")
-    table, _ = ingest.register_table(str(path))
-    ingest.tail_once(table.id)
+    table, _ = register_table(str(path))
+    tail_once(table.id)
     for child in sorted(path.rglob("*"), reverse=True):
         child.unlink() if child.is_file() else child.rmdir()
     path.rmdir()
 
-    ingest.tail_once(table.id)
+    tail_once(table.id)
     table.refresh_from_db()
     assert table.status == "error"
     assert "does not exist" in table.last_error and str(path) in table.last_error
 
 
 def test_a_finding_that_disappears_on_reanalysis_is_resolved_then_reopened(racy_table):
-    table, _ = ingest.register_table(str(racy_table))
+    table, _ = register_table(str(racy_table))
     ingest_all(table)
     real = set(open_keys(table))
     # A finding an earlier analysis produced for a version in the window that is no longer found
@@ -205,7 +211,7 @@ def test_a_finding_that_disappears_on_reanalysis_is_resolved_then_reopened(racy_
     version = next(
         v
         for v in table.commits.order_by("-version").values_list("version", flat=True)[3:]
-        if ingest.finding_key("write_serializable_reorder", v, [v - 1]) not in taken
+        if finding_key("write_serializable_reorder", v, [v - 1]) not in taken
     )
     ghost = Finding.objects.create(
         table=table,
@@ -214,13 +220,13 @@ def test_a_finding_that_disappears_on_reanalysis_is_resolved_then_reopened(racy_
         version=version,
         related_versions=[version - 1],
         summary="ghost",
-        key=ingest.finding_key("write_serializable_reorder", version, [version - 1]),
+        key=finding_key("write_serializable_reorder", version, [version - 1]),
         last_seen=table.created_at,
     )
     some_real = Finding.objects.filter(table=table, key__in=real).exclude(id=ghost.id).first()
     Finding.objects.filter(id=some_real.id).update(status="resolved")
 
-    result = ingest.reaudit(table.id)
+    result = reaudit(table.id)
 
     ghost.refresh_from_db()
     some_real.refresh_from_db()
@@ -231,7 +237,7 @@ def test_a_finding_that_disappears_on_reanalysis_is_resolved_then_reopened(racy_
     assert Finding.objects.filter(table=table).count() == len(real) + 1  # resolved, not deleted
     assert list(ghost.flips.values_list("new_status", flat=True)) == ["resolved"]
     # Running it again changes nothing and duplicates nothing.
-    ingest.reaudit(table.id)
+    reaudit(table.id)
     assert Finding.objects.filter(table=table).count() == len(real) + 1
     assert FindingFlip.objects.filter(finding=ghost).count() == 1
 
@@ -246,9 +252,9 @@ def test_hostile_strings_are_stored_safely(delta_table_factory):
         b' "dataChange": true}}\n'
     )
     (path / "_delta_log" / f"{1:020d}.json").write_bytes(commit)
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
 
-    result = ingest.tail_once(table.id)
+    result = tail_once(table.id)
 
     assert result.status == "ok", result.line()
     row = Commit.objects.get(table=table, version=1)
@@ -263,17 +269,17 @@ def test_tables_due_probes_for_the_next_commit_file(delta_table_factory, setting
     settings.AUDIT_TABLE_FINDINGS_SECONDS = 0
     idle = delta_table_factory("idle")
     busy = delta_table_factory("busy")
-    idle_t, _ = ingest.register_table(str(idle))
-    busy_t, _ = ingest.register_table(str(busy))
-    paused, _ = ingest.register_table(str(delta_table_factory("paused")))
+    idle_t, _ = register_table(str(idle))
+    busy_t, _ = register_table(str(busy))
+    paused, _ = register_table(str(delta_table_factory("paused")))
     Table.objects.filter(id=paused.id).update(status="paused")
-    assert set(ingest.tables_due()) == {idle_t.id, busy_t.id}  # never tailed yet
-    ingest.tail_once(idle_t.id)
-    ingest.tail_once(busy_t.id)
-    assert ingest.tables_due() == []
+    assert set(tables_due()) == {idle_t.id, busy_t.id}  # never tailed yet
+    tail_once(idle_t.id)
+    tail_once(busy_t.id)
+    assert tables_due() == []
 
     write_deltalake(str(busy), rows(start=9), mode="append")
-    assert ingest.tables_due() == [busy_t.id]
+    assert tables_due() == [busy_t.id]
 
 
 def test_a_tail_step_extends_its_lock_and_stops_when_it_was_taken(delta_table_factory, settings):
@@ -284,16 +290,26 @@ def test_a_tail_step_extends_its_lock_and_stops_when_it_was_taken(delta_table_fa
     from workers import locks
 
     path = delta_table_factory("locked", commits=3)
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     settings.AUDIT_LOCK_SECONDS = 300
     token = locks.acquire(table.id, ttl=1)
-    ingest.keep_lock(table.id, token)
+    keep_lock(table.id, token)
     table.refresh_from_db()
     assert table.locked_until > timezone.now() + timedelta(seconds=200)
 
     Table.objects.filter(id=table.id).update(locked_by="someone-else")
-    with pytest.raises(ingest.LockLost):
-        ingest.keep_lock(table.id, token)
-    with pytest.raises(ingest.LockLost):
-        ingest.tail_once(table.id, lock_token=token)
+    with pytest.raises(LockLost):
+        keep_lock(table.id, token)
+    with pytest.raises(LockLost):
+        tail_once(table.id, lock_token=token)
     assert not Commit.objects.filter(table=table).exists()
+
+
+def test_it_records_a_broken_log_as_one_line(delta_table_factory):
+    path = delta_table_factory("t", commits=2)
+    table, _ = register_table(str(path))
+    (path / "_delta_log" / "00000000000000000001.json").write_text("{not json\n\n")
+    result = tail_once(table.id)
+    table.refresh_from_db()
+    assert result.status == "error" and "\n" not in result.message
+    assert table.status == Table.Status.ERROR and table.last_error == result.message

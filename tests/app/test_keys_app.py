@@ -7,8 +7,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from django.core.management import call_command
 
-from audit import ingest
+from audit.ingest.tables import register_table
 from audit.models import Finding, Table
+from audit.tail.step import tail_once
 from tests.support.clients import session_client
 from tests.support.tables import rows
 from tests.support.tail_views import cli_json
@@ -24,9 +25,9 @@ def _duplicated(path):
 
 
 def _tail(table):
-    while ingest.tail_once(table.id).more:
+    while tail_once(table.id).more:
         pass
-    ingest.tail_once(table.id)  # idle: refreshes the table-level findings
+    tail_once(table.id)  # idle: refreshes the table-level findings
     return {
         (f.kind, f.version, tuple(f.related_versions), f.severity)
         for f in Finding.objects.filter(table=table, kind="duplicate_key", status="open")
@@ -84,7 +85,7 @@ def test_it_changes_key_columns_by_patch_for_admins_only(tmp_path, settings, own
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
     path = tmp_path / "patched"
     _duplicated(path)
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     Table.objects.filter(pk=table.pk).update(table_findings_dirty=False)  # as after a refresh
     url = f"/api/tables/{table.id}/"
     refused = session_client(member).patch(url, {"key_columns": ["id"]}, format="json")

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from audit import ingest
+from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, Table
 from audit.tail import logs as tailing
+from audit.tail.step import reaudit, tail_once
 from tests.support.cli import manage
 from tests.support.tables import rows
 
@@ -86,12 +87,12 @@ def test_a_checkpoint_only_table_is_tailed_from_where_its_log_starts(tmp_path, s
     _append(path, 1, start=500)
     # deltalake cannot write to a log without the checkpoint's commit file: remove it after.
     (path / "_delta_log" / "00000000000000000003.json").unlink()
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     assert table.first_available_version == 3
-    assert ingest.tail_once(table.id).status == "ok"
+    assert tail_once(table.id).status == "ok"
     assert _stored(table) == [4]
     _append(path, 1, start=600)
-    result = ingest.tail_once(table.id)
+    result = tail_once(table.id)
     assert result.status == "ok", result.line()
     assert _stored(table) == [4, 5]
     assert not Finding.objects.filter(table=table, kind="history_gap").exists()
@@ -105,15 +106,15 @@ def test_versions_cleaned_up_before_ingestion_are_a_history_gap_then_the_tail_re
     path = tmp_path / "t"
     write_deltalake(str(path), rows(), configuration=RETAIN_NOTHING)
     _append(path, 2)
-    table, _ = ingest.register_table(str(path))
-    assert ingest.tail_once(table.id).status == "ok"
+    table, _ = register_table(str(path))
+    assert tail_once(table.id).status == "ok"
     assert _stored(table) == [0, 1, 2]
 
     # The tail falls behind; meanwhile 5 commits land and cleanup removes 3..6 (v7 keeps its
     # commit file next to the checkpoint).
     _append(path, 5, start=200)
     _cleanup(path)
-    result = ingest.tail_once(table.id)
+    result = tail_once(table.id)
     assert result.status == "ok", result.line()
     table.refresh_from_db()
     assert table.status == "ok"
@@ -126,9 +127,9 @@ def test_versions_cleaned_up_before_ingestion_are_a_history_gap_then_the_tail_re
 
     # Tailing goes on, and the gap is not resolved by later audits.
     _append(path, 2, start=900)
-    assert ingest.tail_once(table.id).status == "ok"
+    assert tail_once(table.id).status == "ok"
     assert _stored(table) == [0, 1, 2, 7, 8, 9]
-    ingest.reaudit(table.id)
+    reaudit(table.id)
     assert Finding.objects.get(table=table, kind="history_gap").status == "open"
 
 
@@ -137,11 +138,11 @@ def test_a_gap_no_checkpoint_covers_stays_a_clear_error(tmp_path, settings):
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
     path = tmp_path / "t"
     write_deltalake(str(path), rows())
-    table, _ = ingest.register_table(str(path))
-    ingest.tail_once(table.id)
+    table, _ = register_table(str(path))
+    tail_once(table.id)
     _append(path, 3)
     (path / "_delta_log" / "00000000000000000002.json").unlink()
-    result = ingest.tail_once(table.id)
+    result = tail_once(table.id)
     assert result.status == "error"
     assert "missing version 2" in result.message, result.message
     assert not Finding.objects.filter(table=table, kind="history_gap").exists()
@@ -200,8 +201,8 @@ def test_a_catalog_managed_table_is_tailed_with_its_notice(tmp_path, settings):
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
     path = tmp_path / "t"
     _make_catalog_managed(path, "catalogManaged")
-    table, _ = ingest.register_table(str(path))
-    result = ingest.tail_once(table.id)
+    table, _ = register_table(str(path))
+    result = tail_once(table.id)
     assert result.status == "ok", result.line()
     assert _stored(table) == [0, 1, 2, 3]
     notice = Finding.objects.get(table=table, kind="catalog_managed_log")

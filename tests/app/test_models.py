@@ -9,8 +9,10 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from audit import ingest
+from audit.ingest.findings import finding_key
+from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, Table
+from audit.tail.step import tail_once
 from audit.trust.paths import UriNotAllowed, check_allowed
 from tests.support.cli import manage
 
@@ -105,7 +107,7 @@ def test_a_version_is_stored_once_per_table():
 @pytest.mark.django_db
 def test_a_finding_key_is_unique_per_table():
     table = Table.objects.create(uri="/x/t")
-    key = ingest.finding_key("write_serializable_reorder", 5, [4])
+    key = finding_key("write_serializable_reorder", 5, [4])
     assert key == "write_serializable_reorder:5:4"
     now = timezone.now()
     Finding.objects.create(
@@ -115,7 +117,7 @@ def test_a_finding_key_is_unique_per_table():
         Finding.objects.create(
             table=table, kind="k", severity="info", version=5, summary="s", key=key, last_seen=now
         )
-    long_key = ingest.finding_key("conflict_hotspot", 1, range(2, 500))
+    long_key = finding_key("conflict_hotspot", 1, range(2, 500))
     assert len(long_key) < 100 and long_key.startswith("conflict_hotspot:1:sha1-")
 
 
@@ -130,8 +132,8 @@ def test_backfill_fraction_reports_progress():
 
 @pytest.mark.django_db
 def test_the_admin_lists_every_model(client, owner, delta_table_factory):
-    table, _ = ingest.register_table(str(delta_table_factory("t", commits=2)))
-    ingest.tail_once(table.id)
+    table, _ = register_table(str(delta_table_factory("t", commits=2)))
+    tail_once(table.id)
     client.force_login(owner)
     for page in ["table", "commit", "finding", "findingflip"]:
         response = client.get(f"/admin/audit/{page}/")

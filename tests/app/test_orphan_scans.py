@@ -9,10 +9,11 @@ import pytest
 from deltalake import write_deltalake
 from rest_framework.test import APIClient
 
-from audit import ingest
 from audit.core.log import open_log
 from audit.health import orphan_scans
+from audit.ingest.tables import register_table
 from audit.models import Finding, OrphanScan, Table
+from audit.tail.step import reaudit, refresh_table_findings
 from tests.support.clients import authorize
 from tests.support.ingested import ingest_table
 from tests.support.killed_writer import kill_a_writer
@@ -52,8 +53,8 @@ def test_the_scan_stores_counts_and_opens_then_resolves_the_finding(killed, tmp_
 
     # A full audit of the table neither creates nor resolves scan findings.
     killed.refresh_from_db()
-    ingest.refresh_table_findings(killed, open_log(killed.uri), killed.last_seen_version)
-    ingest.reaudit(killed.id)
+    refresh_table_findings(killed, open_log(killed.uri), killed.last_seen_version)
+    reaudit(killed.id)
     assert Finding.objects.get(id=finding.id).status == "open"
 
     for f in killed_files:  # VACUUM (by someone else) removed them
@@ -73,7 +74,7 @@ def test_below_the_size_no_finding_and_nothing_deleted(killed, settings, tmp_pat
 def test_an_unreadable_table_gets_an_error_scan_and_others_still_scan(killed, tmp_path, settings):
     broken = tmp_path / "broken"
     write_deltalake(str(broken), rows(1))
-    other, _ = ingest.register_table(str(broken), name="broken")
+    other, _ = register_table(str(broken), name="broken")
     for f in (broken / "_delta_log").iterdir():
         f.unlink()
     assert "failed" in orphan_tasks.scan_table_orphans(other.id)
@@ -113,7 +114,7 @@ def test_the_scan_opens_and_resolves_missing_data_file_from_the_same_listing(tmp
     (finding,) = Finding.objects.filter(table=table, kind="missing_data_file")
     assert (finding.status, finding.severity, finding.version) == ("open", "critical", 1)
     # A full audit of the table neither creates nor resolves scan findings.
-    ingest.reaudit(table.id)
+    reaudit(table.id)
     assert Finding.objects.get(id=finding.id).status == "open"
     victim.write_bytes(saved)  # restored from a backup
     orphan_scans.scan_table(table)

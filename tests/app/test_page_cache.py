@@ -11,7 +11,7 @@ from unittest import mock
 import pytest
 
 from audit.core.vocab import Severity
-from audit.ingest import upsert_findings
+from audit.ingest.findings import upsert_findings
 from audit.models import Finding, Table
 from audit.reads import queries
 from tests.support.cached_tables import finding, orders_table

@@ -18,9 +18,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import audit.models
-from audit import ingest
-from audit.core.audit import audit_history
+from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
 from audit.core.history.summary import load_history
+from audit.ingest.chunk import store_history_chunk
+from audit.ingest.rollup_store import rebuild_rollups
+from audit.ingest.tables import register_table
 from audit.models import Commit, CommitRollup, Finding, Table
 from audit.reads.analysis import table_timeline
 from tests.support import scenarios
@@ -68,9 +70,9 @@ def ingest_all(path: Path, chunk: int) -> Table:
 @pytest.fixture
 def racy_table(racy_path) -> Table:
     table = ingest_all(racy_path, chunk=3)  # chunks straddle rollup boundaries
-    assert Finding.objects.filter(table=table, status="open").exclude(
-        kind__in=ingest.TABLE_LEVEL_KINDS
-    ), "the racing writers should have produced findings"
+    assert Finding.objects.filter(table=table, status="open").exclude(kind__in=TABLE_LEVEL_KINDS), (
+        "the racing writers should have produced findings"
+    )
     assert Commit.objects.filter(table=table, concurrent_count__gt=0).exists()
     return table
 
@@ -190,7 +192,7 @@ def test_replaying_chunks_does_not_double_count(racy_table, racy_path):
 
     # Replays after a crash: the whole history, one chunk inside a rollup, one across two.
     for versions in [(0, latest), (5, 6), (2, 9)]:
-        stored = ingest.store_history_chunk(racy_table, history, result, versions=versions)
+        stored = store_history_chunk(racy_table, history, result, versions=versions)
         assert stored.stored == versions[1] - versions[0] + 1
         assert stored_rollups(racy_table) == before
 
@@ -203,9 +205,9 @@ def test_rebuild_restores_missing_or_corrupt_rollups(racy_table):
     CommitRollup.objects.filter(table=racy_table, bucket_start=0).update(commits=999)
     CommitRollup.objects.create(table=racy_table, bucket_start=10_000, commits=1)  # no commits
 
-    assert ingest.rebuild_rollups(racy_table.id) == len(expected)
+    assert rebuild_rollups(racy_table.id) == len(expected)
     assert stored_rollups(racy_table) == expected
-    assert ingest.rebuild_rollups(racy_table.id) == len(expected)  # idempotent
+    assert rebuild_rollups(racy_table.id) == len(expected)  # idempotent
     assert stored_rollups(racy_table) == expected
 
 
@@ -226,10 +228,10 @@ def test_the_command_and_the_migration_build_rollups_for_existing_rows(racy_tabl
 
 
 def test_the_spark_path_stores_rollups_too(racy_path):
-    from workers.spark_job import TableOutcome
-    from workers.spark_tasks import store_outcome
+    from workers.spark.job import TableOutcome
+    from workers.spark.tasks import store_outcome
 
-    table, _ = ingest.register_table(str(racy_path))
+    table, _ = register_table(str(racy_path))
     history = load_history(str(racy_path))
     outcome = TableOutcome(str(racy_path), history=history, audit=audit_history(history))
 
@@ -316,7 +318,7 @@ def test_empty_rollups_are_not_listed_and_gaps_are_counted_exactly(racy_table):
     here, a stand-in for history stored with holes) are simply not counted."""
     latest = racy_table.last_seen_version
     Commit.objects.filter(table=racy_table, version__in=[*range(8, 16), latest - 1]).delete()
-    ingest.rebuild_rollups(racy_table.id)
+    rebuild_rollups(racy_table.id)
     assert stored_rollups(racy_table) == expected_rollups(racy_table)
 
     body, sqls = timeline(racy_table, 0, latest, 2 * -(-(latest + 1) // SIZE))  # rollup/bucket
@@ -343,7 +345,7 @@ def test_buckets_of_any_width_are_whole_cells_counted_exactly(
     """At ROLLUP_SIZE 32 the rollups also store cells of 2 versions: buckets between a cell and
     half a rollup wide are whole cells, summed from the rollups, exact as the commit rows."""
     monkeypatch.setattr(audit.models, "ROLLUP_SIZE", 32)
-    ingest.rebuild_rollups(racy_table.id)
+    rebuild_rollups(racy_table.id)
     body, sqls = timeline(racy_table, lo, hi, max_points)
     lo = 0 if lo is None else lo
     hi = racy_table.last_seen_version if hi is None else hi

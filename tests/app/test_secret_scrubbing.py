@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from audit import ingest
 from audit.alerting.models import Channel, Delivery
 from audit.health.orphan_scans import scan_table
+from audit.ingest.tables import mark_error
 from audit.models import OrphanScan, Table
 from tests.support.alerting import make_table
 
@@ -44,7 +44,7 @@ def test_it_scrubs_log_messages_and_tracebacks(caplog):
 @pytest.mark.django_db
 def test_it_stores_a_scrubbed_table_error():
     table = make_table()
-    ingest.mark_error(table, f"listing failed: GET https://a.blob.core.windows.net/c?{SAS}")
+    mark_error(table, f"listing failed: GET https://a.blob.core.windows.net/c?{SAS}")
     table.refresh_from_db()
     assert table.status == Table.Status.ERROR and "a.blob.core.windows.net" in table.last_error
     assert "SasSignatureNotForRows" not in table.last_error
@@ -80,7 +80,7 @@ def test_it_keeps_the_error_of_an_internal_delivery_failure_scrubbed(monkeypatch
 
 
 def test_it_scrubs_a_spark_outcome_error_on_the_driver(monkeypatch):
-    from workers.spark_job import TableOutcome
+    from workers.spark.job import TableOutcome
 
     monkeypatch.setenv("FLEET_SECRET_KEY", "driver-only-secret-value")
     outcome = TableOutcome("s3://lake/t", error="denied with driver-only-secret-value at " + SLACK)

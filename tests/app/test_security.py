@@ -23,9 +23,10 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.utils import timezone
 
-from audit import ingest
 from audit.api.urls import not_found as api_not_found
+from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, Table
+from audit.tail.step import tail_once
 from audit.trust.paths import UriNotAllowed, check_allowed, check_registered
 from tests.support.cli import run_audit
 
@@ -197,8 +198,8 @@ def test_the_audit_cli_is_a_local_users_tool_and_reads_any_path(lake):
 def swapped(lake):
     """A registered, ingested table whose directory is then replaced by a link outside."""
     root, outside = lake
-    table, _ = ingest.register_table(str(root / "good"))
-    assert ingest.tail_once(table.id).status == "ok"
+    table, _ = register_table(str(root / "good"))
+    assert tail_once(table.id).status == "ok"
     shutil.rmtree(root / "good")
     os.symlink(outside / "secret", root / "good")
     table.refresh_from_db()
@@ -218,9 +219,9 @@ def test_the_tail_task_refuses_a_table_swapped_for_a_symlink(swapped):
 
 def test_the_tail_refuses_tables_outside_roots_removed_from_the_settings(lake, settings):
     root, _ = lake
-    table, _ = ingest.register_table(str(root / "good"))
+    table, _ = register_table(str(root / "good"))
     settings.AUDIT_ALLOWED_ROOTS = ["/nowhere"]
-    assert ingest.tail_once(table.id).status == "error"
+    assert tail_once(table.id).status == "error"
     with pytest.raises(UriNotAllowed):
         check_registered(table.uri)
     assert not Commit.objects.filter(table=table).exists()
@@ -336,8 +337,8 @@ def every_object(lake, owner):
     from audit.alerting.models import AlertRule, Channel, Delivery
 
     root, _ = lake
-    table, _ = ingest.register_table(str(root / "good"))
-    ingest.tail_once(table.id)
+    table, _ = register_table(str(root / "good"))
+    tail_once(table.id)
     finding = Finding.objects.create(
         table=table, kind="conflict_hotspot", severity="info", version=1, summary="s",
         key="k", last_seen=timezone.now(),
@@ -484,8 +485,8 @@ def hostile(tmp_path, settings):
     (path / "_delta_log" / f"{1:020d}.json").write_bytes(
         orjson.dumps(info) + b"\n" + orjson.dumps(add) + b"\n"
     )
-    table, _ = ingest.register_table(str(path), name=SCRIPT)
-    assert ingest.tail_once(table.id).status == "ok", Table.objects.get().last_error
+    table, _ = register_table(str(path), name=SCRIPT)
+    assert tail_once(table.id).status == "ok", Table.objects.get().last_error
     Finding.objects.create(
         table=table, kind=IMG, severity="warning", version=1, summary=SCRIPT,
         explanation=JS_URL, key="hostile", last_seen=timezone.now(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from workers.spark_archive import JOB_MODULES, core_archive
+from workers.spark.archive import JOB_MODULES, core_archive
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -16,14 +16,16 @@ def test_the_zip_holds_every_core_module_and_the_job_modules(tmp_path):
     wanted = {f"audit/core/{p.relative_to(core).as_posix()}" for p in core.rglob("*.py")}
     assert wanted <= names
     assert {"audit/core/vocab.py", "audit/core/jsonsafe.py", "audit/core/errors.py"} <= names
-    assert {f"workers/{m}" for m in JOB_MODULES} <= names
-    assert "workers/spark_archive.py" in names and "workers/__init__.py" in names
+    assert {f"workers/spark/{m}" for m in JOB_MODULES} <= names
+    assert "workers/spark/archive.py" in names and "workers/__init__.py" in names
+    assert "workers/spark/__init__.py" in names
 
 
 def test_the_zip_workers_package_is_the_stub_without_celery(tmp_path):
     with zipfile.ZipFile(core_archive(str(tmp_path))) as archive:
-        stub = archive.read("workers/__init__.py").decode()
-    assert "celery" not in stub.lower().replace("no celery", "")
+        stubs = [archive.read(f"{p}/__init__.py").decode() for p in ("workers", "workers/spark")]
+    for stub in stubs:
+        assert "celery" not in stub.lower().replace("no celery", "")
 
 
 def test_the_same_sources_give_the_same_zip_name(tmp_path):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from workers import spark_job, spark_session
+from workers.spark import job as spark_job
+from workers.spark import session as spark_session
 
 CONFIG = '[[storage]]\nprefix = "s3://lake/"\noptions = { aws_secret_access_key = "env:K" }\n'
 

@@ -10,7 +10,7 @@ from audit.models import Table
 
 @pytest.mark.django_db
 def test_should_use_spark_follows_the_threshold(settings):
-    from workers.spark_tasks import should_use_spark
+    from workers.spark.tasks import should_use_spark
 
     table = Table.objects.create(uri="/nowhere/t", name="t")
     settings.AUDIT_SPARK_BACKFILL_THRESHOLD = 0

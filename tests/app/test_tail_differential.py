@@ -2,7 +2,7 @@
 
 Every scenario table of tests/support/scenarios.py and every real table of tests/data/delta-tables is
 replayed into a fresh directory a few commits at a time (as writers would land them), and the
-tail (`audit.ingest.tail_once`) runs between the arrivals with seeded random chunk sizes. Some
+tail (`audit.tail_once`) runs between the arrivals with seeded random chunk sizes. Some
 steps are interrupted (the step raises after storing, so its transaction rolls back and the next
 step redoes it) and some see new commits land while their chunk is being audited. At the end the
 stored commits and the open findings must equal the CLI's JSON for the same log: same versions,
@@ -19,9 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from audit import ingest
 from audit.core.history import tailwindow
+from audit.ingest import chunk
+from audit.ingest.tables import register_table
 from audit.models import Table
+from audit.tail import step
+from audit.tail.step import tail_once
 from tests.support import scenarios
 from tests.support.logutil import all_table_dirs
 from tests.support.tail_views import cli_json, cli_view, stored_view
@@ -81,14 +84,14 @@ def replay_through_tail(src: Path, dst: Path, seed: int, monkeypatch) -> Table |
     arrivals = Arrivals(src, dst)
     arrivals.land(rng.randint(1, 3))
     try:
-        table, _ = ingest.register_table(str(dst))
+        table, _ = register_table(str(dst))
     except Exception:  # noqa: BLE001  (a log not readable yet: land everything, register again)
         arrivals.land(len(arrivals.versions))
         try:
-            table, _ = ingest.register_table(str(dst))
+            table, _ = register_table(str(dst))
         except Exception:  # noqa: BLE001
             return None
-    real_run_audit, real_upsert = ingest.run_audit, ingest.upsert_findings
+    real_run_audit, real_upsert = step.run_audit, step.upsert_findings
     mode = {"land_during_audit": 0, "interrupt": False}
 
     def run_audit(history, versions):
@@ -103,24 +106,27 @@ def replay_through_tail(src: Path, dst: Path, seed: int, monkeypatch) -> Table |
             raise Interrupted
         return result
 
-    monkeypatch.setattr(ingest, "run_audit", run_audit)
-    monkeypatch.setattr(ingest, "upsert_findings", upsert_findings)
+    monkeypatch.setattr(step, "run_audit", run_audit)
+    # The step writes gap and table-level findings; the chunk writer the commit-level ones.
+    for module in (step, chunk):
+        monkeypatch.setattr(module, "upsert_findings", upsert_findings)
     for _ in range(10_000):
         mode["land_during_audit"] = rng.choice([0, 0, 1, 2]) if not arrivals.done else 0
         mode["interrupt"] = rng.random() < 0.15
         try:
             # None: a worker's step, several chunks of AUDIT_BACKFILL_CHUNK with one listing.
-            result = ingest.tail_once(table.id, chunk=rng.choice([1, 1, 2, 3, 5, 7, 50, None]))
+            result = tail_once(table.id, chunk=rng.choice([1, 1, 2, 3, 5, 7, 50, None]))
         except Interrupted:
             continue
         if not arrivals.done and rng.random() < 0.6:
             arrivals.land(rng.randint(1, 4))
         if arrivals.done and not result.more and not mode["interrupt"]:
             break
-    monkeypatch.setattr(ingest, "run_audit", real_run_audit)
-    monkeypatch.setattr(ingest, "upsert_findings", real_upsert)
+    monkeypatch.setattr(step, "run_audit", real_run_audit)
+    for module in (step, chunk):
+        monkeypatch.setattr(module, "upsert_findings", real_upsert)
     # Up to date: one last idle step refreshes the table-level findings (no debounce here).
-    ingest.tail_once(table.id)
+    tail_once(table.id)
     table.refresh_from_db()
     return table
 

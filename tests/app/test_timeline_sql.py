@@ -22,7 +22,7 @@ from django.utils import timezone
 import audit.models
 from audit.core.vocab import SEVERITY_ORDER, FindingKind
 from audit.health.models import TableChange
-from audit.ingest import rebuild_rollups
+from audit.ingest.rollup_store import rebuild_rollups
 from audit.models import Commit, CommitRollup, Finding, Table
 from audit.reads import timeline
 from tests.app import timeline_reference

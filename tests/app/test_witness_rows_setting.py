@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from audit import ingest
 from audit.core import model
+from audit.ingest.findings import upsert_findings
 from audit.models import Finding
 from tests.support import scenarios
 from tests.support.alerting import make_table
@@ -39,6 +39,6 @@ def test_it_bounds_the_sample_rows_of_a_witness_computed_elsewhere(settings):
         explanation="",
         witness={"files": ["a.parquet"], "row_count": 5, "sample_rows": rows},
     )
-    ingest.upsert_findings(table, [found], scope=(3, 3))
+    upsert_findings(table, [found], scope=(3, 3))
     stored = Finding.objects.get(table=table)
     assert stored.witness["sample_rows"] == rows[:1] and stored.witness["row_count"] == 5

@@ -278,7 +278,7 @@ def test_re_deriving_isolation_leaves_the_other_summaries_shared_facts_alone(tmp
 
 
 def test_summaries_for_the_spark_job_share_no_dicts(tmp_path):
-    # workers/spark_job.py re-derives facts in place on what summarize_commits returns.
+    # workers/spark/job.py re-derives facts in place on what summarize_commits returns.
     path = str(tmp_path / "t")
     _appends(path, 3)
     one, two = list(summarize_commits(open_log(path).iter_commits(), [], []))[1:]

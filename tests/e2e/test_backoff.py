@@ -10,8 +10,10 @@ import pytest
 from deltalake import write_deltalake
 from django.utils import timezone
 
-from audit import ingest
+from audit.ingest.tables import register_table
 from audit.models import Commit, Table
+from audit.tail.polling import tables_due
+from audit.tail.step import tail_once
 from tests.support.tables import rows
 from tests.support.waiting import wait_for
 
@@ -23,37 +25,37 @@ def test_idle_tables_are_visited_less_often(delta_table_factory, settings):
     settings.AUDIT_IDLE_FULL_CHECK_SECONDS = 600
     settings.AUDIT_FULL_CHECK_SECONDS = 30
     path = delta_table_factory("t")
-    table, _ = ingest.register_table(str(path))
-    ingest.tail_once(table.id)
+    table, _ = register_table(str(path))
+    tail_once(table.id)
     now = timezone.now()
     # The last commit is two hours old: the table is idle.
     Table.objects.filter(id=table.id).update(last_commit_at=now - timedelta(hours=2))
     write_deltalake(str(path), rows(start=5), mode="append")
 
-    assert ingest.tables_due(now) == [table.id]  # first look: the probe finds v1
-    assert ingest.tables_due(now + timedelta(seconds=5)) == []  # backed off
-    assert ingest.tables_due(now + timedelta(seconds=59)) == []
-    assert ingest.tables_due(now + timedelta(seconds=61)) == [table.id]
+    assert tables_due(now) == [table.id]  # first look: the probe finds v1
+    assert tables_due(now + timedelta(seconds=5)) == []  # backed off
+    assert tables_due(now + timedelta(seconds=59)) == []
+    assert tables_due(now + timedelta(seconds=61)) == [table.id]
 
     # Storing the new commit (fresh timestamp) makes the table active again: every pass.
-    ingest.tail_once(table.id)
+    tail_once(table.id)
     later = timezone.now()
     write_deltalake(str(path), rows(start=7), mode="append")
-    assert ingest.tables_due(later) == [table.id]
-    assert ingest.tables_due(later + timedelta(seconds=1)) == [table.id]
+    assert tables_due(later) == [table.id]
+    assert tables_due(later + timedelta(seconds=1)) == [table.id]
 
 
 @pytest.mark.django_db
 def test_backoff_can_be_switched_off(delta_table_factory, settings):
     settings.AUDIT_IDLE_AFTER_SECONDS = 0
     path = delta_table_factory("t")
-    table, _ = ingest.register_table(str(path))
-    ingest.tail_once(table.id)
+    table, _ = register_table(str(path))
+    tail_once(table.id)
     now = timezone.now()
     Table.objects.filter(id=table.id).update(last_commit_at=now - timedelta(days=30))
     write_deltalake(str(path), rows(start=5), mode="append")
-    assert ingest.tables_due(now) == [table.id]
-    assert ingest.tables_due(now + timedelta(seconds=1)) == [table.id]
+    assert tables_due(now) == [table.id]
+    assert tables_due(now + timedelta(seconds=1)) == [table.id]
 
 
 def _visits(table_id: int, seconds: float) -> int:
@@ -73,7 +75,7 @@ def test_worker_backs_off_idle_tables_and_returns_on_a_new_commit(
     delta_table_factory, celery_workers
 ):
     path = delta_table_factory("t")
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     celery_workers.start(
         "w1",
         AUDIT_IDLE_AFTER_SECONDS="14",

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from audit import ingest
+from audit.ingest.rollup_store import rebuild_rollups, refresh_rollups
 from audit.models import Commit, Finding, Table
 from tests.support import scenarios
 from tests.support.ingested import ingest_table
@@ -264,7 +264,7 @@ def test_it_zooms_from_buckets_into_commits_on_a_long_history(
         ],
         batch_size=2000,
     )
-    ingest.rebuild_rollups(table.id)  # rows written without the ingest bring their rollups along
+    rebuild_rollups(table.id)  # rows written without the ingest bring their rollups along
     w, base = watched, live_server.url
     log_in(w, base)
     w.page.goto(f"{base}/tables/{table.id}/")
@@ -291,7 +291,7 @@ def test_it_zooms_from_buckets_into_commits_on_a_long_history(
             for v in range(20_000, 20_010)
         ]
     )
-    ingest.refresh_rollups(table.id, 20_000, 20_009)
+    refresh_rollups(table.id, 20_000, 20_009)
     Table.objects.filter(id=table.id).update(last_seen_version=20_009, latest_version_in_log=20_009)
     wait_until(w.page, "window.__timeline.data.to_version === 20009")
     assert w.page.locator("#stat-version").inner_text() == "20,009"

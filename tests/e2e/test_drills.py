@@ -26,8 +26,9 @@ import pytest
 import requests
 from deltalake import DeltaTable, write_deltalake
 
-from audit import demo, ingest
+from audit import demo
 from audit.core.history import tailwindow
+from audit.ingest.tables import register_table
 from audit.models import Commit, Table
 from tests.support.demo_writer import demo_rounds_committing
 from tests.support.net import free_port
@@ -163,8 +164,8 @@ def test_a_broken_log_errors_per_table_while_the_others_keep_being_tailed(
 ):
     broken_path = delta_table_factory("broken", commits=3)
     healthy_path = delta_table_factory("healthy", commits=2)
-    broken, _ = ingest.register_table(str(broken_path))  # registered first: tailed first
-    healthy, _ = ingest.register_table(str(healthy_path))
+    broken, _ = register_table(str(broken_path))  # registered first: tailed first
+    healthy, _ = register_table(str(healthy_path))
     tail_pass()
     assert caught_up(broken, broken_path) and caught_up(healthy, healthy_path)
 
@@ -196,8 +197,8 @@ def test_a_broken_log_errors_per_table_while_the_others_keep_being_tailed(
 def test_a_table_deleted_in_the_middle_of_its_tail_errors_cleanly(delta_table_factory, monkeypatch):
     path = delta_table_factory("doomed", commits=3)
     healthy_path = delta_table_factory("healthy", commits=2)
-    doomed, _ = ingest.register_table(str(path))
-    healthy, _ = ingest.register_table(str(healthy_path))
+    doomed, _ = register_table(str(path))
+    healthy, _ = register_table(str(healthy_path))
     original = tailwindow.history_from_log  # the tail step's reads (audit.core.history.tailwindow)
 
     def delete_then_read(*args, **kwargs):
@@ -217,7 +218,7 @@ def test_a_table_deleted_in_the_middle_of_its_tail_errors_cleanly(delta_table_fa
 
 def test_a_fixed_log_recovers_from_error(delta_table_factory):
     path = delta_table_factory("flaky", commits=2)
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     tail_pass()
     v = append(path)
     good = commit_file(path, v).read_bytes()
@@ -285,8 +286,8 @@ def test_a_100mb_commit_is_ingested_by_the_worker_within_bounds(
     adds = write_huge_commit(big_path)
     size_mb = commit_file(big_path, 2).stat().st_size / 2**20
     assert size_mb >= 100
-    big, _ = ingest.register_table(str(big_path))
-    healthy, _ = ingest.register_table(str(healthy_path))
+    big, _ = register_table(str(big_path))
+    healthy, _ = register_table(str(healthy_path))
     # A chunk of this size takes tens of seconds: the lock must outlive it (default 120 s).
     proc = celery_workers.start("w1", AUDIT_LOCK_SECONDS="120")
     started = time.monotonic()
@@ -363,7 +364,7 @@ def test_a_redis_restart_during_tailing_loses_nothing(
     path = delta_table_factory(
         "live", partition_by=["day"], configuration={"delta.isolationLevel": "writeSerializable"}
     )
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     broker = f"redis://127.0.0.1:{private_redis.port}/0"
     celery_workers.start("w1", CELERY_BROKER_URL=broker)
     with demo_rounds_committing(path):
@@ -404,7 +405,7 @@ def test_pages_and_api_keep_serving_under_a_bounded_load(
     errors: Counter[str] = Counter()
     for _ in range(6):
         demo.round_partitioned(path, errors)
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     tail_pass()
     assert caught_up(table, path)
     client.force_login(member)

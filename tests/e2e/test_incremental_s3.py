@@ -9,9 +9,11 @@ import uuid
 import pytest
 from deltalake import write_deltalake
 
-from audit import ingest
+from audit.ingest.tables import register_table
 from audit.models import Commit, Table
 from audit.tail import logs as tailing
+from audit.tail.logs import has_commit
+from audit.tail.step import tail_once
 from tests.e2e.s3count import CountingS3
 from tests.support.tables import rows
 
@@ -49,27 +51,27 @@ def _write(s3, uri: str, n: int, start: int = 0) -> None:
 @pytest.mark.slow
 def test_tail_ticks_on_s3_cost_one_request_idle_and_one_get_per_new_commit(s3, s3_table):
     _write(s3, s3_table, 30)
-    table, _ = ingest.register_table(s3_table)
-    assert ingest.tail_once(table.id).status == "ok"
+    table, _ = register_table(s3_table)
+    assert tail_once(table.id).status == "ok"
     table.refresh_from_db()
     assert table.last_seen_version == 29
 
     with s3.counting() as idle:
-        result = ingest.tail_once(table.id)
+        result = tail_once(table.id)
     assert result.status == "ok"
     assert s3.kinds(idle) == {"LIST": 1}, idle
     assert "start-after" in idle[0][2]
 
     with s3.counting() as probe:
-        assert not ingest._has_commit(s3_table, 30)
+        assert not has_commit(s3_table, 30)
     assert s3.kinds(probe) == {"HEAD": 1}
 
     _write(s3, s3_table, 5, start=30)
     with s3.counting() as probe:
-        assert ingest._has_commit(s3_table, 30)
+        assert has_commit(s3_table, 30)
     assert s3.kinds(probe) == {"HEAD": 1}
     with s3.counting() as tick:
-        result = ingest.tail_once(table.id)
+        result = tail_once(table.id)
     assert result.stored == 5, result.line()
     # One listing from the last version, then one GET per new commit: no HEAD before a GET,
     # no re-read of the window the new commits ran concurrently with.
@@ -81,7 +83,7 @@ def test_tail_ticks_on_s3_cost_one_request_idle_and_one_get_per_new_commit(s3, s
     # The debounced whole-table findings refresh reads the history from the cache.
     Table.objects.filter(id=table.id).update(table_findings_dirty=True, table_findings_at=None)
     with s3.counting() as refresh:
-        ingest.tail_once(table.id)
+        tail_once(table.id)
     assert s3.kinds(refresh) == {"LIST": 1}, refresh
     assert not Table.objects.get(id=table.id).table_findings_dirty
 
@@ -90,13 +92,13 @@ def test_tail_ticks_on_s3_cost_one_request_idle_and_one_get_per_new_commit(s3, s
 @pytest.mark.slow
 def test_table_deleted_from_the_bucket_becomes_an_error_then_recovers(s3, s3_table):
     _write(s3, s3_table, 3)
-    table, _ = ingest.register_table(s3_table)
-    ingest.tail_once(table.id)
+    table, _ = register_table(s3_table)
+    tail_once(table.id)
     client = s3.boto()
     bucket, key = s3_table[len("s3://") :].split("/", 1)
     for obj in client.list_objects_v2(Bucket=bucket, Prefix=key)["Contents"]:
         client.delete_object(Bucket=bucket, Key=obj["Key"])
-    result = ingest.tail_once(table.id)
+    result = tail_once(table.id)
     assert result.status == "error"
     assert "does not exist" in result.message, result.message
     table.refresh_from_db()

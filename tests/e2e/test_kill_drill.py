@@ -19,7 +19,7 @@ import time
 import pytest
 from django.db.models import Count
 
-from audit import ingest
+from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, Table
 from tests.support.paths import ROOT
 from tests.support.tail_views import cli_json, cli_view, stored_view
@@ -47,7 +47,7 @@ def test_a_worker_killed_three_times_during_a_50k_backfill_ends_equal_to_the_cli
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
     )
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     rng = random.Random(16)
     kills = []
     celery_workers.start("w1", **WORKER_ENV)

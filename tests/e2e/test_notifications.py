@@ -9,10 +9,11 @@ import orjson
 import pytest
 from deltalake import write_deltalake
 
-from audit import ingest
+from audit.ingest.tables import register_table
 from audit.models import Commit
 from audit.tail import logs as tailing
 from audit.tail import notifications
+from audit.tail.step import tail_once
 from tests.e2e.s3count import CountingS3
 from tests.support.tables import rows
 from tests.support.waiting import wait_for
@@ -107,8 +108,8 @@ def test_worker_tails_a_notified_root_without_probing(s3, monkeypatch, settings,
     uri = f"{root}/events"
     write_deltalake(uri, rows(), storage_options=s3.options)
     tailing.forget_all()
-    table, _ = ingest.register_table(uri)
-    assert ingest.tail_once(table.id).status == "ok"
+    table, _ = register_table(uri)
+    assert tail_once(table.id).status == "ok"
     celery_workers.start(
         "w1",
         **s3.env,

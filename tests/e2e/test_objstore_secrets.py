@@ -24,11 +24,12 @@ from django.db import connection
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authtoken.models import Token
 
-from audit import ingest
 from audit.alerting import delivery
 from audit.alerting.models import Channel
 from audit.core.errors import DeltaAuditError
+from audit.ingest.tables import register_table
 from audit.models import Finding, Table
+from audit.tail.step import tail_once
 from tests.e2e.objstore import upload_table, write_storage_config
 from tests.support import scenarios
 from tests.support.alerting import SECRET, rule_for
@@ -176,16 +177,16 @@ def test_no_page_endpoint_log_or_row_holds_a_secret(lake_env, client, owner, mem
     good = ingest_table(f"s3://{bucket}/finance/orders")
     assert good.status == Table.Status.OK and good.last_seen_version == 3
     with pytest.raises(DeltaAuditError, match="access denied"):
-        ingest.register_table(f"s3://{bucket}/sales/orders")
+        register_table(f"s3://{bucket}/sales/orders")
     bad = Table.objects.create(uri=f"s3://{bucket}/sales/orders", name="sales")
-    ingest.tail_once(bad.id)
+    tail_once(bad.id)
     bad.refresh_from_db()
     assert (bad.status, bad.error_cause) == (Table.Status.ERROR, "access_denied")
     assert "credential env:FIN_KEY" in bad.last_error
     temp = Table.objects.create(uri=f"s3://{bucket}/temp/orders", name="temp")
     azure = Table.objects.create(uri="az://lake/orders", name="azure")
     for failing in (temp, azure):  # a session token refused; a SAS to a dead endpoint
-        ingest.tail_once(failing.id)
+        tail_once(failing.id)
         failing.refresh_from_db()
         assert failing.status == Table.Status.ERROR and failing.last_error
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from audit import ingest
+from audit.ingest.tables import register_table
 from audit.models import Table
 from tests.e2e.objstore import upload_table, write_storage_config
 from tests.support.waiting import wait_for
@@ -111,8 +111,8 @@ def test_the_worker_tails_object_store_tables_per_root(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     settings.AUDIT_ALLOWED_ROOTS = [lake.base]
-    t1, _ = ingest.register_table(uris["t1"])
-    t2, _ = ingest.register_table(uris["t2"])
+    t1, _ = register_table(uris["t1"])
+    t2, _ = register_table(uris["t2"])
     t3 = Table.objects.create(uri=uris["t3"], name="t3")
     worker = celery_workers.start("w1", AUDIT_ALLOWED_ROOTS=lake.base, **env)
 

@@ -15,15 +15,17 @@ from typing import Any
 
 import pytest
 
-from audit import ingest
 from audit.core import serialize
 from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError
 from audit.core.history.summary import load_history
 from audit.core.jsonsafe import json_safe
 from audit.core.model import Finding, Predicate
+from audit.ingest.commits import settings_snapshot
+from audit.ingest.tables import register_table
 from audit.models import Commit, Table
 from audit.models import Finding as FindingRow
+from audit.tail.step import tail_once
 from tests.support import scenarios
 from tests.support.ingested import ingest_table
 from tests.support.paths import DELTA_TABLES, ROOT
@@ -67,7 +69,7 @@ def comparable(history: Any, result: Any) -> dict[str, Any]:
         "summaries": history.summaries,
         "latest": history.listing.latest_version,
         "first_available": history.first_available_version,
-        "settings": ingest.settings_snapshot(history.state),
+        "settings": settings_snapshot(history.state),
         "audits": {v: serialize.commit_audit_to_json(a) for v, a in result.commits.items()},
         "findings": [serialize.finding_to_row(f) for f in result.findings],
     }
@@ -78,7 +80,7 @@ def comparable(history: Any, result: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def spark():
-    from workers.spark_session import get_spark
+    from workers.spark.session import get_spark
 
     session = get_spark("local[2]")
     yield session
@@ -98,7 +100,7 @@ def scenario_tables(tmp_path_factory) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def fleet(spark, scenario_tables) -> dict[str, Any]:
     """One Spark job over every data table and scenario table: {uri: TableOutcome}."""
-    from workers.spark_job import audit_fleet
+    from workers.spark.job import audit_fleet
 
     uris = data_tables() + list(scenario_tables.values())
     outcomes = {o.table_uri: o for o in audit_fleet(spark, uris, chunk_commits=CHUNK, paths=True)}
@@ -170,8 +172,8 @@ def test_a_long_history_split_into_ranges_equals_one_task(spark, tmp_path, monke
     findings once, on the driver, from the ranges' parts) gives the commits and findings of the
     same table audited in one task, and of the Python path."""
     from bench.gen_log import generate
-    from workers.spark_job import audit_fleet, plan_table
-    from workers.spark_units import RANGE, TABLE_LEVEL
+    from workers.spark.job import audit_fleet, plan_table
+    from workers.spark.units import RANGE, TABLE_LEVEL
 
     uri = str(tmp_path / "long")
     generate(uri, 1200, seed=5)  # concurrent writers: read versions behind, MERGE, OPTIMIZE
@@ -188,8 +190,8 @@ def test_a_long_history_split_into_ranges_equals_one_task(spark, tmp_path, monke
     assert got == comparable(history, audit_history(history, check_data=False))
     # Results collected in several waves (jobs) join up too: 12 units over 4 waves, each
     # unit's results in rows of 30 commits (one task's too).
-    monkeypatch.setattr("workers.spark_job.RESULT_COMMITS_PER_JOB", 700)
-    monkeypatch.setattr("workers.spark_units.ROW_COMMITS", 30)
+    monkeypatch.setattr("workers.spark.job.RESULT_COMMITS_PER_JOB", 700)
+    monkeypatch.setattr("workers.spark.units.ROW_COMMITS", 30)
     [rows] = audit_fleet(spark, [uri], chunk_commits=5000, check_data=False, paths=True)
     assert comparable(rows.history, rows.audit) == got
     [waves] = audit_fleet(spark, [uri], chunk_commits=100, check_data=False, paths=True)
@@ -249,7 +251,7 @@ def stored(table: Table) -> dict[str, Any]:
     "name", ["ws_reorder_matching", "stale_full_overwrite", "golden-checkpoint"]
 )
 def test_stored_rows_are_the_same_from_both_paths(spark, scenario_tables, settings, name):
-    from workers.spark_tasks import run_spark_audit
+    from workers.spark.tasks import run_spark_audit
 
     uri = (
         str(DATA / "golden" / "checkpoint") if name.startswith("golden") else scenario_tables[name]
@@ -261,7 +263,7 @@ def test_stored_rows_are_the_same_from_both_paths(spark, scenario_tables, settin
     by_python = stored(table)
     table.delete()
 
-    table, _ = ingest.register_table(uri)
+    table, _ = register_table(uri)
     [result] = run_spark_audit([table], spark=spark)
     by_spark = stored(table)
 
@@ -277,12 +279,12 @@ def test_stored_rows_are_the_same_from_both_paths(spark, scenario_tables, settin
 def test_a_table_the_tail_already_started_gets_only_its_remaining_versions(
     spark, scenario_tables, settings
 ):
-    from workers.spark_tasks import run_spark_audit
+    from workers.spark.tasks import run_spark_audit
 
     uri = scenario_tables["sequential"]
     settings.AUDIT_ALLOWED_ROOTS = [str(Path(uri).parent)]
-    table, _ = ingest.register_table(uri)
-    assert ingest.tail_once(table.id, chunk=3).more  # v0..v2 stored by the tail
+    table, _ = register_table(uri)
+    assert tail_once(table.id, chunk=3).more  # v0..v2 stored by the tail
 
     [result] = run_spark_audit([table], spark=spark)
 
@@ -298,11 +300,11 @@ def test_a_table_the_tail_already_started_gets_only_its_remaining_versions(
 @pytest.mark.django_db
 def test_a_table_locked_by_a_worker_is_skipped(spark, scenario_tables, settings):
     from workers import locks
-    from workers.spark_tasks import run_spark_audit
+    from workers.spark.tasks import run_spark_audit
 
     uri = scenario_tables["stale_update"]
     settings.AUDIT_ALLOWED_ROOTS = [str(Path(uri).parent)]
-    table, _ = ingest.register_table(uri)
+    table, _ = register_table(uri)
     token = locks.acquire(table.id)
 
     [result] = run_spark_audit([table], spark=spark)
@@ -328,7 +330,7 @@ def run_python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 START = (
     "from audit.core.errors import DeltaAuditError\n"
-    "from workers.spark_session import get_spark\n"
+    "from workers.spark.session import get_spark\n"
     "try:\n"
     "    get_spark('local[1]')\n"
     "except DeltaAuditError as err:\n"
@@ -373,7 +375,7 @@ def test_the_command_exits_2_with_one_line_when_java_is_missing(monkeypatch, tmp
 @pytest.mark.slow
 def test_spark_keeps_quiet_on_the_console(tmp_path):
     code = (
-        "from workers.spark_session import get_spark\n"
+        "from workers.spark.session import get_spark\n"
         f"s = get_spark('local[1]', log_file={str(tmp_path / 'spark.log')!r})\n"
         "print(s.range(5).count())\n"
     )

@@ -168,8 +168,8 @@ def test_executors_without_the_libraries_fail_in_one_line(cluster, on_cluster, t
 def test_the_core_reaches_executors_as_the_shipped_zip(cluster, on_cluster):
     from pyspark.sql import SparkSession
 
-    from workers.spark_probe import probe_executors
-    from workers.spark_session import get_spark
+    from workers.spark.probe import probe_executors
+    from workers.spark.session import get_spark
 
     # A fresh application. Before anything is shipped the executors cannot import the core;
     # in a long test session an earlier application's zip can still be reachable from a reused
@@ -184,7 +184,7 @@ def test_the_core_reaches_executors_as_the_shipped_zip(cluster, on_cluster):
     except Exception as err:  # noqa: BLE001 - the probe's one-line error is the point
         assert "cannot import the shipped audit core" in str(err)
 
-    from workers.spark_job import prepare_executors
+    from workers.spark.job import prepare_executors
 
     prepare_executors(spark)
     [report, *_] = probe_executors(spark)
@@ -286,7 +286,7 @@ def test_a_run_without_its_tables_rows_is_not_imported(tmp_path, tables):
     """A job that died after writing commits but before its `tables` rows left nothing."""
     from deltalake import write_deltalake
 
-    from workers import spark_output
+    from workers.spark import output as spark_output
 
     root = str(tmp_path / "results")
     orphan = {name: [] for name in spark_output.SUBTABLES}
@@ -305,7 +305,7 @@ def pa_table(rows, schema):
 
 def test_listing_json_keeps_what_storage_reads():
     from audit.core.log import list_log
-    from workers.spark_output import listing_from_json, listing_to_json
+    from workers.spark.output import listing_from_json, listing_to_json
 
     listing = list_log(str(GOLDEN))
     back = listing_from_json(listing_to_json(listing))
@@ -320,7 +320,7 @@ def test_listing_json_keeps_what_storage_reads():
 @pytest.mark.django_db
 def test_spark_submit_entry_point_runs_without_django(cluster, on_cluster, tables, tmp_path):
     from tests.e2e.spark_cluster import SPARK_HOME
-    from workers.spark_entry import bundle
+    from workers.spark.entry import bundle
 
     archive, script = bundle(str(tmp_path / "dist"))
     blocker = tmp_path / "no-django"
@@ -353,7 +353,7 @@ def test_spark_submit_entry_point_runs_without_django(cluster, on_cluster, table
 
 def test_the_storage_config_reaches_tasks_as_written(tmp_path, monkeypatch):
     """Executors get the TOML text (secrets as env: references), resolved where they run."""
-    from workers.spark_job import STORAGE_CONFIG_ENV, storage_config_text, use_storage_config
+    from workers.spark.job import STORAGE_CONFIG_ENV, storage_config_text, use_storage_config
 
     config = tmp_path / "storage.toml"
     text = '[[storage]]\nprefix = "s3://bucket/"\noptions = { aws_secret_access_key = "env:S" }\n'

@@ -14,9 +14,11 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from django.db.models import Count
 
-from audit import demo, ingest
+from audit import demo
 from audit.core.audit import audit_history
 from audit.core.history.summary import load_history
+from audit.ingest.findings import finding_key
+from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, FindingFlip, Table
 from tests.support.demo_writer import demo_rounds_committing
 from tests.support.tables import rows
@@ -45,7 +47,7 @@ def assert_equal_to_log(table: Table, path) -> None:
     versions = stored(table)
     assert versions == list(range(0, latest(path) + 1))
     one_shot = audit_history(load_history(str(path)))
-    want = {ingest.finding_key(f.kind, f.version, f.related_versions) for f in one_shot.findings}
+    want = {finding_key(f.kind, f.version, f.related_versions) for f in one_shot.findings}
     got = Finding.objects.filter(table=table, status="open").values_list("key", flat=True)
     assert sorted(got) == sorted(want)
     assert (
@@ -79,7 +81,7 @@ def test_a_table_ingested_while_a_writer_keeps_committing_ends_equal_to_its_log(
     path = delta_table_factory(
         "live", partition_by=["day"], configuration={"delta.isolationLevel": "writeSerializable"}
     )
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     celery_workers.start("w1", AUDIT_TABLE_FINDINGS_SECONDS="1")
 
     with demo_rounds_committing(path):
@@ -104,7 +106,7 @@ def test_a_backfill_killed_with_sigkill_three_times_ends_equal_to_the_log(
 ):
     path = make_long_table(delta_table_factory, "long", commits=400)
     target = latest(path)
-    table, _ = ingest.register_table(str(path))
+    table, _ = register_table(str(path))
     # Small chunks and early kill points: the kill must land mid-backfill even on a fast machine.
     env = {
         "AUDIT_BACKFILL_CHUNK": "8",
@@ -140,7 +142,7 @@ def test_a_backfill_killed_with_sigkill_three_times_ends_equal_to_the_log(
 
 def test_two_workers_on_the_same_tables_store_everything_once(celery_workers, delta_table_factory):
     paths = [make_long_table(delta_table_factory, f"t{i}", commits=120) for i in range(3)]
-    tables = [ingest.register_table(str(p))[0] for p in paths]
+    tables = [register_table(str(p))[0] for p in paths]
     env = {"AUDIT_BACKFILL_CHUNK": "10", "AUDIT_TABLE_FINDINGS_SECONDS": "1"}
     celery_workers.start("w1", **env)
     celery_workers.start("w2", **env)
@@ -167,7 +169,7 @@ def test_broken_tables_go_to_error_while_the_others_keep_being_tailed(
     healthy = delta_table_factory("healthy", commits=2)
     vanishing = delta_table_factory("vanishing", commits=2)
     corrupt = delta_table_factory("corrupt", commits=2)
-    tables = {p.name: ingest.register_table(str(p))[0] for p in (healthy, vanishing, corrupt)}
+    tables = {p.name: register_table(str(p))[0] for p in (healthy, vanishing, corrupt)}
     celery_workers.start("w1")
     for name, path in (("healthy", healthy), ("vanishing", vanishing), ("corrupt", corrupt)):
         wait_for(lambda t=tables[name], p=path: caught_up(t, p), 30, message=name)

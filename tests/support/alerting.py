@@ -9,10 +9,10 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from audit import ingest
 from audit.alerting import delivery
 from audit.alerting.models import AlertRule, Channel, Delivery
 from audit.core import model
+from audit.ingest.findings import finding_key, upsert_findings
 from audit.models import Finding, Table
 from tests.support.paths import ROOT
 from tests.support.receiver import Receiver  # noqa: F401 - imported from here by the tests
@@ -62,8 +62,8 @@ def open_finding(
         else None,
     )
     with transaction.atomic():
-        ingest.upsert_findings(table, [f], scope=(version, version))
-    return Finding.objects.get(table=table, key=ingest.finding_key(kind, version, list(related)))
+        upsert_findings(table, [f], scope=(version, version))
+    return Finding.objects.get(table=table, key=finding_key(kind, version, list(related)))
 
 
 def webhook(url: str, name: str = "hook") -> Channel:

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from audit.core import model
 from audit.core.vocab import FindingKind, Severity
-from audit.ingest import upsert_findings
+from audit.ingest.findings import upsert_findings
 from audit.models import Table
 
 REORDER = FindingKind.WRITE_SERIALIZABLE_REORDER

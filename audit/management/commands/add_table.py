@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 
 from audit.core.data.keys import parse_key_columns
 from audit.core.errors import DeltaAuditError
-from audit.ingest import register_table
+from audit.ingest.tables import register_table
 from audit.models import DEFAULT_PROJECT, project_named
 from audit.trust.access import move_table
 

@@ -1,7 +1,7 @@
 """`python manage.py import_audit <results-root-uri>`.
 
 Loads the Delta-table results of a fleet audit (`spark_audit --output`, or the spark-submit
-job workers/spark_entry.py) into the dashboard's database; idempotent. Prints one line per
+job workers/spark/entry.py) into the dashboard's database; idempotent. Prints one line per
 table. Exit status: 0; 1 when a table failed; 2 when the results cannot be read.
 """
 
@@ -21,7 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("root", help="root URI the results were written to (--output)")
 
     def handle(self, *args, **options):
-        from workers.spark_import import import_results
+        from workers.spark.importer import import_results
 
         try:
             results = import_results(options["root"])

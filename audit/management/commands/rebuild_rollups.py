@@ -10,7 +10,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from audit.ingest import rebuild_rollups
+from audit.ingest.rollup_store import rebuild_rollups
 from audit.models import Table
 
 

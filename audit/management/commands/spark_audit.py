@@ -5,7 +5,7 @@ commits and findings exactly like the Celery tail does. Prints one line per tabl
 status: 0; 1 when a table failed; 2 when Spark cannot run (e.g. Java is missing).
 
 With `--output <root-uri>` the results go to Delta tables under that root instead of the
-database (commits, findings, tables: see workers/spark_output.py); `import_audit <root-uri>`
+database (commits, findings, tables: see workers/spark/output.py); `import_audit <root-uri>`
 loads them later. Nothing is registered or locked then: URIs are audited as given.
 """
 
@@ -40,7 +40,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        from workers import spark_tasks
+        from workers.spark import tasks as spark_tasks
 
         if options["output"]:
             return self.write_output(options)
@@ -72,9 +72,9 @@ class Command(BaseCommand):
 
     def write_output(self, options):
         from audit.models import Table
-        from workers import spark_tasks
-        from workers.spark_job import audit_fleet
-        from workers.spark_output import write_outcomes
+        from workers.spark import tasks as spark_tasks
+        from workers.spark.job import audit_fleet
+        from workers.spark.output import write_outcomes
 
         if options["all"]:
             uris = [t.uri for t in spark_tasks.resolve_tables(None, all_tables=True)]

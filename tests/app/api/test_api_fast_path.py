@@ -17,7 +17,7 @@ from audit.api.authentication import forget_tokens
 from audit.core import model
 from audit.core.vocab import FindingKind, Severity
 from audit.health.models import TableChange
-from audit.ingest import upsert_findings
+from audit.ingest.findings import upsert_findings
 from audit.models import Finding
 from tests.support.clients import session_client, token_client
 

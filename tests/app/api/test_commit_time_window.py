@@ -10,7 +10,7 @@ import random
 import pytest
 
 import audit.models
-from audit.ingest import rebuild_rollups
+from audit.ingest.rollup_store import rebuild_rollups
 from audit.models import Commit, CommitRollup, Table
 from audit.reads import queries
 from tests.support.clients import token_client

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import pytest
 
 import audit.models
-from audit.ingest import rebuild_rollups
+from audit.ingest.rollup_store import rebuild_rollups
 from audit.models import Commit, Finding, Table
 from tests.support.clients import token_client
 

@@ -19,8 +19,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from audit import ingest
+from audit.alerting.health_findings import alert_on_health
+from audit.core.audit import TABLE_LEVEL_KINDS
 from audit.core.errors import DeltaAuditError, one_line
+from audit.ingest.chunk import store_history_chunk
+from audit.ingest.findings import upsert_findings
+from audit.ingest.plan import TailResult, plan_next_chunk
+from audit.ingest.tables import LockLost, mark_error, mark_up_to_date, register_table
 from audit.models import Table
 from audit.trust.paths import check_registered
 from workers import locks
@@ -52,7 +57,7 @@ def resolve_tables(refs: Iterable[str] | None, *, all_tables: bool = False) -> l
             except Table.DoesNotExist:
                 raise DeltaAuditError(f"no registered table has id {ref}") from None
         else:
-            tables.append(ingest.register_table(ref)[0])
+            tables.append(register_table(ref)[0])
     return list({t.id: t for t in tables}.values())
 
 
@@ -63,31 +68,29 @@ def run_spark_audit(
     spark: Any = None,
     tokens: dict[int, str] | None = None,
     check_data: bool | None = None,
-) -> list[ingest.TailResult]:
+) -> list[TailResult]:
     """Audit `tables` in one Spark job and store the results. One TailResult per table.
 
     Each table is locked for the job (AUDIT_SPARK_LOCK_SECONDS; `tokens` hands over locks the
     caller already holds); a table another worker holds is reported busy and skipped.
     """
     tokens = dict(tokens or {})
-    results: list[ingest.TailResult] = []
+    results: list[TailResult] = []
     held: dict[int, str] = {}
     ttl = settings.AUDIT_SPARK_LOCK_SECONDS
     try:
         for table in tables:
             token = tokens.get(table.id) or locks.acquire(table.id, ttl=ttl)
             if token is None or not locks.extend(table.id, token, ttl=ttl):
-                results.append(
-                    ingest.TailResult(table.id, "busy", message="locked by another worker")
-                )
+                results.append(TailResult(table.id, "busy", message="locked by another worker"))
                 continue
             held[table.id] = token
             try:
                 check_registered(table.uri)  # roots may have changed since registration
             except DeltaAuditError as err:
                 message = one_line(err)
-                ingest.mark_error(table, message, lock_token=token)
-                results.append(ingest.TailResult(table.id, "error", message=message))
+                mark_error(table, message, lock_token=token)
+                results.append(TailResult(table.id, "error", message=message))
                 held.pop(table.id)
                 locks.release(table.id, token)
         by_uri = {t.uri: t for t in tables if t.id in held}
@@ -106,8 +109,8 @@ def _run(
     master: str | None,
     spark: Any,
     check_data: bool | None,
-) -> list[ingest.TailResult]:
-    from workers.spark_job import audit_fleet  # noqa: PLC0415  (PySpark only when needed)
+) -> list[TailResult]:
+    from workers.spark.job import audit_fleet  # noqa: PLC0415  (PySpark only when needed)
 
     spark = spark or session(master)
     outcomes = audit_fleet(
@@ -125,7 +128,7 @@ def _run(
 
 def session(master: str | None = None) -> Any:
     """The SparkSession of this process (created once; reused by later jobs)."""
-    from workers.spark_session import get_spark  # noqa: PLC0415
+    from workers.spark.session import get_spark  # noqa: PLC0415
 
     return get_spark(
         master or settings.AUDIT_SPARK_MASTER,
@@ -135,36 +138,35 @@ def session(master: str | None = None) -> Any:
     )
 
 
-def store_outcome(
-    table: Table, outcome: Any, *, lock_token: str | None = None
-) -> ingest.TailResult:
+def store_outcome(table: Table, outcome: Any, *, lock_token: str | None = None) -> TailResult:
     """Store one table's Spark result exactly as the tail stores a backfill."""
     if lock_token is not None:
         locks.extend(table.id, lock_token, ttl=settings.AUDIT_SPARK_LOCK_SECONDS)
     if outcome.error is not None:
-        ingest.mark_error(table, outcome.error, lock_token=lock_token)
-        return ingest.TailResult(table.id, "error", message=outcome.error)
+        mark_error(table, outcome.error, lock_token=lock_token)
+        return TailResult(table.id, "error", message=outcome.error)
     history, audit = outcome.history, outcome.audit
     table.refresh_from_db()
     try:
-        plan = ingest.plan_next_chunk(
+        plan = plan_next_chunk(
             history.listing, table.last_seen_version, max(len(history.listing.commit_versions), 1)
         )
     except DeltaAuditError as err:
         message = one_line(str(err))
-        ingest.mark_error(table, message, lock_token=lock_token)
-        return ingest.TailResult(table.id, "error", message=message)
+        mark_error(table, message, lock_token=lock_token)
+        return TailResult(table.id, "error", message=message)
     try:
         if plan is None:
-            result = ingest.TailResult(table.id, "ok", last_seen_version=table.last_seen_version)
-            ingest.mark_up_to_date(table, history.listing, lock_token=lock_token)
+            result = TailResult(table.id, "ok", last_seen_version=table.last_seen_version)
+            mark_up_to_date(table, history.listing, lock_token=lock_token)
         else:
-            result = ingest.store_history_chunk(
+            result = store_history_chunk(
                 table, history, audit, versions=(plan.start, plan.end), lock_token=lock_token
             )
+            alert_on_health(table, result.health)  # after the chunk's transaction committed
         opened, resolved = store_table_findings(table, audit.findings, lock_token=lock_token)
-    except ingest.LockLost as err:
-        return ingest.TailResult(table.id, "busy", message=str(err))
+    except LockLost as err:
+        return TailResult(table.id, "busy", message=str(err))
     result.opened += opened
     result.resolved += resolved
     return result
@@ -173,21 +175,21 @@ def store_outcome(
 def store_table_findings(
     table: Table, findings: list[Any], *, lock_token: str | None = None
 ) -> tuple[int, int]:
-    """The table-level findings of a full audit, as ingest.refresh_table_findings stores them."""
+    """The table-level findings of a full audit, as refresh_table_findings stores them."""
     now = timezone.now()
-    table_level = [f for f in findings if f.kind in ingest.TABLE_LEVEL_KINDS]
+    table_level = [f for f in findings if f.kind in TABLE_LEVEL_KINDS]
     rows = Table.objects.filter(id=table.id)
     if lock_token is not None:
         rows = rows.filter(locked_by=lock_token)
     with transaction.atomic():
         if rows.update(table_findings_dirty=False, table_findings_at=now) != 1:
-            raise ingest.LockLost(
-                f"table {table.id}: lock lost before storing table-level findings"
-            )
-        return ingest.upsert_findings(table, table_level, scope=None, table_level=True, now=now)
+            raise LockLost(f"table {table.id}: lock lost before storing table-level findings")
+        return upsert_findings(table, table_level, scope=None, table_level=True, now=now)
 
 
-@shared_task(acks_late=True)
+# The name queued messages and AUDIT_SPARK_QUEUE's route (config/settings.py) carry: it stays
+# what it was when this module was workers/spark_tasks.py, so a deploy strands no message.
+@shared_task(name="workers.spark_tasks.spark_audit_tables", acks_late=True)
 def spark_audit_tables(
     table_ids: list[int], master: str | None = None, tokens: dict[str, str] | None = None
 ) -> str:

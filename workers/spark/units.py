@@ -1,6 +1,6 @@
 """The units of work of the fleet audit on Spark, and what one task does with them.
 
-Django-free; runs in executors (shipped in the job's zip, see spark_archive) and on the driver
+Django-free; runs in executors (shipped in the job's zip, see archive.py) and on the driver
 (planning, decoding). A unit is one of:
 
 - `table`: a whole table audited in the task, exactly as the Python path does
@@ -9,7 +9,7 @@ Django-free; runs in executors (shipped in the job's zip, see spark_archive) and
   would load for them (`audit.core.history.split_history.load_range`, the tail's window rules, proven
   equal to the one-shot audit, docs/tail.md) with `audit_history(versions=(start, end))`; out
   come those commits, their commit-level findings, and the range's part of the whole-log pass,
-  from which the driver computes the table's whole-history findings (spark_job._table_level);
+  from which the driver computes the table's whole-history findings (job._table_level);
 - `tablelevel` (only with AUDIT_SPARK_TABLE_LEVEL_UNIT=1, the older way): the whole-history
   findings of a long table, computed by reading and auditing the whole history again.
 
@@ -183,7 +183,7 @@ def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict
     if unit.kind == RANGE:
         history = load_tail_history(log, unit.start, unit.end)
         result = audit_history(history, check_data=check_data, versions=(unit.start, unit.end))
-        # The tail's rule (audit.ingest.findings_in): a window keeps its commit-level findings.
+        # The tail's rule (audit.ingest.findings.findings_in): a window keeps its commit-level findings.
         return _payload(
             history,
             result,

@@ -150,7 +150,7 @@ def spark_conf(
         ("spark.executor.extraJavaOptions", java_options),
         ("spark.ui.showConsoleProgress", "false"),
         ("spark.ui.enabled", "false"),
-        # The job's partitioning is chosen per run (see spark_job); AQE must not merge the
+        # The job's partitioning is chosen per run (see job.py); AQE must not merge the
         # per-table groups back into a couple of partitions.
         ("spark.sql.adaptive.coalescePartitions.enabled", "false"),
         ("spark.sql.execution.arrow.pyspark.enabled", "true"),
@@ -160,8 +160,8 @@ def spark_conf(
         pairs.append(("spark.sql.shuffle.partitions", str(shuffle_partitions)))
     if is_local(master):
         # Local Python workers run this interpreter (its venv has orjson, pyarrow, sqlglot)
-        # and import the core from this checkout; clusters get it shipped by spark_job.prepare_executors.
-        root = str(Path(__file__).resolve().parent.parent)
+        # and import the core from this checkout; clusters get it shipped by job.prepare_executors.
+        root = str(Path(__file__).resolve().parents[2])
         paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         pairs.append(("spark.pyspark.python", sys.executable))
         pairs.append(("spark.pyspark.driver.python", sys.executable))

@@ -1,6 +1,6 @@
 """The zip that carries the core and the Spark job's modules to a cluster's executors.
 
-Built on the driver (workers.spark_job.prepare_executors adds it to the session; `spark_entry
+Built on the driver (workers.spark.job.prepare_executors adds it to the session; `entry
 --bundle` writes it for spark-submit --py-files). Django-free, like everything in the zip.
 """
 
@@ -11,16 +11,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-JOB_MODULES = (
-    "spark_job.py",
-    "spark_units.py",
-    "spark_archive.py",
-    "spark_probe.py",
-    "spark_output.py",
-    "spark_entry.py",
-)
-# The zip's `workers` package holds only the Django-free job modules: the real
-# workers/__init__.py starts the Celery app, which a cluster has no use for (nor Celery).
+# Modules of workers/spark/ that run on a cluster (the others need Django or Celery).
+JOB_MODULES = ("job.py", "units.py", "archive.py", "probe.py", "output.py", "entry.py")
+# The zip's `workers` and `workers.spark` packages hold only the Django-free job modules: the
+# real workers/__init__.py starts the Celery app, which a cluster has no use for (nor Celery).
 _WORKERS_STUB = b'"""The Spark job modules of Delta Audit (shipped zip: no Celery, no Django)."""\n'
 
 
@@ -30,14 +24,16 @@ def core_archive(target: str | None = None) -> str:
     The name carries a hash of the contents: Spark refuses to add a different file under a
     name it has already shipped, and a fresh name per build never serves a stale core.
     """
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     sources = [(root / "audit" / "__init__.py", "audit/__init__.py")]
     # Every module of the core, subpackages too (vocab.py, jsonsafe.py, any core/x/ package).
     core = root / "audit" / "core"
     sources += [
         (p, f"audit/core/{p.relative_to(core).as_posix()}") for p in sorted(core.rglob("*.py"))
     ]
-    sources += [(root / "workers" / name, f"workers/{name}") for name in JOB_MODULES]
+    sources += [
+        (root / "workers" / "spark" / name, f"workers/spark/{name}") for name in JOB_MODULES
+    ]
     digest = hashlib.sha256(_WORKERS_STUB)
     for path, name in sources:
         digest.update(name.encode() + b"\0" + path.read_bytes())
@@ -45,6 +41,7 @@ def core_archive(target: str | None = None) -> str:
     target_path = directory / f"delta_audit_core_{digest.hexdigest()[:12]}.zip"
     with zipfile.ZipFile(target_path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("workers/__init__.py", _WORKERS_STUB)
+        archive.writestr("workers/spark/__init__.py", _WORKERS_STUB)
         for path, name in sources:
             archive.write(path, name)
     return str(target_path)

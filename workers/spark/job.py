@@ -1,12 +1,12 @@
 """The fleet audit on Spark: many tables, and long histories split by version ranges, in one job.
 
 Django-free: it takes a SparkSession and table URIs and yields one `TableOutcome` per table;
-`workers.spark_tasks` stores the outcomes through audit.ingest like the Celery path does.
+`workers.spark.tasks` stores the outcomes through audit.ingest like the Celery path does.
 
 The plan (SPEC §5: Spark pays a cost per task, so tasks are few and carry many tables):
 
 1. Driver: list each table's `_delta_log` (a listing, no reads) and turn it into units
-   (workers.spark_units): a table of at most `chunk_commits` commits is one unit, audited
+   (workers.spark.units): a table of at most `chunk_commits` commits is one unit, audited
    whole in one task exactly as the Python path does; a longer one is cut into version ranges
    [a, b], each audited over only its concurrent window (the live tail's window,
    audit.core.history.tailwindow), plus one unit for its whole-history (table-level) findings.
@@ -48,9 +48,9 @@ from audit.core.history.summary import History, paused_gc
 from audit.core.log import open_log
 from audit.core.model import Finding, IdentityColumn, LogListing, TableState
 from audit.core.scrub import scrub_error
-from workers import spark_units
-from workers.spark_archive import core_archive, running_from_archive
-from workers.spark_units import RANGE, TABLE, TABLE_LEVEL, Unit, pack, table_units
+from workers.spark import units as spark_units
+from workers.spark.archive import core_archive, running_from_archive
+from workers.spark.units import RANGE, TABLE, TABLE_LEVEL, Unit, pack, table_units
 
 DEFAULT_CHUNK_COMMITS = 2000
 RESULT_COMMITS_PER_JOB = 250_000
@@ -436,7 +436,7 @@ def prepare_executors(spark: Any) -> None:
     """
     from pyspark import cloudpickle
 
-    from workers.spark_probe import probe_executors  # noqa: PLC0415
+    from workers.spark.probe import probe_executors  # noqa: PLC0415
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     cloudpickle.register_pickle_by_value(spark_units)

@@ -1,6 +1,6 @@
 """A fleet audit's results as Delta tables: where a cluster can write, what the dashboard imports.
 
-`--output <root>` (manage.py spark_audit, workers/spark_entry.py) writes three Delta tables
+`--output <root>` (manage.py spark_audit, workers/spark/entry.py) writes three Delta tables
 under one root URI (a local path or s3:// abfss:// gs://, written with deltalake by the
 driver; executors never write):
 
@@ -34,7 +34,7 @@ from audit.core.errors import DeltaAuditError, one_line
 from audit.core.model import CommitSummary, LogListing
 from audit.core.report import finding_head
 from audit.core.serialize import arrow_schema
-from workers.spark_job import TableOutcome, outcome_from_rows
+from workers.spark.job import TableOutcome, outcome_from_rows
 
 TABLES_PER_WRITE = 100  # one Delta commit per table is slow; one per run holds the fleet in RAM
 

@@ -2,7 +2,7 @@
 
 Build the bundle once, where the project is installed:
 
-    python workers/spark_entry.py --bundle dist/spark
+    python workers/spark/entry.py --bundle dist/spark
     # -> dist/spark/delta_audit_job.zip (audit/core + the job modules) and
     #    dist/spark/delta_audit_main.py (the driver script)
 
@@ -27,7 +27,7 @@ from pathlib import Path
 MAIN = '''"""spark-submit driver script of the Delta Audit fleet job (see docs/spark.md)."""
 import sys
 
-from workers.spark_entry import main
+from workers.spark.entry import main
 
 sys.exit(main())
 '''
@@ -52,7 +52,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def bundle(directory: str) -> tuple[str, str]:
     """Write delta_audit_job.zip and delta_audit_main.py into `directory`."""
-    from workers.spark_job import core_archive  # noqa: PLC0415
+    from workers.spark.job import core_archive  # noqa: PLC0415
 
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(uris: list[str], args: argparse.Namespace) -> int:
     """Audit `uris` and write the results; the number of tables that failed."""
-    from workers.spark_job import audit_fleet  # noqa: PLC0415
-    from workers.spark_output import write_outcomes  # noqa: PLC0415
+    from workers.spark.job import audit_fleet  # noqa: PLC0415
+    from workers.spark.output import write_outcomes  # noqa: PLC0415
 
     spark = session(args.master)
 
@@ -118,12 +118,12 @@ def session(master: str | None):
     from pyspark.sql import SparkSession  # noqa: PLC0415
 
     if master:
-        from workers.spark_session import get_spark  # noqa: PLC0415
+        from workers.spark.session import get_spark  # noqa: PLC0415
 
         return get_spark(master)
     return SparkSession.builder.appName("delta-audit-fleet").getOrCreate()
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     sys.exit(main())

@@ -10,7 +10,7 @@ library on the executor), imports what the core needs there, and turns any gap i
     3.11.2 at /usr/bin/python3 on host w1); provide them with a packed environment
     (spark.archives) or a cluster image, see docs/spark.md
 
-Django-free; used by workers.spark_job.audit_fleet and workers.spark_entry.
+Django-free; used by workers.spark.job.audit_fleet and workers.spark.entry.
 """
 
 from __future__ import annotations

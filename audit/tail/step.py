@@ -1,0 +1,248 @@
+"""One tail step for one table: read the new commits, audit them, store them, alert.
+
+`tail_once` is the whole step, top to bottom: open the log (kept between ticks: audit.tail.logs),
+record a history gap if versions were cleaned up before we read them, plan the next chunk,
+store chunk after chunk (each in its own transaction: audit.ingest.chunk) and raise each chunk's
+health alerts once it has committed (audit.alerting.health_findings), then refresh the
+table-level findings when they are due. Writing rows is audit.ingest's job; this module decides
+what to read and when. Tests replace `run_audit` and `upsert_findings` here.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from audit.alerting.health_findings import alert_on_health
+from audit.core.audit import TABLE_LEVEL_KINDS, audit_history, key_findings
+from audit.core.errors import DeltaAuditError, one_line
+from audit.core.history.summary import History, history_from_log
+from audit.core.history.tailwindow import load_tail_history
+from audit.core.integrity.gaps import HistoryGap, find_history_gap, history_gap_finding
+from audit.core.log import DeltaLog, open_log
+from audit.core.vocab import StorageCause
+from audit.ingest.chunk import store_history_chunk
+from audit.ingest.findings import findings_in, upsert_findings
+from audit.ingest.plan import ChunkPlan, TailResult, plan_next_chunk
+from audit.ingest.tables import LockLost, keep_lock, mark_error, mark_up_to_date, update_table
+from audit.models import Table
+from audit.tail import logs as tailing
+from audit.trust.paths import allowed_roots, check_registered
+
+log = logging.getLogger(__name__)
+
+
+def load_window(log_: DeltaLog, plan: ChunkPlan) -> History:
+    """Summaries of the new commits plus the older ones their audit depends on.
+
+    The window is worked out from the log (recorded read versions, and for destructive commits
+    without one, the files that survive them): see audit.core.history.tailwindow. No fixed lookback.
+    """
+    return load_tail_history(log_, plan.start, plan.end)
+
+
+def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
+    return audit_history(
+        history,
+        check_data=settings.AUDIT_CHECK_DATA,
+        versions=versions,
+        read_roots=allowed_roots(),  # the witness reads data files only inside them
+        sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+    )
+
+
+def tail_once(
+    table_id: int, *, lock_token: str | None = None, chunk: int | None = None
+) -> TailResult:
+    """Store the next chunk(s) of a table's new commits and audit them, one transaction each.
+
+    With the default chunk size, a backfill step goes on to further chunks with the same log
+    listing (listing a 100k-commit `_delta_log` costs as much as storing a chunk) until
+    AUDIT_BACKFILL_STEP_SECONDS have passed; an explicit `chunk` stores exactly one chunk.
+    """
+    table = Table.objects.get(id=table_id)
+    if table.status == Table.Status.PAUSED:
+        return TailResult(table_id, "paused", message="paused; not tailed")
+    budget = 0.0 if chunk else settings.AUDIT_BACKFILL_STEP_SECONDS
+    chunk = chunk or settings.AUDIT_BACKFILL_CHUNK
+    step_started = timezone.now()
+    try:
+        # The roots are enforced on every read; the log is kept between ticks (tail/logs.py).
+        log_ = tailing.open_log(check_registered(table.uri))
+        _record_gap_if_any(table, log_, lock_token)
+        plan = plan_next_chunk(log_.listing, table.last_seen_version, chunk)
+        if plan is None:
+            return _idle_step(table, log_, lock_token)
+        result = _store_chunks(table, log_, plan, lock_token, step_started, chunk, budget)
+        if not result.more:
+            _refresh_table_findings_if_due(table, log_, result, lock_token)
+        return result
+    except DeltaAuditError as err:
+        return _record_error(table, err, lock_token)
+
+
+def _record_gap_if_any(table: Table, log_: DeltaLog, lock_token: str | None) -> None:
+    gap = find_history_gap(log_.listing, table.last_seen_version)
+    if gap is not None:
+        record_history_gap(table, gap, lock_token=lock_token)
+        table.refresh_from_db()
+
+
+def _refresh_table_findings_if_due(
+    table: Table, log_: DeltaLog, result: TailResult, lock_token: str | None
+) -> None:
+    if table_findings_due(table):
+        opened, resolved = refresh_table_findings(
+            table, log_, result.last_seen_version, lock_token=lock_token
+        )
+        result.opened += opened
+        result.resolved += resolved
+
+
+def _record_error(table: Table, err: DeltaAuditError, lock_token: str | None) -> TailResult:
+    tailing.forget(table.uri)  # the next tick starts from a full listing
+    message = one_line(str(err))
+    mark_error(table, message, lock_token=lock_token, cause=err.cause or StorageCause.OTHER)
+    return TailResult(table.id, "error", message=message)
+
+
+def _idle_step(table: Table, log_: DeltaLog, lock_token: str | None) -> TailResult:
+    """Nothing new to store: refresh the table-level findings if due, record the check."""
+    result = TailResult(table.id, "ok", last_seen_version=table.last_seen_version)
+    if table_findings_due(table):
+        result.opened, result.resolved = refresh_table_findings(
+            table, log_, table.last_seen_version, lock_token=lock_token
+        )
+    mark_up_to_date(table, log_.listing, lock_token=lock_token)
+    return result
+
+
+def _store_chunks(
+    table: Table,
+    log_: DeltaLog,
+    plan: ChunkPlan,
+    lock_token: str | None,
+    step_started: datetime,
+    chunk: int,
+    budget: float,
+) -> TailResult:
+    """Store chunk after chunk with one listing until none is left or `budget` seconds passed.
+
+    Each chunk's health alerts are raised as soon as its transaction has committed, so a later
+    chunk that fails (a lost lock) cannot take an earlier chunk's alerts with it.
+    """
+    result: TailResult | None = None
+    next_plan: ChunkPlan | None = plan
+    while next_plan is not None:
+        stored = store_next_chunk(table, log_, next_plan, lock_token, step_started)
+        alert_on_health(table, stored.health)  # the chunk has committed: alert on what it showed
+        result = stored if result is None else stored.add(result)
+        table.refresh_from_db()
+        elapsed = (timezone.now() - step_started).total_seconds()
+        if not next_plan.more or elapsed >= budget:
+            break
+        next_plan = plan_next_chunk(log_.listing, table.last_seen_version, chunk)
+    assert result is not None  # the first plan always stores
+    return result
+
+
+def store_next_chunk(
+    table: Table,
+    log_: DeltaLog,
+    plan: ChunkPlan,
+    lock_token: str | None,
+    step_started: datetime,
+) -> TailResult:
+    history = load_window(log_, plan)
+    keep_lock(table.id, lock_token)
+    audit_result = run_audit(history, (plan.start, plan.end))
+    keep_lock(table.id, lock_token)
+    return store_history_chunk(
+        table,
+        history,
+        audit_result,
+        versions=(plan.start, plan.end),
+        more=plan.more,
+        lock_token=lock_token,
+        step_started=step_started,
+    )
+
+
+def record_history_gap(table: Table, gap: HistoryGap, *, lock_token: str | None = None) -> None:
+    """Versions cleaned up before we read them: a `history_gap` finding, and the progress moved
+    past them so the tail resumes at the first commit still in the log (gaps.py)."""
+    now = timezone.now()
+    with transaction.atomic():
+        if not update_table(
+            table.id,
+            lock_token,
+            last_seen_version=gap.resume_at - 1,
+            table_findings_dirty=True,
+        ):
+            raise LockLost(f"table {table.id}: lock lost before recording a history gap")
+        upsert_findings(
+            table, [history_gap_finding(gap)], scope=(gap.lost_from, gap.lost_from), now=now
+        )
+    log.warning(
+        "table %s: versions %s..%s were cleaned up before ingestion; resuming at %s",
+        table.id,
+        gap.lost_from,
+        gap.lost_to,
+        gap.resume_at,
+    )
+
+
+def table_findings_due(table: Table, now: datetime | None = None) -> bool:
+    if not table.table_findings_dirty or table.last_seen_version is None:
+        return False
+    if table.table_findings_at is None:
+        return True
+    age = ((now or timezone.now()) - table.table_findings_at).total_seconds()
+    return age >= settings.AUDIT_TABLE_FINDINGS_SECONDS
+
+
+def refresh_table_findings(
+    table: Table, log_: DeltaLog, end: int | None, *, lock_token: str | None = None
+) -> tuple[int, int]:
+    """Recompute the table-level findings over the whole stored history (up to `end`)."""
+    history = history_from_log(log_, end=end)
+    result = run_audit(history, None)
+    findings = [f for f in result.findings if f.kind in TABLE_LEVEL_KINDS]
+    if table.key_columns and settings.AUDIT_CHECK_DATA:
+        findings += key_findings(history, result, table.key_columns, allowed_roots())
+    now = timezone.now()
+    with transaction.atomic():
+        if not update_table(
+            table.id, lock_token, table_findings_dirty=False, table_findings_at=now
+        ):
+            raise LockLost(f"table {table.id}: lock lost before refreshing table-level findings")
+        return upsert_findings(table, findings, scope=None, table_level=True, now=now)
+
+
+def reaudit(table_id: int, *, start: int | None = None, end: int | None = None) -> TailResult:
+    """Re-run the audit over stored versions [start, end] and upsert/resolve their findings."""
+    table = Table.objects.get(id=table_id)
+    if table.last_seen_version is None:
+        return TailResult(table_id, table.status, message="nothing stored yet")
+    log_ = open_log(check_registered(table.uri))
+    first = log_.listing.commit_versions[0]
+    lo = max(start if start is not None else first, first)
+    hi = min(end if end is not None else table.last_seen_version, table.last_seen_version)
+    plan = ChunkPlan(start=lo, end=hi, more=False, latest=log_.listing.latest_version)
+    history = load_window(log_, plan)
+    result = run_audit(history, (lo, hi))
+    with transaction.atomic():
+        opened, resolved = upsert_findings(table, findings_in(result, lo, hi), scope=(lo, hi))
+    more_opened, more_resolved = refresh_table_findings(table, log_, table.last_seen_version)
+    return TailResult(
+        table_id,
+        table.status,
+        opened=opened + more_opened,
+        resolved=resolved + more_resolved,
+        last_seen_version=hi,
+    )

@@ -1,0 +1,126 @@
+"""The whole house imports one way: no module of audit/, workers/, frontend/ or config/ imports,
+even lazily, one that imports it back (directly or through others). No exemptions.
+
+Parses every module's imports with ast (module level, inside functions, under TYPE_CHECKING),
+so a cycle hidden in a function-local import is caught without importing anything. Importing
+`a.b.c` also runs the package `a.b`, so that edge counts too (except a module's own packages,
+which are being imported already when it runs).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("audit", "workers", "frontend", "config")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def house_modules() -> dict[str, Path]:
+    paths = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
+    return {_module_name(p): p for p in paths}
+
+
+def _resolve(name: str, known: set[str]) -> str | None:
+    """The known module `name` is or lies in (`a.b.name` -> `a.b` when `name` is no module)."""
+    while name:
+        if name in known:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _targets(module: str, path: Path) -> list[str]:
+    """Every dotted name `module` imports, anywhere in its body."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    targets: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from a import b` names a module b or a name in a: both resolve below.
+            targets += [f"{base}.{alias.name}" for alias in node.names] + [base]
+    return targets
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = house_modules()
+    known = set(modules)
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        own_packages = {module.rsplit(".", n)[0] for n in range(1, module.count(".") + 1)}
+        edges: set[str] = set()
+        for target in _targets(module, path):
+            resolved = _resolve(target, known)
+            while resolved:  # the module and every package above it run on import
+                if resolved != module and resolved not in own_packages and resolved in known:
+                    edges.add(resolved)
+                resolved = resolved.rpartition(".")[0]
+        graph[module] = edges
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_it_sees_every_part_of_the_house():
+    graph = import_graph()
+    assert "audit.ingest.chunk" in graph["audit.tail.step"]
+    assert "audit.ingest" in graph["audit.tail.step"]  # the package runs first
+    assert "workers.spark.job" in graph["workers.spark.tasks"]  # a function-local import
+    assert {"frontend.views.overview", "config.settings"} <= set(graph)
+
+
+def test_it_finds_a_cycle_through_a_function_local_import():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+
+
+def test_it_has_no_import_cycle_anywhere():
+    cycles = import_cycles(import_graph())
+    assert not cycles, f"import cycles: {cycles}"
