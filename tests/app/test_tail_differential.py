@@ -199,3 +199,15 @@ def test_it_stores_findings_a_later_commit_reveals_at_every_chunk_size(
         }
         want = ("concurrent_metadata_change", planted["metadata_change"])
         assert (*want, tuple(planted["in_flight"])) in found, found
+
+
+@pytest.mark.parametrize("history", range(8))
+def test_it_equals_the_cli_on_random_short_histories_with_stale_writes_at_chunk_size_1(
+    history, roots, monkeypatch
+):
+    """Where a stale write's derived read version lands is up to the files it leaves: some of
+    these place a finding before the commit that reveals it, some do not."""
+    src = roots / "src"
+    revealing_tables.build_random_history(str(src), seed=history)
+    for seed in SEEDS:
+        assert_tail_equals_cli(src, roots / f"tail-{seed}", seed, monkeypatch, (1,))

@@ -11,13 +11,14 @@ version, the shape Spark and older writers leave, are hand-built commits on top
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
 from tests.support.hand_commits import log_file, write_commit
 from tests.support.scenarios import DAY1, DAY2, rows
@@ -104,8 +105,51 @@ def build_short_stale_delete(path: str) -> dict[str, Any]:
     return {"metadata_change": 1, "in_flight": [3]}
 
 
+def build_random_history(path: str, seed: int, steps: int = 6) -> None:
+    """A short random history (no threads, so a seed always gives the same log): appends,
+    predicated deletes and schema changes by delta-rs, and stale overwrites and deletes without
+    a read version that drop a random part of the live files, the last commit always one."""
+    rng = random.Random(seed)
+    p = Path(path)
+    write_deltalake(path, rows(DAY1, [1, 2]), partition_by=["day"])
+    columns = 0
+    for step in range(steps):
+        ids = [10 * step + i for i in range(rng.randint(1, 3))]
+        day = rng.choice([DAY1, DAY2])
+        roll = rng.random()
+        if roll < 0.35:
+            batch = rows(day, ids)
+            for n in range(columns):
+                batch = batch.append_column(f"x{n}", pa.array(["x"] * len(ids), pa.string()))
+            write_deltalake(path, batch, mode="append")
+        elif roll < 0.55:
+            columns += 1
+            batch = rows(day, ids)
+            for n in range(columns):
+                batch = batch.append_column(f"x{n}", pa.array(["x"] * len(ids), pa.string()))
+            write_deltalake(path, batch, mode="append", schema_mode="merge")
+        elif roll < 0.7:
+            DeltaTable(path).delete(f"id < {rng.randint(1, 10 * step + 2)}")
+        else:
+            _random_stale_write(p, rng)
+    _random_stale_write(p, rng)
+
+
+def _random_stale_write(path: Path, rng: random.Random) -> None:
+    table = DeltaTable(str(path))
+    live = sorted(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist())
+    gone = rng.sample(live, k=rng.randint(1, max(1, len(live) - 1))) if live else []
+    removes = [
+        {"remove": {"path": g, "deletionTimestamp": _now(), "dataChange": True}} for g in gone
+    ]
+    operation, params = rng.choice(
+        [("DELETE", {"predicate": "[]"}), ("WRITE", {"mode": "Overwrite"})]
+    )
+    _stale_write(path, table.version() + 1, operation, params, *removes)
+
+
 BUILDERS = {
     name[len("build_") :]: builder
     for name, builder in dict(globals()).items()
-    if name.startswith("build_")
+    if name.startswith("build_") and name != "build_random_history"
 }
