@@ -37,8 +37,12 @@ def store_history_chunk(
     more: bool = False,
     lock_token: str | None = None,
     step_started: datetime | None = None,
+    findings_from: int | None = None,
 ) -> TailResult:
     """Store the commits of `history` in [start, end], their findings and the table's progress.
+
+    The findings replaced are those of [findings_from, end] (default: start): the audit must
+    have covered those versions (tailwindow.audit_tail_chunk says how far back).
 
     All in one transaction. With `lock_token`, the progress update only applies while this
     worker still holds the table's lock; otherwise everything is rolled back (LockLost).
@@ -61,8 +65,9 @@ def store_history_chunk(
             stored = [row["version"] for row in rows]
             refresh_rollups(table.id, min(stored), max(stored))
             health = record_health(table, history, min(stored), max(stored), more=more)
+        lo = start if findings_from is None else min(findings_from, start)
         opened, resolved = upsert_findings(
-            table, findings_in(audit_result, start, end), scope=(start, end), now=now
+            table, findings_in(audit_result, lo, end), scope=(lo, end), now=now
         )
     return TailResult(
         table.id,

@@ -22,7 +22,7 @@ from audit.alerting.health_findings import alert_on_health
 from audit.core.audit import TABLE_LEVEL_KINDS, audit_history, key_findings
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log
-from audit.core.history.tailwindow import load_tail_history
+from audit.core.history.tailwindow import audit_tail_chunk, load_tail_history
 from audit.core.integrity.gaps import HistoryGap, find_history_gap, history_gap_finding
 from audit.core.log import DeltaLog, open_log
 from audit.core.vocab import StorageCause
@@ -158,9 +158,13 @@ def store_next_chunk(
     lock_token: str | None,
     step_started: datetime,
 ) -> TailResult:
-    history = load_window(log_, plan)
-    keep_lock(table.id, lock_token)
-    audit_result = run_audit(history, (plan.start, plan.end))
+
+    def audit(history: History, versions: tuple[int, int]) -> Any:
+        keep_lock(table.id, lock_token)  # the window is loaded: the audit may take a while
+        return run_audit(history, versions)  # the module's global: a test may replace it
+
+    # The chunk's findings can lie before its first version (tailwindow.audit_tail_chunk).
+    history, audit_result, findings_from = audit_tail_chunk(log_, plan.start, plan.end, audit)
     keep_lock(table.id, lock_token)
     return store_history_chunk(
         table,
@@ -170,6 +174,7 @@ def store_next_chunk(
         more=plan.more,
         lock_token=lock_token,
         step_started=step_started,
+        findings_from=findings_from,
     )
 
 
@@ -233,9 +238,7 @@ def reaudit(table_id: int, *, start: int | None = None, end: int | None = None) 
     first = log_.listing.commit_versions[0]
     lo = max(start if start is not None else first, first)
     hi = min(end if end is not None else table.last_seen_version, table.last_seen_version)
-    plan = ChunkPlan(start=lo, end=hi, more=False, latest=log_.listing.latest_version)
-    history = load_window(log_, plan)
-    result = run_audit(history, (lo, hi))
+    _, result, lo = audit_tail_chunk(log_, lo, hi, lambda h, v: run_audit(h, v))
     with transaction.atomic():
         opened, resolved = upsert_findings(table, findings_in(result, lo, hi), scope=(lo, hi))
     more_opened, more_resolved = refresh_table_findings(table, log_, table.last_seen_version)

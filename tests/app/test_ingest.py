@@ -18,6 +18,7 @@ from audit.ingest.tables import LockLost, keep_lock, register_table
 from audit.models import Commit, Finding, FindingFlip, Table
 from audit.tail.polling import tables_due
 from audit.tail.step import reaudit, tail_once
+from tests.support.revealing_tables import build_metadata_change_in_flight_twice
 from tests.support.tables import rows
 
 pytestmark = pytest.mark.django_db
@@ -240,6 +241,22 @@ def test_a_finding_that_disappears_on_reanalysis_is_resolved_then_reopened(racy_
     reaudit(table.id)
     assert Finding.objects.filter(table=table).count() == len(real) + 1
     assert FindingFlip.objects.filter(finding=ghost).count() == 1
+
+
+def test_it_reaudits_the_earlier_finding_a_commit_of_the_range_reveals(tmp_path, settings):
+    # v1 changes the schema; v2 and v4 ran across it: one finding at v1, outside [4, 4].
+    settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    path = tmp_path / "revealed"
+    build_metadata_change_in_flight_twice(str(path))
+    table, _ = register_table(str(path))
+    ingest_all(table, chunk=1)
+    key = finding_key("concurrent_metadata_change", 1, [2, 4])
+    assert key in open_keys(table) and key in one_shot_keys(path)
+    Finding.objects.filter(table=table, key=key).update(status="resolved")
+
+    reaudit(table.id, start=4, end=4)
+
+    assert Finding.objects.get(table=table, key=key).status == "open"
 
 
 def test_hostile_strings_are_stored_safely(delta_table_factory):

@@ -25,13 +25,15 @@ from audit.ingest.tables import register_table
 from audit.models import Table
 from audit.tail import step
 from audit.tail.step import tail_once
-from tests.support import scenarios
+from tests.support import revealing_tables, scenarios
 from tests.support.logutil import all_table_dirs
 from tests.support.tail_views import cli_json, cli_view, stored_view
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 SEEDS = (1, 2, 3)
+# None: a worker's step, several chunks of AUDIT_BACKFILL_CHUNK with one listing.
+CHUNKS = (1, 1, 2, 3, 5, 7, 50, None)
 SCENARIOS = sorted(name[len("build_") :] for name in dir(scenarios) if name.startswith("build_"))
 VERSIONED = re.compile(r"^(\d{20})\.")
 
@@ -79,7 +81,9 @@ class Arrivals:
             self.unversioned = []
 
 
-def replay_through_tail(src: Path, dst: Path, seed: int, monkeypatch) -> Table | None:
+def replay_through_tail(
+    src: Path, dst: Path, seed: int, monkeypatch, chunks: tuple[int | None, ...] = CHUNKS
+) -> Table | None:
     rng = random.Random(seed)
     arrivals = Arrivals(src, dst)
     arrivals.land(rng.randint(1, 3))
@@ -115,7 +119,7 @@ def replay_through_tail(src: Path, dst: Path, seed: int, monkeypatch) -> Table |
         mode["interrupt"] = rng.random() < 0.15
         try:
             # None: a worker's step, several chunks of AUDIT_BACKFILL_CHUNK with one listing.
-            result = tail_once(table.id, chunk=rng.choice([1, 1, 2, 3, 5, 7, 50, None]))
+            result = tail_once(table.id, chunk=rng.choice(chunks))
         except Interrupted:
             continue
         if not arrivals.done and rng.random() < 0.6:
@@ -131,14 +135,16 @@ def replay_through_tail(src: Path, dst: Path, seed: int, monkeypatch) -> Table |
     return table
 
 
-def assert_tail_equals_cli(src: Path, dst: Path, seed: int, monkeypatch) -> None:
-    table = replay_through_tail(src, dst, seed, monkeypatch)
+def assert_tail_equals_cli(
+    src: Path, dst: Path, seed: int, monkeypatch, chunks: tuple[int | None, ...] = CHUNKS
+) -> dict | None:
+    table = replay_through_tail(src, dst, seed, monkeypatch, chunks)
     report = cli_json(dst)
     if report is None:
         assert table is None or table.status == "error", (
             "the CLI refuses this log; so must the tail"
         )
-        return
+        return None
     assert table is not None and table.status == "ok", table and table.last_error
     want_commits, want_findings = cli_view(report)
     got_commits, got_findings = stored_view(table)
@@ -152,6 +158,7 @@ def assert_tail_equals_cli(src: Path, dst: Path, seed: int, monkeypatch) -> None
     assert got_findings == want_findings, (
         f"seed {seed}: extra {got_findings - want_findings}, missing {want_findings - got_findings}"
     )
+    return report
 
 
 @pytest.fixture
@@ -180,3 +187,34 @@ REAL_TABLES = all_table_dirs()
 def test_the_tail_equals_the_cli_on_every_real_table(name, path, roots, monkeypatch):
     for seed in SEEDS:
         assert_tail_equals_cli(Path(path), roots / f"tail-{seed}", seed, monkeypatch)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 7, 50, None])
+@pytest.mark.parametrize("name", sorted(revealing_tables.BUILDERS))
+def test_it_stores_findings_a_later_commit_reveals_at_every_chunk_size(
+    name, chunk, roots, monkeypatch
+):
+    """A finding placed before the commit that reveals it (a metadata change that a later
+    overwrite or delete without a read version ran across) is found whatever the chunks."""
+    src = roots / "src"
+    planted = revealing_tables.BUILDERS[name](str(src))
+    for seed in SEEDS:
+        report = assert_tail_equals_cli(src, roots / f"tail-{seed}", seed, monkeypatch, (chunk,))
+        assert report is not None
+        found = {
+            (f["kind"], f["version"], tuple(f["related_versions"])) for f in report["findings"]
+        }
+        want = ("concurrent_metadata_change", planted["metadata_change"])
+        assert (*want, tuple(planted["in_flight"])) in found, found
+
+
+@pytest.mark.parametrize("history", range(8))
+def test_it_equals_the_cli_on_random_short_histories_with_stale_writes_at_chunk_size_1(
+    history, roots, monkeypatch
+):
+    """Where a stale write's derived read version lands is up to the files it leaves: some of
+    these place a finding before the commit that reveals it, some do not."""
+    src = roots / "src"
+    revealing_tables.build_random_history(str(src), seed=history)
+    for seed in SEEDS:
+        assert_tail_equals_cli(src, roots / f"tail-{seed}", seed, monkeypatch, (1,))

@@ -17,6 +17,13 @@ state before `lo` comes from the checkpoint). The audit's result for a commit v 
 Nothing here is a guess that could change a result: `lo` only moves back until both conditions
 hold (or it reaches the first version the log still has, where the CLI starts too). The first
 load starts `GUESS` versions before `start` only to avoid a reload in the common case.
+
+A new commit can also reveal a finding placed at an EARLIER version: a metadata change at v is
+reported once a commit that ran across it lands (the finding names every in-flight commit), and
+an overwrite without a read version can place its derived read version before older commits.
+The findings stored at such a version were worked out without the new commit, so
+`audit_tail_chunk` audits again from the earliest version a new commit's findings lie at, and
+the caller replaces the stored findings from that version on.
 """
 
 from __future__ import annotations
@@ -24,11 +31,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from audit.core.audit import TABLE_LEVEL_KINDS, AuditResult
 from audit.core.conflicts.scope import is_destructive
 from audit.core.conflicts.window import MAX_CONCURRENT_WINDOW
 from audit.core.history.summary import History, history_from_log
 from audit.core.log import DeltaLog
-from audit.core.model import CommitSummary
+from audit.core.model import CommitSummary, Finding
 
 T = TypeVar("T")
 
@@ -47,6 +55,39 @@ def load_tail_history(log: DeltaLog, start: int, end: int) -> History:
     )
     assert widened is not None  # this load always answers
     return widened[0]
+
+
+def audit_tail_chunk(
+    log: DeltaLog,
+    start: int,
+    end: int,
+    run: Callable[[History, tuple[int, int]], AuditResult],
+) -> tuple[History, AuditResult, int]:
+    """The history and audit that decide the findings of new commits [start, end], and the
+    first version `lo` whose findings they may change (`lo` <= start).
+
+    `run(history, versions)` is the windowed audit. When a new commit reveals a finding at a
+    version before `start`, [lo, end] is audited again over its own window: every commit that
+    can produce a finding at a version from `lo` on is then in the audit (a commit's findings lie
+    at or before its own version), so the findings of [lo, end] are the one-shot audit's and
+    may replace the stored ones. The older commits audited again
+    cannot change findings before `lo`: those were stored when the older commits landed."""
+    history = load_tail_history(log, start, end)
+    result = run(history, (start, end))
+    lo = first_revealed(result.findings, start)
+    if lo < start:
+        history = load_tail_history(log, lo, end)
+        result = run(history, (lo, end))
+    return history, result, lo
+
+
+def first_revealed(findings: list[Finding], start: int) -> int:
+    """The earliest version a commit-level finding of an audit of [start, ...] lies at (start
+    if none lies before it). Only the new commits were audited, so they revealed them all."""
+    return min(
+        (f.version for f in findings if f.kind not in TABLE_LEVEL_KINDS and f.version < start),
+        default=start,
+    )
 
 
 def widen_window(
