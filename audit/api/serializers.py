@@ -26,7 +26,7 @@ from audit.core.vocab import (
     choices,
 )
 from audit.models import Commit, Finding, Table
-from audit.reads.timeline import FINDING_FIELDS
+from audit.reads.timeline_sql import FINDING_FIELDS
 from audit.trust.limits import MAX_EXCEPTION_CHARS
 
 INT64_MAX = 2**63 - 1
@@ -137,7 +137,7 @@ class TableSerializer(serializers.ModelSerializer):
             versions = max(table.latest_version_in_log - (table.last_seen_version or -1), 0)
         seconds = None
         if table.last_commit_at is not None:
-            # A cached tables list holds a mark instead, filled in per request (list_cache.py).
+            # A cached tables list holds a mark instead, filled in per request (audit/reads/cache.py).
             seconds = self.context.get("seconds_since", seconds_since)(table.last_commit_at)
         return {"versions": versions, "seconds_since_last_commit": seconds}
 

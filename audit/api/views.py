@@ -38,9 +38,8 @@ from audit.core.numbers import log_int
 from audit.health.orphan_scans import orphan_report
 from audit.ingest import register_table
 from audit.models import DEFAULT_PROJECT, Commit, Finding, Project, Table
-from audit.reads import list_cache, list_sql, queries
+from audit.reads import cache, list_sql, queries
 from audit.reads.analysis import table_analysis, table_history
-from audit.reads.timeline import cached_json
 from audit.trust import access
 from audit.trust.limits import limit_text
 from audit.trust.paths import check_allowed
@@ -130,11 +129,11 @@ class TableViewSet(
     def list(self, request, *args, **kwargs):
         def page() -> bytes:
             rows = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-            context = {**self.get_serializer_context(), "seconds_since": list_cache.marked_since}
+            context = {**self.get_serializer_context(), "seconds_since": cache.marked_since}
             data = s.TableSerializer(rows, many=True, context=context).data
             return ORJSONRenderer().render(self.get_paginated_response(data).data)
 
-        body = list_cache.tables_list_body(request, page, access.scope_key(request.user))
+        body = cache.tables_list_body(request, page, access.scope_key(request.user))
         return HttpResponse(body, content_type="application/json")
 
     def get_serializer_class(self):
@@ -256,8 +255,8 @@ class TableViewSet(
             return ORJSONRenderer().render(self.get_paginated_response(rows).data)
 
         # Stored commits never change: a page is exact until the table's stored version moves.
-        body = cached_json(
-            list_cache.commits_generation(table),
+        body = cache.cached_json(
+            cache.commits_generation(table),
             request.build_absolute_uri(),
             page,
             settings.AUDIT_API_LIST_CACHE_SECONDS,
@@ -287,7 +286,7 @@ class TableViewSet(
             return ORJSONRenderer().render(data)
 
         # "Findings involving" scans the table's findings (json_each on SQLite): worth a cache.
-        body = list_cache.findings_body(request, detail, int(self.kwargs["pk"]))
+        body = cache.findings_body(request, detail, int(self.kwargs["pk"]))
         return HttpResponse(body, content_type="application/json")
 
     # ------------------------------------------------------------------- timeline
@@ -429,7 +428,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         named = list_sql.finding_params(request.query_params).get("table")
         if named is not None:
             access.check_table(request.user, named)
-        table_id = list_cache.table_param(request)
+        table_id = cache.table_param(request)
         visible = access.visible_table_ids(request.user)
 
         def page() -> bytes:
@@ -445,7 +444,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         # One table's list is the same for everyone who sees the table (checked above); a list
         # of several tables depends on the reader's projects.
         scope = "" if table_id is not None else access.scope_key(request.user)
-        body = list_cache.findings_body(request, page, table_id, scope)
+        body = cache.findings_body(request, page, table_id, scope)
         return HttpResponse(body, content_type="application/json")
 
     @extend_schema(

@@ -14,7 +14,6 @@ Each question has one answer here, so the JSON API and the HTML pages cannot dri
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import Any
 
@@ -37,7 +36,7 @@ from audit.core.vocab import SEVERITY_ORDER
 from audit.models import NEEDS_ATTENTION, OPEN, CommitRollup, Finding, Table
 from audit.reads import rollups, timeline_sql
 from audit.reads.prepared import Prepared, PreparedRows, fetch_sql
-from audit.reads.timeline import table_key, timeline_json
+from audit.reads.timeline import timeline_json
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +50,7 @@ __all__ = [
     "finding_counts",
     "findings_by_status",
     "findings_involving",
-    "findings_list_generation",
     "open_findings",
-    "tables_list_generation",
     "table_by_id",
     "table_with_health_flag",
     "tables_with_counts",
@@ -246,80 +243,6 @@ def unacknowledge(finding: Finding) -> bool:
     """Undo an acknowledgement (callers check `access.may_acknowledge`); the finding needs
     attention again."""
     return finding.unacknowledge()
-
-
-# --------------------------------------------------------------------------- cache generations
-
-
-def findings_list_generation(table_id: int | None) -> str:
-    """A cache-key part that changes whenever a findings list could (cached bodies).
-
-    Filtered to one table: that table's findings generation (moved with every change of its
-    Finding rows), identity and stored version. Otherwise every table's: their count, newest
-    id and creation time name the set of tables (a table is only ever added after the newest
-    one, or removed), and the sum of their generations, each only ever growing, moves with any
-    change. One aggregate over Table either way, not a scan of the findings. Plain SQL
-    compiled once per process (these run on every cached read: the ORM's compilation of them
-    cost more than the rest of the answer); values as the driver returns them, which only
-    ever go into a key.
-    """
-    if table_id is not None:
-        row = table_key_columns(table_id)
-        if row is None:
-            return f"table:{table_id}:none"
-        found, uri, created, generation, last_seen = row
-        created = _key_text(created)
-        return f"table:{table_key(Table(id=found, uri=uri))}:{created}:{generation}:{last_seen}"
-    ((n, top, created, generation),) = fetch_sql("all_tables", _all_tables_sql, [])
-    return f"all:{n}:{top}:{_key_text(created)}:{generation}"
-
-
-def _key_text(value: Any) -> str:
-    # A time as the driver returns it, without the space cache backends refuse in keys.
-    return str(value).replace(" ", "T")
-
-
-def tables_list_generation(columns: tuple[str, ...]) -> str:
-    """A cache-key part for the tables list: a digest of every table's `columns` (what the
-    list shows, health__* included) and findings generation (its open counts)."""
-
-    def sql() -> str:
-        rows = Table.objects.order_by("id").values_list("id", "findings_generation", *columns)
-        return _sql_without_params(rows)
-
-    rows = fetch_sql(("tables_list", columns), sql, [])
-    return hashlib.sha1(repr(rows).encode()).hexdigest()
-
-
-def table_key_columns(table_id: int) -> tuple | None:
-    """(id, uri, created_at, findings_generation, last_seen_version) of a table, None if gone:
-    what the cache keys of its lists read, by one plain query."""
-    rows = fetch_sql("one_table", _one_table_sql, [table_id])
-    return rows[0] if rows else None
-
-
-def _one_table_sql() -> str:
-    columns = _columns("id", "uri", "created_at", "findings_generation", "last_seen_version")
-    return f"SELECT {', '.join(columns)} FROM {Table._meta.db_table} WHERE {columns[0]} = %s"
-
-
-def _all_tables_sql() -> str:
-    pk, created, generation = _columns("id", "created_at", "findings_generation")
-    return (
-        f"SELECT COUNT({pk}), MAX({pk}), MAX({created}), SUM({generation}) "
-        f"FROM {Table._meta.db_table}"
-    )
-
-
-def _columns(*fields: str) -> list[str]:
-    quote = connection.ops.quote_name
-    return [quote(Table._meta.get_field(field).column) for field in fields]
-
-
-def _sql_without_params(queryset) -> str:
-    sql, params = queryset.query.sql_with_params()
-    assert not params, "only parameterless queries are compiled once"
-    return sql
 
 
 # --------------------------------------------------------------------------- timeline, tails

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from audit.core.vocab import HEALTH_FINDING_PREFIX, FindingKind
 from audit.models import Commit, Finding
-from audit.reads import page_cache, queries
+from audit.reads import cache, queries
 from audit.reads.prepared import PreparedRows
 from audit.trust import access
 from frontend.forms import FindingFilterForm
@@ -69,9 +69,9 @@ def findings_list(request: HttpRequest) -> HttpResponse:
     if raw.isascii() and raw.isdigit() and len(raw) <= 18:
         access.check_table(request.user, int(raw))  # another project's table: 404
     # The page's content is the same for every reader of the same projects: cached under
-    # their project set (audit/reads/page_cache.py).
-    content = page_cache.fragment(
-        page_cache.findings_generation,
+    # their project set (audit/reads/cache.py).
+    content = cache.fragment(
+        cache.findings_page_generation,
         request,
         lambda: _findings_content(request),
         access.scope_key(request.user),

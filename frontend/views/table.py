@@ -14,7 +14,7 @@ from django.urls import reverse
 from audit.core.storage import errors as storage_errors
 from audit.core.storage.config import describe_storage
 from audit.models import Finding, Table
-from audit.reads import page_cache, queries
+from audit.reads import cache, queries
 from audit.reads.prepared import Prepared
 from audit.trust import access
 from frontend.templatetags.findings_rows import ROW_FIELDS
@@ -80,9 +80,9 @@ _open_findings = Prepared(
 def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
     table = _table_or_404(request.user, table_id)
     has_health = bool(table.has_health)
-    # The content is the same for every reader: cached (audit/reads/page_cache.py).
-    content = page_cache.fragment(
-        lambda: page_cache.table_generation(table, has_health),
+    # The content is the same for every reader: cached (audit/reads/cache.py).
+    content = cache.fragment(
+        lambda: cache.table_page_generation(table, has_health),
         request,
         lambda: _table_content(table, has_health),
     )

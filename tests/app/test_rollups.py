@@ -22,7 +22,7 @@ from audit import ingest
 from audit.core.audit import audit_history
 from audit.core.history.summary import load_history
 from audit.models import Commit, CommitRollup, Finding, Table
-from audit.reads.analysis import table_timeline
+from audit.reads.timeline import table_timeline
 from tests.support import scenarios
 from tests.support.ingested import ingest_table
 
