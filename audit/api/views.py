@@ -143,6 +143,11 @@ class TableViewSet(
             return s.TableCreateSerializer
         return s.TableDetailSerializer
 
+    def commit_rows(self, table_id: int) -> list_sql.RowQuery:
+        """The rows of the table's commits the filters select (a 400 for a bad filter), by
+        precompiled SQL (tests/app/api/list_reference.py holds the FilterSet + ORM reference)."""
+        return list_sql.commits(self.request.query_params, table_id)
+
     def table(self) -> Table:
         """The table of a sub-resource (no table filters apply to it)."""
         table = queries.table_by_id(self.kwargs["pk"])  # digits (ID_PATTERN): fits int64
@@ -246,11 +251,7 @@ class TableViewSet(
             raise NotFound("no such table")
 
         def page() -> bytes:
-            if _plain_lists():
-                rows = self.paginate_queryset(list_sql.commits(request.query_params, table.id))
-                return ORJSONRenderer().render(self.get_paginated_response(rows).data)
-            queryset = self.filter_queryset(self.get_queryset().filter(table_id=table.id))
-            rows = self.paginate_queryset(queryset.values(*s.COMMIT_LIST_FIELDS))
+            rows = self.paginate_queryset(self.commit_rows(table.id))
             # Rows are already in their JSON shape: no per-field serializer work here.
             return ORJSONRenderer().render(self.get_paginated_response(rows).data)
 
@@ -375,12 +376,6 @@ class TableViewSet(
         return Response(_pick(self._analysis(), "recommendations"))
 
 
-def _plain_lists() -> bool:
-    """The commits and findings lists by list_sql (default), or by django-filter and the ORM
-    (the reference the differential test compares with)."""
-    return getattr(settings, "AUDIT_API_PLAIN_LISTS", True)
-
-
 def _pick(analysis: dict[str, Any], key: str) -> dict[str, Any]:
     return {
         "table": analysis["table"],
@@ -432,11 +427,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         visible = access.visible_table_ids(request.user)
 
         def page() -> bytes:
-            if _plain_lists():
-                rows = self.paginate_queryset(list_sql.findings(request.query_params, visible))
-            else:  # the reference path (AUDIT_API_PLAIN_LISTS = False)
-                queryset = self.filter_queryset(self.get_queryset())
-                rows = self.paginate_queryset(queryset.values(*s.FINDING_LIST_FIELDS))
+            rows = self.paginate_queryset(self.finding_rows(visible))
             # The same JSON as FindingSerializer, built from plain rows (no model instances).
             data = self.get_paginated_response([s.finding_list_row(row) for row in rows]).data
             return ORJSONRenderer().render(data)
@@ -446,6 +437,12 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         scope = "" if table_id is not None else access.scope_key(request.user)
         body = cache.findings_body(request, page, table_id, scope)
         return HttpResponse(body, content_type="application/json")
+
+    def finding_rows(self, visible: list[int] | None) -> list_sql.RowQuery:
+        """The rows of the findings of the tables `visible` (ids; None: every table) the
+        filters select (a 400 for a bad filter), by precompiled SQL
+        (tests/app/api/list_reference.py holds the FilterSet + ORM reference)."""
+        return list_sql.findings(self.request.query_params, visible)
 
     @extend_schema(
         request=None,
