@@ -12,7 +12,6 @@ from typing import Any
 
 from django.conf import settings
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -37,7 +36,7 @@ from audit.core.jsonsafe import json_safe
 from audit.core.numbers import log_int
 from audit.health.orphan_scans import orphan_report
 from audit.ingest import register_table
-from audit.models import DEFAULT_PROJECT, Commit, Finding, Project, Table
+from audit.models import DEFAULT_PROJECT, Finding, Project, Table
 from audit.reads import cache, list_sql, queries
 from audit.reads.analysis import table_analysis, table_history
 from audit.trust import access
@@ -123,8 +122,8 @@ class TableViewSet(
         if self.action == "retrieve":
             return _tables_with_counts().select_related("health").defer("health__data")
         if self.action == "commits":  # the model its filters and schema are about
-            return Commit.objects.all()
-        return Table.objects.all()
+            return queries.all_commits()
+        return queries.all_tables()
 
     def list(self, request, *args, **kwargs):
         def page() -> bytes:
@@ -176,7 +175,7 @@ class TableViewSet(
         uri, name = body.validated_data["uri"], body.validated_data.get("name") or None
         project = self._target_project(body.validated_data.get("project") or DEFAULT_PROJECT)
         normalised = check_allowed(uri)  # DeltaAuditError -> 400
-        existing = Table.objects.filter(uri=normalised).values_list("id", flat=True).first()
+        existing = queries.table_id_by_uri(normalised)
         if existing is not None:
             raise Conflict(f"table already registered as id {existing}", {"id": existing})
         keys = body.validated_data.get("key_columns")
@@ -192,9 +191,9 @@ class TableViewSet(
         """The project a table is registered into: 404 unless the user sees it (staff see
         every project, and may name a new one), 403 unless they own it."""
         user = self.request.user
-        found = Project.objects.filter(name=name).first()
+        found = queries.project_by_name(name)
         if found is None and access.is_staff(user):
-            return Project.objects.get_or_create(name=name, defaults={"slug": name})[0]
+            return queries.project_by_name(name, create=True)
         if found is None or not access.sees_project(user, found.pk):
             raise NotFound("no such project")
         if not access.may_manage(user, found):
@@ -279,7 +278,9 @@ class TableViewSet(
     def commit_detail(self, request, pk=None, version=None):
         def detail() -> bytes:
             table = self.table()
-            commit = get_object_or_404(Commit, table_id=table.id, version=int(version))
+            commit = queries.commit_at(table.id, int(version))
+            if commit is None:
+                raise Http404("No Commit matches the given query.")
             findings = queries.findings_involving(
                 table.id, commit.version, fields=tuple(s.FindingRefSerializer.Meta.fields)
             )
@@ -310,10 +311,10 @@ class TableViewSet(
         query = s.TimelineQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        table = get_object_or_404(
-            Table.objects.only("id", "uri", "last_seen_version", "findings_generation"),
-            pk=self.kwargs["pk"],
-        )
+        # The columns the timeline's key reads, by the fast path's own query.
+        table = cache.table_key_row(int(self.kwargs["pk"]))
+        if table is None:
+            raise Http404("No Table matches the given query.")
         body = queries.timeline_window(
             table, params.get("from_version"), params.get("to_version"), params["max_points"]
         )
@@ -411,7 +412,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         super().check_permissions(request)
 
     def get_queryset(self):
-        rows = Finding.objects.select_related("acknowledged_by")
+        rows = queries.findings_with_acknowledger()
         return access.restrict(rows, self.request.user, "table__project_id")
 
     def get_serializer_class(self):
