@@ -21,6 +21,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.api import list_sql
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, readable_log
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
@@ -37,7 +38,7 @@ from audit.core.numbers import log_int
 from audit.health.orphan_scans import orphan_report
 from audit.ingest import register_table
 from audit.models import DEFAULT_PROJECT, Finding, Project, Table
-from audit.reads import cache, list_sql, queries
+from audit.reads import cache, queries
 from audit.reads.analysis import table_analysis, table_history
 from audit.trust import access
 from audit.trust.limits import limit_text

@@ -360,6 +360,6 @@ def analysis_cache_key(table: Table) -> str:
 
 
 def health_cache_key(table: Table, *parts: Any) -> str:
-    """A health document or diff computed from the log (`audit.health.queries`), per
+    """A health document or diff computed from the log (`audit.reads.health`), per
     version(s) in `parts`."""
     return ":".join([HEALTH_PREFIX, table_key(table), *map(str, parts)])

@@ -1,4 +1,4 @@
-"""The commits and findings lists by plain SQL (audit/reads/list_sql.py) answer what django-filter
+"""The commits and findings lists by plain SQL (audit/api/list_sql.py) answer what django-filter
 and the ORM answered (tests/app/api/list_reference.py, the reference): the same status and the
 same body bytes for every filter the API documents, combinations of them, hostile values,
 empty results, cursors followed both ways from both ends and forged cursors."""
@@ -267,7 +267,7 @@ def test_rows_compiled_in_one_thread_are_read_in_another():
 
     from django.db import connection
 
-    from audit.reads import list_sql
+    from audit.api import list_sql
 
     table = Table.objects.create(uri="/data/threads", name="threads", status="ok")
     _commits(table, 12, random.Random(3))
@@ -293,8 +293,8 @@ def test_rows_compiled_in_one_thread_are_read_in_another():
 
 def test_every_documented_filter_has_its_sql():
     """A filter added to a FilterSet needs its condition in list_sql (else a 500 here)."""
+    from audit.api import list_sql
     from audit.api.filters import CommitFilter, FindingFilter
-    from audit.reads import list_sql
 
     assert set(CommitFilter.base_filters) == {*list_sql.COMMIT_CONDITIONS, "has_concurrent"}
     assert set(FindingFilter.base_filters) == {
