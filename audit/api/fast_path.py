@@ -32,7 +32,7 @@ from rest_framework.exceptions import APIException
 
 from audit.api.authentication import CachedTokenAuthentication
 from audit.api.health_views import HistoryQuery
-from audit.api.serializers import TimelineQuerySerializer
+from audit.api.serializers import TABLE_LIST_COLUMNS, TimelineQuerySerializer
 from audit.api.throttles import is_full_zoom
 from audit.models import Table
 from audit.reads import cache
@@ -89,7 +89,7 @@ def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
         generation = cache.findings_body_generation(table_id, scope)
         return _hit(cache.cached_only(generation, uri), _ALLOW_ACTION)
     if _TABLES.match(path):
-        generation = cache.tables_body_generation(access.scope_key(user))
+        generation = cache.tables_body_generation(access.scope_key(user), TABLE_LIST_COLUMNS)
         body = cache.cached_only(generation, request.build_absolute_uri())
         return None if body is None else (cache.with_seconds(body), _ALLOW_TABLES)
     if match := _COMMIT.match(path):

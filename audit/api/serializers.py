@@ -9,9 +9,8 @@ operation parameters, witnesses).
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -26,6 +25,7 @@ from audit.core.vocab import (
     choices,
 )
 from audit.models import Commit, Finding, Table
+from audit.reads.cache import seconds_since
 from audit.reads.timeline_sql import FINDING_FIELDS
 from audit.trust.limits import MAX_EXCEPTION_CHARS
 
@@ -81,11 +81,6 @@ class FleetHealthSerializer(serializers.Serializer):
     small_file_ratio = serializers.FloatField()
     vacuumable_bytes = serializers.IntegerField()
     checkpoint_lag = serializers.IntegerField(help_text="commits since the last checkpoint")
-
-
-def seconds_since(when: datetime) -> float:
-    """`lag.seconds_since_last_commit`: how long ago `when` was, now."""
-    return round((timezone.now() - when).total_seconds(), 3)
 
 
 class TableSerializer(serializers.ModelSerializer):
@@ -184,6 +179,26 @@ class TableSerializer(serializers.ModelSerializer):
             "commits_per_second": _rounded(table.backfill_rate, 1),
             "eta_seconds": _rounded(table.backfill_eta_seconds, 1),
         }
+
+
+# What the tables list shows of a table (the key of its cached bodies,
+# audit.reads.cache.tables_body_generation): its model fields, the backfill and health columns
+# its computed fields read (lag reads model fields, open counts the findings generation).
+_COMPUTED = {
+    "version",
+    "lag",
+    "storage",
+    "open_findings",
+    "attention_findings",
+    "backfill",
+    "health",
+}
+TABLE_LIST_COLUMNS = (
+    *(f for f in TableSerializer.Meta.fields if f not in _COMPUTED),
+    "backfill_target_version", "backfill_done", "backfill_started_at", "backfill_rate",
+    "health__version", "health__num_files", "health__small_files",
+    "health__small_file_ratio", "health__vacuumable_bytes", "health__checkpoint_lag",
+)  # fmt: skip
 
 
 def _severity_counts(table: Table, prefix: str) -> dict:

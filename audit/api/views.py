@@ -133,7 +133,8 @@ class TableViewSet(
             data = s.TableSerializer(rows, many=True, context=context).data
             return ORJSONRenderer().render(self.get_paginated_response(data).data)
 
-        body = cache.tables_list_body(request, page, access.scope_key(request.user))
+        scope = access.scope_key(request.user)
+        body = cache.tables_list_body(request, page, scope, s.TABLE_LIST_COLUMNS)
         return HttpResponse(body, content_type="application/json")
 
     def get_serializer_class(self):

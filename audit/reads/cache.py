@@ -40,11 +40,11 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 from rest_framework.request import Request
 
-from audit.api import serializers as s
 from audit.models import Table
 from audit.reads.prepared import fetch_sql
 
@@ -94,9 +94,10 @@ def findings_body_generation(table_id: int | None, scope: str = "") -> str:
     return f"findings:{scope}:{findings_list_generation(table_id)}"
 
 
-def tables_body_generation(scope: str) -> str:
-    """The generation of `tables_list_body` for readers of the project set `scope`."""
-    return f"tables:{scope}:{tables_list_generation((*TABLE_LIST_COLUMNS, 'project_id'))}"
+def tables_body_generation(scope: str, columns: tuple[str, ...]) -> str:
+    """The generation of `tables_list_body` for readers of the project set `scope`; `columns`:
+    what the list shows of a table (`audit.api.serializers.TABLE_LIST_COLUMNS`)."""
+    return f"tables:{scope}:{tables_list_generation((*columns, 'project_id'))}"
 
 
 def commits_generation(table: Table) -> str:
@@ -212,24 +213,6 @@ def _columns(*fields: str) -> list[str]:
 _MARK = "\x00since\x00"
 _MARKED = re.compile(rb'"\\u0000since\\u0000([^"]+)"')
 
-# What the tables list shows of a table: its serializer's model fields, the backfill and health
-# columns its computed fields read (lag reads model fields, open counts the findings generation).
-_COMPUTED = {
-    "version",
-    "lag",
-    "storage",
-    "open_findings",
-    "attention_findings",
-    "backfill",
-    "health",
-}
-TABLE_LIST_COLUMNS = (
-    *(f for f in s.TableSerializer.Meta.fields if f not in _COMPUTED),
-    "backfill_target_version", "backfill_done", "backfill_started_at", "backfill_rate",
-    "health__version", "health__num_files", "health__small_files",
-    "health__small_file_ratio", "health__vacuumable_bytes", "health__checkpoint_lag",
-)  # fmt: skip
-
 
 def table_param(request: Request | HttpRequest) -> int | None:
     """The `?table=` of a findings list when it is one plain id (else every table's key)."""
@@ -247,15 +230,23 @@ def findings_body(
     return _cached(request, compute, lambda: findings_body_generation(table_id, scope))
 
 
+def seconds_since(when: datetime) -> float:
+    """`lag.seconds_since_last_commit`: how long ago `when` was, now (the serializer's, and
+    what a cached body's marks become)."""
+    return round((timezone.now() - when).total_seconds(), 3)
+
+
 def marked_since(when: datetime) -> str:
     """The serializer's `seconds_since` for a cached body: the time, to fill in later."""
     return _MARK + when.isoformat()
 
 
-def tables_list_body(request: Request, compute: Callable[[], bytes], scope: str) -> bytes:
+def tables_list_body(
+    request: Request, compute: Callable[[], bytes], scope: str, columns: tuple[str, ...]
+) -> bytes:
     """`GET /api/tables/?...` as JSON bytes. `compute` renders the list with `marked_since`
     in the serializer's context; the marks become seconds since, as of this request."""
-    return with_seconds(_cached(request, compute, lambda: tables_body_generation(scope)))
+    return with_seconds(_cached(request, compute, lambda: tables_body_generation(scope, columns)))
 
 
 def with_seconds(body: bytes) -> bytes:
@@ -274,7 +265,7 @@ def _cached(request: Request, compute: Callable[[], bytes], generation: Callable
 
 def _seconds(match: re.Match) -> bytes:
     when = datetime.fromisoformat(match.group(1).decode())
-    return orjson.dumps(s.seconds_since(when))
+    return orjson.dumps(seconds_since(when))
 
 
 # --------------------------------------------------------------------------- pages
