@@ -180,7 +180,7 @@ class Table(models.Model):
     locked_by = models.CharField(max_length=200, blank=True)
     locked_until = models.DateTimeField(null=True, blank=True)
     # Moves in the transaction of every change to the table's Finding rows: cached findings
-    # lists and the tables list are keyed on it (audit/reads/list_cache.py). In the database, not
+    # lists and the tables list are keyed on it (audit/reads/cache.py). In the database, not
     # the per-process cache, so every web worker sees a change at once.
     findings_generation = models.BigIntegerField(default=0, editable=False)
 

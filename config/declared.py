@@ -116,7 +116,6 @@ DECLARED: tuple[Setting, ...] = (
     _S("AUDIT_API_LIST_CACHE_SECONDS", 30, int, "cache of API list pages and a commit's detail (never stale; `0` = off)"),
     _S("AUDIT_API_FAST_PATH", True, bool, "cached hot reads with a valid token are answered before sessions, routing and DRF"),
     _S("AUDIT_API_TOKEN_CACHE_SECONDS", 10, int, "a valid API token is remembered this long per web process (`0` = check every request)"),
-    _S("AUDIT_API_PLAIN_LISTS", True, bool, "list endpoints run precompiled SQL; `false` = the FilterSet + ORM reference path"),
     _S("AUDIT_PAGE_CACHE_SECONDS", 30, int, "the dashboard's cached page content (never stale; `0` = off)"),
     _S("FRONTEND_CSP", _CSP, str, "the Content-Security-Policy of every page outside the exempt prefixes"),
     _S("FRONTEND_CSP_EXEMPT_PREFIXES", ["/api/", "/admin/"], list, "paths without that policy (they ship inline scripts)"),

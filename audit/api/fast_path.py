@@ -32,11 +32,10 @@ from rest_framework.exceptions import APIException
 
 from audit.api.authentication import CachedTokenAuthentication
 from audit.api.health_views import HistoryQuery
-from audit.api.serializers import TimelineQuerySerializer
+from audit.api.serializers import TABLE_LIST_COLUMNS, TimelineQuerySerializer
 from audit.api.throttles import is_full_zoom
 from audit.models import Table
-from audit.reads import list_cache, queries
-from audit.reads.timeline import cached_only, timeline_generation
+from audit.reads import cache
 from audit.trust import access
 
 INT64_MAX = 2**63 - 1
@@ -83,25 +82,25 @@ def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
     path = request.path_info
     if _FINDINGS.match(path):
         uri = request.build_absolute_uri()
-        table_id = list_cache.table_param(request)
+        table_id = cache.table_param(request)
         if table_id is not None and not access.sees_table(user, table_id):
             return None
         scope = "" if table_id is not None else access.scope_key(user)  # as the view's key
-        generation = list_cache.findings_generation(table_id, scope)
-        return _hit(cached_only(generation, uri), _ALLOW_ACTION)
+        generation = cache.findings_body_generation(table_id, scope)
+        return _hit(cache.cached_only(generation, uri), _ALLOW_ACTION)
     if _TABLES.match(path):
-        generation = list_cache.tables_generation(access.scope_key(user))
-        body = cached_only(generation, request.build_absolute_uri())
-        return None if body is None else (list_cache.with_seconds(body), _ALLOW_TABLES)
+        generation = cache.tables_body_generation(access.scope_key(user), TABLE_LIST_COLUMNS)
+        body = cache.cached_only(generation, request.build_absolute_uri())
+        return None if body is None else (cache.with_seconds(body), _ALLOW_TABLES)
     if match := _COMMIT.match(path):
         if not access.sees_table(user, int(match[1])):
             return None
-        generation = list_cache.findings_generation(int(match[1]))
-        return _hit(cached_only(generation, request.build_absolute_uri()), _ALLOW_ACTION)
+        generation = cache.findings_body_generation(int(match[1]))
+        return _hit(cache.cached_only(generation, request.build_absolute_uri()), _ALLOW_ACTION)
     if match := _TABLE_SUB.match(path):
         if not access.sees_table(user, int(match[1])):
             return None
-        table = _key_row(int(match[1]))
+        table = cache.table_key_row(int(match[1]))
         if table is None:
             return None
         return _table_sub_resource(request, table, match[2])
@@ -112,23 +111,23 @@ def _table_sub_resource(request: HttpRequest, table: Table, name: str) -> tuple[
     """A table's cached commits page, timeline window, health, health history or changes:
     the request part of each key as its view builds it from the validated parameters."""
     if name == "commits":
-        generation = list_cache.commits_generation(table)
-        return _hit(cached_only(generation, request.build_absolute_uri()), _ALLOW_ACTION)
+        generation = cache.commits_generation(table)
+        return _hit(cache.cached_only(generation, request.build_absolute_uri()), _ALLOW_ACTION)
     if name == "timeline":
         return _timeline(request, table)
     if name == "changes":
-        return _hit(cached_only(list_cache.changes_generation(table), ""), _ALLOW_ACTION)
+        return _hit(cache.cached_only(cache.changes_generation(table), ""), _ALLOW_ACTION)
     if name == "health" and "version" in request.GET:
         return None  # a past version's health is throttled: DRF counts it
     generation, param, default = (
-        (list_cache.health_generation(table), "version", None)
+        (cache.health_generation(table), "version", None)
         if name == "health"
-        else (list_cache.health_history_generation(table), "max_points", _HISTORY_POINTS)
+        else (cache.health_history_generation(table), "max_points", _HISTORY_POINTS)
     )
     value = _plain_int(request, param) if param in request.GET else default
     if value is None and param in request.GET:
         return None
-    return _hit(cached_only(generation, str(value)), _ALLOW_ACTION)
+    return _hit(cache.cached_only(generation, str(value)), _ALLOW_ACTION)
 
 
 def _timeline(request: HttpRequest, table: Table) -> tuple[bytes, str] | None:
@@ -141,7 +140,7 @@ def _timeline(request: HttpRequest, table: Table) -> tuple[bytes, str] | None:
         return None  # anything DRF might read differently: let DRF validate it
     # The request part of views.timeline's key (TimelineQuerySerializer's validated values);
     # only validated windows are ever cached under it.
-    body = cached_only(timeline_generation(table), f"{lo}:{hi}:{points}")
+    body = cache.cached_only(cache.timeline_generation(table), f"{lo}:{hi}:{points}")
     return _hit(body, _ALLOW_ACTION)
 
 
@@ -155,16 +154,6 @@ def _plain_int(request: HttpRequest, name: str) -> int | None:
         return None
     value = int(raw)
     return value if value <= INT64_MAX else None
-
-
-def _key_row(table_id: int) -> Table | None:
-    """The columns the commits and timeline keys read, by the list cache's own plain query:
-    compiling the same query through the ORM cost more than the rest of a cached answer."""
-    row = queries.table_key_columns(table_id)
-    if row is None:
-        return None
-    found, uri, _, generation, last_seen = row
-    return Table(id=found, uri=uri, last_seen_version=last_seen, findings_generation=generation)
 
 
 def _accepts_json(request: HttpRequest) -> bool:

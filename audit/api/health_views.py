@@ -20,10 +20,9 @@ from audit.api.exceptions import BadRequest, readable_log
 from audit.api.renderers import ORJSONRenderer
 from audit.api.serializers import AsciiIntegerField
 from audit.api.throttles import ExpensiveRateThrottle, LogReadThrottle
-from audit.health.queries import health_history, table_changes, table_diff, table_health
 from audit.models import Table
-from audit.reads import list_cache
-from audit.reads.timeline import cached_json
+from audit.reads import cache
+from audit.reads.health import health_history, table_changes, table_diff, table_health
 
 INT64_MAX = 2**63 - 1
 ERROR = OpenApiResponse(response=OpenApiTypes.OBJECT, description='`{"error": "<message>"}`')
@@ -132,8 +131,8 @@ class TableHealthActions:
         # The stored health changes only when new commits are stored: its JSON is cached as
         # bytes under the table's stored version.
         with readable_log():
-            body = cached_json(
-                list_cache.health_generation(table),
+            body = cache.cached_json(
+                cache.health_generation(table),
                 str(version),
                 lambda: ORJSONRenderer().render(table_health(table, version)),
                 settings.AUDIT_API_LIST_CACHE_SECONDS,
@@ -151,8 +150,8 @@ class TableHealthActions:
         table = self.table()
         points = _parse(HistoryQuery(data=request.query_params))["max_points"]
         # Points are stored with the commits: exact until the stored version moves.
-        body = cached_json(
-            list_cache.health_history_generation(table),
+        body = cache.cached_json(
+            cache.health_history_generation(table),
             str(points),
             lambda: ORJSONRenderer().render(
                 {"table": table.id, "points": health_history(table, points)}
@@ -169,8 +168,8 @@ class TableHealthActions:
     def changes(self, request, pk=None):
         table = self.table()
         # Changes are stored with the commits, their findings move the findings generation.
-        body = cached_json(
-            list_cache.changes_generation(table),
+        body = cache.cached_json(
+            cache.changes_generation(table),
             "",
             lambda: ORJSONRenderer().render({"table": table.id, "changes": table_changes(table)}),
             settings.AUDIT_API_LIST_CACHE_SECONDS,

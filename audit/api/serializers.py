@@ -9,9 +9,8 @@ operation parameters, witnesses).
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -26,7 +25,8 @@ from audit.core.vocab import (
     choices,
 )
 from audit.models import Commit, Finding, Table
-from audit.reads.timeline import FINDING_FIELDS
+from audit.reads.cache import seconds_since
+from audit.reads.timeline_sql import FINDING_FIELDS
 from audit.trust.limits import MAX_EXCEPTION_CHARS
 
 INT64_MAX = 2**63 - 1
@@ -83,11 +83,6 @@ class FleetHealthSerializer(serializers.Serializer):
     checkpoint_lag = serializers.IntegerField(help_text="commits since the last checkpoint")
 
 
-def seconds_since(when: datetime) -> float:
-    """`lag.seconds_since_last_commit`: how long ago `when` was, now."""
-    return round((timezone.now() - when).total_seconds(), 3)
-
-
 class TableSerializer(serializers.ModelSerializer):
     version = serializers.IntegerField(
         source="last_seen_version", read_only=True, allow_null=True,
@@ -137,7 +132,7 @@ class TableSerializer(serializers.ModelSerializer):
             versions = max(table.latest_version_in_log - (table.last_seen_version or -1), 0)
         seconds = None
         if table.last_commit_at is not None:
-            # A cached tables list holds a mark instead, filled in per request (list_cache.py).
+            # A cached tables list holds a mark instead, filled in per request (audit/reads/cache.py).
             seconds = self.context.get("seconds_since", seconds_since)(table.last_commit_at)
         return {"versions": versions, "seconds_since_last_commit": seconds}
 
@@ -184,6 +179,26 @@ class TableSerializer(serializers.ModelSerializer):
             "commits_per_second": _rounded(table.backfill_rate, 1),
             "eta_seconds": _rounded(table.backfill_eta_seconds, 1),
         }
+
+
+# What the tables list shows of a table (the key of its cached bodies,
+# audit.reads.cache.tables_body_generation): its model fields, the backfill and health columns
+# its computed fields read (lag reads model fields, open counts the findings generation).
+_COMPUTED = {
+    "version",
+    "lag",
+    "storage",
+    "open_findings",
+    "attention_findings",
+    "backfill",
+    "health",
+}
+TABLE_LIST_COLUMNS = (
+    *(f for f in TableSerializer.Meta.fields if f not in _COMPUTED),
+    "backfill_target_version", "backfill_done", "backfill_started_at", "backfill_rate",
+    "health__version", "health__num_files", "health__small_files",
+    "health__small_file_ratio", "health__vacuumable_bytes", "health__checkpoint_lag",
+)  # fmt: skip
 
 
 def _severity_counts(table: Table, prefix: str) -> dict:

@@ -12,7 +12,6 @@ from typing import Any
 
 from django.conf import settings
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -22,6 +21,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.api import list_sql
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, readable_log
 from audit.api.filters import CommitFilter, FindingFilter, TableFilter
@@ -37,10 +37,9 @@ from audit.core.jsonsafe import json_safe
 from audit.core.numbers import log_int
 from audit.health.orphan_scans import orphan_report
 from audit.ingest.tables import register_table
-from audit.models import DEFAULT_PROJECT, Commit, Finding, Project, Table
-from audit.reads import list_cache, list_sql, queries
+from audit.models import DEFAULT_PROJECT, Finding, Project, Table
+from audit.reads import cache, queries
 from audit.reads.analysis import table_analysis, table_history
-from audit.reads.timeline import cached_json
 from audit.trust import access
 from audit.trust.limits import limit_text
 from audit.trust.paths import check_allowed
@@ -124,17 +123,18 @@ class TableViewSet(
         if self.action == "retrieve":
             return _tables_with_counts().select_related("health").defer("health__data")
         if self.action == "commits":  # the model its filters and schema are about
-            return Commit.objects.all()
-        return Table.objects.all()
+            return queries.all_commits()
+        return queries.all_tables()
 
     def list(self, request, *args, **kwargs):
         def page() -> bytes:
             rows = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-            context = {**self.get_serializer_context(), "seconds_since": list_cache.marked_since}
+            context = {**self.get_serializer_context(), "seconds_since": cache.marked_since}
             data = s.TableSerializer(rows, many=True, context=context).data
             return ORJSONRenderer().render(self.get_paginated_response(data).data)
 
-        body = list_cache.tables_list_body(request, page, access.scope_key(request.user))
+        scope = access.scope_key(request.user)
+        body = cache.tables_list_body(request, page, scope, s.TABLE_LIST_COLUMNS)
         return HttpResponse(body, content_type="application/json")
 
     def get_serializer_class(self):
@@ -143,6 +143,11 @@ class TableViewSet(
         if self.action == "create":
             return s.TableCreateSerializer
         return s.TableDetailSerializer
+
+    def commit_rows(self, table_id: int) -> list_sql.RowQuery:
+        """The rows of the table's commits the filters select (a 400 for a bad filter), by
+        precompiled SQL (tests/app/api/list_reference.py holds the FilterSet + ORM reference)."""
+        return list_sql.commits(self.request.query_params, table_id)
 
     def table(self) -> Table:
         """The table of a sub-resource (no table filters apply to it)."""
@@ -172,7 +177,7 @@ class TableViewSet(
         uri, name = body.validated_data["uri"], body.validated_data.get("name") or None
         project = self._target_project(body.validated_data.get("project") or DEFAULT_PROJECT)
         normalised = check_allowed(uri)  # DeltaAuditError -> 400
-        existing = Table.objects.filter(uri=normalised).values_list("id", flat=True).first()
+        existing = queries.table_id_by_uri(normalised)
         if existing is not None:
             raise Conflict(f"table already registered as id {existing}", {"id": existing})
         keys = body.validated_data.get("key_columns")
@@ -188,9 +193,9 @@ class TableViewSet(
         """The project a table is registered into: 404 unless the user sees it (staff see
         every project, and may name a new one), 403 unless they own it."""
         user = self.request.user
-        found = Project.objects.filter(name=name).first()
+        found = queries.project_by_name(name)
         if found is None and access.is_staff(user):
-            return Project.objects.get_or_create(name=name, defaults={"slug": name})[0]
+            return queries.project_by_name(name, create=True)
         if found is None or not access.sees_project(user, found.pk):
             raise NotFound("no such project")
         if not access.may_manage(user, found):
@@ -247,17 +252,13 @@ class TableViewSet(
             raise NotFound("no such table")
 
         def page() -> bytes:
-            if _plain_lists():
-                rows = self.paginate_queryset(list_sql.commits(request.query_params, table.id))
-                return ORJSONRenderer().render(self.get_paginated_response(rows).data)
-            queryset = self.filter_queryset(self.get_queryset().filter(table_id=table.id))
-            rows = self.paginate_queryset(queryset.values(*s.COMMIT_LIST_FIELDS))
+            rows = self.paginate_queryset(self.commit_rows(table.id))
             # Rows are already in their JSON shape: no per-field serializer work here.
             return ORJSONRenderer().render(self.get_paginated_response(rows).data)
 
         # Stored commits never change: a page is exact until the table's stored version moves.
-        body = cached_json(
-            list_cache.commits_generation(table),
+        body = cache.cached_json(
+            cache.commits_generation(table),
             request.build_absolute_uri(),
             page,
             settings.AUDIT_API_LIST_CACHE_SECONDS,
@@ -279,7 +280,9 @@ class TableViewSet(
     def commit_detail(self, request, pk=None, version=None):
         def detail() -> bytes:
             table = self.table()
-            commit = get_object_or_404(Commit, table_id=table.id, version=int(version))
+            commit = queries.commit_at(table.id, int(version))
+            if commit is None:
+                raise Http404("No Commit matches the given query.")
             findings = queries.findings_involving(
                 table.id, commit.version, fields=tuple(s.FindingRefSerializer.Meta.fields)
             )
@@ -287,7 +290,7 @@ class TableViewSet(
             return ORJSONRenderer().render(data)
 
         # "Findings involving" scans the table's findings (json_each on SQLite): worth a cache.
-        body = list_cache.findings_body(request, detail, int(self.kwargs["pk"]))
+        body = cache.findings_body(request, detail, int(self.kwargs["pk"]))
         return HttpResponse(body, content_type="application/json")
 
     # ------------------------------------------------------------------- timeline
@@ -310,10 +313,10 @@ class TableViewSet(
         query = s.TimelineQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        table = get_object_or_404(
-            Table.objects.only("id", "uri", "last_seen_version", "findings_generation"),
-            pk=self.kwargs["pk"],
-        )
+        # The columns the timeline's key reads, by the fast path's own query.
+        table = cache.table_key_row(int(self.kwargs["pk"]))
+        if table is None:
+            raise Http404("No Table matches the given query.")
         body = queries.timeline_window(
             table, params.get("from_version"), params.get("to_version"), params["max_points"]
         )
@@ -376,12 +379,6 @@ class TableViewSet(
         return Response(_pick(self._analysis(), "recommendations"))
 
 
-def _plain_lists() -> bool:
-    """The commits and findings lists by list_sql (default), or by django-filter and the ORM
-    (the reference the differential test compares with)."""
-    return getattr(settings, "AUDIT_API_PLAIN_LISTS", True)
-
-
 def _pick(analysis: dict[str, Any], key: str) -> dict[str, Any]:
     return {
         "table": analysis["table"],
@@ -417,7 +414,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         super().check_permissions(request)
 
     def get_queryset(self):
-        rows = Finding.objects.select_related("acknowledged_by")
+        rows = queries.findings_with_acknowledger()
         return access.restrict(rows, self.request.user, "table__project_id")
 
     def get_serializer_class(self):
@@ -429,15 +426,11 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         named = list_sql.finding_params(request.query_params).get("table")
         if named is not None:
             access.check_table(request.user, named)
-        table_id = list_cache.table_param(request)
+        table_id = cache.table_param(request)
         visible = access.visible_table_ids(request.user)
 
         def page() -> bytes:
-            if _plain_lists():
-                rows = self.paginate_queryset(list_sql.findings(request.query_params, visible))
-            else:  # the reference path (AUDIT_API_PLAIN_LISTS = False)
-                queryset = self.filter_queryset(self.get_queryset())
-                rows = self.paginate_queryset(queryset.values(*s.FINDING_LIST_FIELDS))
+            rows = self.paginate_queryset(self.finding_rows(visible))
             # The same JSON as FindingSerializer, built from plain rows (no model instances).
             data = self.get_paginated_response([s.finding_list_row(row) for row in rows]).data
             return ORJSONRenderer().render(data)
@@ -445,8 +438,14 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         # One table's list is the same for everyone who sees the table (checked above); a list
         # of several tables depends on the reader's projects.
         scope = "" if table_id is not None else access.scope_key(request.user)
-        body = list_cache.findings_body(request, page, table_id, scope)
+        body = cache.findings_body(request, page, table_id, scope)
         return HttpResponse(body, content_type="application/json")
+
+    def finding_rows(self, visible: list[int] | None) -> list_sql.RowQuery:
+        """The rows of the findings of the tables `visible` (ids; None: every table) the
+        filters select (a 400 for a bad filter), by precompiled SQL
+        (tests/app/api/list_reference.py holds the FilterSet + ORM reference)."""
+        return list_sql.findings(self.request.query_params, visible)
 
     @extend_schema(
         request=None,

@@ -25,18 +25,13 @@ from audit.core.history.summary import History, load_history
 from audit.core.jsonsafe import json_safe
 from audit.core.writers import writer_telemetry
 from audit.models import Table
-from audit.reads.timeline import table_key, table_timeline  # noqa: F401 - also the query layer
+from audit.reads.cache import analysis_cache_key, table_key
 from audit.trust.paths import check_registered
 
-CACHE_PREFIX = "audit:analysis:v2"  # v2: + "writers"
 # Histories are large; keep only a couple per process for the explain endpoint.
 _HISTORIES: OrderedDict[tuple[str, int | None], History] = OrderedDict()
 _HISTORIES_MAX = 2
 _HISTORIES_LOCK = threading.Lock()
-
-
-def analysis_cache_key(table: Table) -> str:
-    return f"{CACHE_PREFIX}:{table_key(table)}:{table.last_seen_version}"
 
 
 def table_history(table: Table) -> History:

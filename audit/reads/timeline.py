@@ -18,17 +18,15 @@ severe, then the lowest version and id); `buckets[i][4]` counts all of them.
 from __future__ import annotations
 
 import bisect
-import hashlib
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 from django.conf import settings
-from django.core.cache import cache
 
 from audit.core.vocab import SEVERITY_ORDER
 from audit.models import Table
 from audit.reads import rollups, timeline_sql
+from audit.reads.cache import cached_json, timeline_generation
 
 TIMELINE_COLUMNS = [
     "version",
@@ -41,11 +39,6 @@ TIMELINE_COLUMNS = [
 TIMELINE_MAX_FINDINGS = timeline_sql.MAX_FINDINGS
 FINDING_FIELDS = timeline_sql.FINDING_FIELDS
 SEVERITY_RANK = {str(s): s.rank + 1 for s in SEVERITY_ORDER}  # 0: an unknown severity
-
-
-def table_key(table: Table) -> str:
-    # The URI too: a table removed and registered again may get the same id (SQLite).
-    return f"{table.id}:{hashlib.sha1(table.uri.encode()).hexdigest()[:12]}"
 
 
 def _json(value: Any) -> Any:
@@ -76,37 +69,6 @@ def timeline_json(
         lambda: orjson.dumps(_timeline(table.id, from_version, to_version, max_points)),
         settings.AUDIT_API_TIMELINE_CACHE_SECONDS,
     )
-
-
-def timeline_generation(table: Table) -> str:
-    """What a timeline body depends on (needs id, uri, last_seen_version, findings_generation)."""
-    return f"timeline:{table_key(table)}:{table.last_seen_version}:{table.findings_generation}"
-
-
-def cached_json(generation: str, request: str, compute: Callable[[], bytes], seconds: int) -> bytes:
-    """A response body cached as bytes under (what the data depends on, what was asked).
-
-    `generation` must change whenever the answer could (e.g. the table's stored version), so a
-    hit is what `compute()` would return now; `seconds` bounds how long an entry lives.
-    """
-    if not seconds:
-        return compute()
-    key = _json_key(generation, request)
-    body = cache.get(key)
-    if body is None:
-        body = compute()
-        cache.set(key, body, seconds)
-    return body
-
-
-def cached_only(generation: str, request: str) -> bytes | None:
-    """What `cached_json` holds for (generation, request), or None: never computes (the API's
-    fast path answers hits only and leaves misses to the view that fills the cache)."""
-    return cache.get(_json_key(generation, request))
-
-
-def _json_key(generation: str, request: str) -> str:
-    return f"audit:json:v1:{generation}:{hashlib.sha1(request.encode()).hexdigest()}"
 
 
 def _timeline(

@@ -148,7 +148,8 @@ _changes = PreparedRows(
 
 
 def change_marks(table_id: int, lo: int, hi: int) -> list[dict]:
-    """`audit.health.queries.change_marks(table_id, lo, hi)`: the same rows and dicts."""
+    """Compact (version, kind, summary) marks for the timeline: the rows and dicts of the ORM
+    query it replaced (tests/app/timeline_reference.py)."""
     return [
         {"version": version, "kind": kind, "summary": summary}
         for version, kind, summary in _changes(table_id, lo, hi)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from audit.reads import page_cache
+from audit.reads import cache
 
 register = template.Library()
 
@@ -92,5 +92,5 @@ def duration(seconds: Any) -> str:
 @register.filter
 def since_mark(value: Any) -> str:
     """A cached page's place for `value|timesince` (it moves with the clock): filled in on
-    every request by `audit.reads.page_cache.with_times`."""
-    return page_cache.since_mark(value)
+    every request by `audit.reads.cache.with_times`."""
+    return cache.since_mark(value)

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from audit.core.errors import DeltaAuditError, one_line
@@ -106,12 +106,9 @@ def _actions(raw: Any) -> dict[str, Any]:
 def _concurrent(table: Table, commit: Commit) -> list[dict[str, Any]]:
     """The commits this one ran concurrently with, and the re-check verdicts against each."""
     versions = [int(v) for v in commit.concurrent_versions[:MAX_CONCURRENT_SHOWN]]
-    peers = {
-        c["version"]: c
-        for c in Commit.objects.filter(table=table, version__in=versions).values(
-            "version", "operation", "user_name", "timestamp", "blind_append"
-        )
-    }
+    peers = queries.commits_by_version(
+        table.id, versions, ("operation", "user_name", "timestamp", "blind_append")
+    )
     recheck = commit.recheck or {}
     return [
         {"version": v, "peer": peers.get(v), "verdicts": recheck.get(str(v)) or {}}
@@ -121,16 +118,7 @@ def _concurrent(table: Table, commit: Commit) -> list[dict[str, Any]]:
 
 def _later(table: Table, version: int) -> list[dict[str, Any]]:
     """Commits that were in flight when this one committed: they read a version before it."""
-    later = list(
-        Commit.objects.filter(
-            table=table,
-            version__gt=version,
-            version__lte=version + LATER_WINDOW,
-            read_version__lt=version,
-        )
-        .order_by("version")
-        .values("version", "operation", "user_name", "read_version", "recheck")[:100]
-    )
+    later = queries.commits_in_flight(table.id, version, LATER_WINDOW)
     for c in later:
         c["verdicts"] = (c.pop("recheck") or {}).get(str(version)) or {}
     return later
@@ -139,7 +127,9 @@ def _later(table: Table, version: int) -> list[dict[str, Any]]:
 @login_required
 def commit_detail(request: HttpRequest, table_id: int, version: int) -> HttpResponse:
     table = get_object_or_404(access.visible_tables(request.user), id=table_id)
-    commit = get_object_or_404(Commit, table=table, version=version)
+    commit = queries.commit_at(table.id, version)
+    if commit is None:
+        raise Http404("No Commit matches the given query.")
     raw, read_error = _read_logged_commit(table, version)
     ctx = {
         **table_header(table),

@@ -10,7 +10,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from audit.core.errors import DeltaAuditError, one_line
-from audit.models import Commit, Table
+from audit.models import Table
+from audit.reads import queries
 from audit.trust import access
 from frontend.forms import ExplainForm
 from frontend.views.common import pretty
@@ -35,12 +36,8 @@ def _commits_named(table: Table, result: dict[str, Any]) -> dict[int, dict[str, 
     wanted = [result.get("conflicting_version"), *result.get("likely_peer_versions", [])]
     wanted += result.get("candidate_versions", [])
     wanted = [v for v in wanted if isinstance(v, int)]
-    return {
-        c["version"]: c
-        for c in Commit.objects.filter(table=table, version__in=wanted[:MAX_COMMITS_LINKED]).values(
-            "version", "operation", "user_name", "timestamp"
-        )
-    }
+    fields = ("operation", "user_name", "timestamp")
+    return queries.commits_by_version(table.id, wanted[:MAX_COMMITS_LINKED], fields)
 
 
 @login_required

@@ -13,10 +13,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
-from audit.core.vocab import HEALTH_FINDING_PREFIX, FindingKind
-from audit.models import Commit, Finding
-from audit.reads import page_cache, queries
-from audit.reads.prepared import PreparedRows
+from audit.core.vocab import FindingKind
+from audit.reads import cache, queries
 from audit.trust import access
 from frontend.forms import FindingFilterForm
 from frontend.templatetags.findings_rows import ROW_FIELDS, TABLE_ROW_FIELDS
@@ -28,39 +26,21 @@ MAX_RELATED_SHOWN = 200
 
 
 def _filtered(form: FindingFilterForm, user: Any) -> tuple[Any, str]:
-    """The findings the list's filters select of the reader's tables, and the status tab
-    ("open" by default)."""
-    rows = access.visible_findings(user)
-    status, table = "open", None
+    """The findings the list's filters select of the reader's tables, newest first, and the
+    status tab ("open" by default)."""
+    status, filters = "open", {}
     if form.is_valid():
         data = form.cleaned_data
-        status, table = data.get("status") or "open", data.get("table")
-        for field in ("table", "kind", "severity"):
-            if data.get(field):
-                rows = rows.filter(**{field: data[field]})
-    # One table's rows need no join (the view gives them the form's table): with it, SQLite
-    # sorted the table's findings instead of reading them in index order.
-    rows = rows if table else rows.select_related("table")
-    return queries.findings_by_status(rows, status), status
+        status = data.get("status") or "open"
+        filters = {field: data[field] for field in ("table", "kind", "severity") if data.get(field)}
+    fields = ROW_FIELDS if "table" in filters else TABLE_ROW_FIELDS
+    rows = queries.filtered_findings(access.visible_findings(user), filters, status, fields)
+    return rows, status
 
 
 def kind_choices() -> list[str]:
     """The kind dropdown: the vocabulary's kinds, and the health rules' kinds seen so far."""
-    health = {kind for (kind,) in _health_kinds()}
-    return sorted({str(k) for k in FindingKind} | health)
-
-
-# Compiled once (the ORM's compilation cost more than the query, on every render
-# of a findings page).
-_health_kinds = PreparedRows(
-    lambda: (
-        Finding.objects.filter(kind__startswith=HEALTH_FINDING_PREFIX)
-        .order_by("kind")
-        .values_list("kind")
-        .distinct()
-    ),
-    0,
-)
+    return sorted({str(k) for k in FindingKind} | queries.health_kinds_seen())
 
 
 @login_required
@@ -69,9 +49,9 @@ def findings_list(request: HttpRequest) -> HttpResponse:
     if raw.isascii() and raw.isdigit() and len(raw) <= 18:
         access.check_table(request.user, int(raw))  # another project's table: 404
     # The page's content is the same for every reader of the same projects: cached under
-    # their project set (audit/reads/page_cache.py).
-    content = page_cache.fragment(
-        page_cache.findings_generation,
+    # their project set (audit/reads/cache.py).
+    content = cache.fragment(
+        cache.findings_page_generation,
         request,
         lambda: _findings_content(request),
         access.scope_key(request.user),
@@ -84,7 +64,6 @@ def _findings_content(request: HttpRequest) -> str:
     form = FindingFilterForm(request.GET or None, tables=access.visible_tables(request.user))
     rows, status = _filtered(form, request.user)
     table = form.cleaned_data.get("table") if form.is_valid() else None
-    rows = rows.order_by("-last_seen", "-id").only(*(ROW_FIELDS if table else TABLE_ROW_FIELDS))
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
     for finding in page.object_list if table else ():
         finding.table = table
@@ -142,12 +121,11 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
         id=finding_id,
     )
     related = finding.related_versions[:MAX_RELATED_SHOWN]
-    commits = {
-        c["version"]: c
-        for c in Commit.objects.filter(
-            table=finding.table, version__in=[finding.version, *related]
-        ).values("version", "operation", "user_name", "timestamp", "read_version")
-    }
+    commits = queries.commits_by_version(
+        finding.table_id,
+        [finding.version, *related],
+        ("operation", "user_name", "timestamp", "read_version"),
+    )
     witness = finding.witness if isinstance(finding.witness, dict) else None
     ctx = {
         "finding": finding,

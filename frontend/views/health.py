@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, render
 
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.numbers import log_int
-from audit.health.queries import table_diff
+from audit.reads.health import table_diff
 from audit.reads.provenance import table_writers
 from audit.trust import access
 from frontend.views.common import pretty

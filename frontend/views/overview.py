@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.vocab import SEVERITY_ORDER
 from audit.models import Table
-from audit.reads import page_cache, queries
+from audit.reads import cache, queries
 from audit.trust import access
 from frontend.forms import RegisterTableForm
 from frontend.views.common import is_admin, require_admin
@@ -88,8 +88,8 @@ def index(request: HttpRequest) -> HttpResponse:
     # The list is the same for every reader of the same projects (an administrator sees one
     # more sentence), cached under their project set; the register form (CSRF token) and the
     # times since are filled in per request.
-    content = page_cache.fragment(
-        page_cache.overview_generation,
+    content = cache.fragment(
+        cache.overview_page_generation,
         request,
         lambda: _overview_content(request, admin),
         f"{admin}:{access.scope_key(request.user)}",
@@ -98,7 +98,7 @@ def index(request: HttpRequest) -> HttpResponse:
     if admin:
         ctx = {"form": form, "show_form": request.method == "POST"}
         register = render_to_string("frontend/_register_form.html", ctx, request=request)
-    content = page_cache.with_times(content.replace(page_cache.REGISTER_MARK, register))
+    content = cache.with_times(content.replace(cache.REGISTER_MARK, register))
     return render(request, "frontend/index.html", {"content": content})
 
 
@@ -127,7 +127,7 @@ def _overview_content(request: HttpRequest, admin: bool) -> str:
         "query": query,
         "sort": sort,
         "sorts": list(TABLE_SORTS),
-        "register": page_cache.REGISTER_MARK,
+        "register": cache.REGISTER_MARK,
         "totals": queries.attention_totals(projects),
         "n_tables": n_tables,
         "n_errors": n_errors,

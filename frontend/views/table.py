@@ -13,9 +13,8 @@ from django.urls import reverse
 
 from audit.core.storage import errors as storage_errors
 from audit.core.storage.config import describe_storage
-from audit.models import Finding, Table
-from audit.reads import page_cache, queries
-from audit.reads.prepared import Prepared
+from audit.models import Table
+from audit.reads import cache, queries
 from audit.trust import access
 from frontend.templatetags.findings_rows import ROW_FIELDS
 from frontend.views.overview import risk_level, show_attention
@@ -65,24 +64,13 @@ def table_header(table: Table) -> dict[str, Any]:
     }
 
 
-# The table page's open findings (50 rows, the fields a row shows), compiled once
-# (the ORM's building and compiling was a tenth of the page's cold CPU).
-_open_findings = Prepared(
-    lambda pk: (
-        queries.findings_by_status(Finding.objects.filter(table_id=pk), "open")
-        .order_by("-version", "id")
-        .only(*ROW_FIELDS)[:50]
-    )
-)
-
-
 @login_required
 def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
     table = _table_or_404(request.user, table_id)
     has_health = bool(table.has_health)
-    # The content is the same for every reader: cached (audit/reads/page_cache.py).
-    content = page_cache.fragment(
-        lambda: page_cache.table_generation(table, has_health),
+    # The content is the same for every reader: cached (audit/reads/cache.py).
+    content = cache.fragment(
+        lambda: cache.table_page_generation(table, has_health),
         request,
         lambda: _table_content(table, has_health),
     )
@@ -91,7 +79,7 @@ def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
 
 def _table_content(table: Table, has_health: bool) -> str:
     """The table page's content block: header, timeline, open findings, health panel."""
-    findings = _open_findings(table.pk)
+    findings = queries.table_open_findings(table.pk, ROW_FIELDS)
     first = table.first_available_version if table.first_available_version is not None else 0
     config = {
         "table": table.id,

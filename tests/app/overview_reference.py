@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.template.loader import render_to_string
 
 from audit.models import Table
-from audit.reads import page_cache, queries
+from audit.reads import cache, queries
 from frontend.views.overview import TABLE_SORTS, _has_health, risk_level, show_attention
 
 
@@ -32,7 +32,7 @@ def overview_content(request: HttpRequest, admin: bool) -> str:
         "query": query,
         "sort": sort,
         "sorts": list(TABLE_SORTS),
-        "register": page_cache.REGISTER_MARK,
+        "register": cache.REGISTER_MARK,
         "totals": queries.attention_totals(),
         "n_tables": Table.objects.count(),
         "n_errors": Table.objects.filter(status=Table.Status.ERROR).count(),

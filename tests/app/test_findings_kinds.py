@@ -1,5 +1,5 @@
 """The findings page's kind dropdown: the vocabulary's kinds and the health kinds stored so far
-(read by SQL compiled once, frontend/views/findings.py)."""
+(read by SQL compiled once, audit/reads/queries.py)."""
 
 from __future__ import annotations
 

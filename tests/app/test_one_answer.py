@@ -29,7 +29,7 @@ FINDINGS = [
 def lake(tmp_path, settings) -> Table:
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
     # The dashboard's numbers are read from the pages' template context, which a cached page
-    # (audit/reads/page_cache.py) does not render again: tests/app/test_page_cache.py shows a
+    # (audit/reads/cache.py) does not render again: tests/app/test_page_cache.py shows a
     # cached page is the page rendered afresh.
     settings.AUDIT_PAGE_CACHE_SECONDS = 0
     table = Table.objects.create(

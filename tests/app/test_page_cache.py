@@ -1,4 +1,4 @@
-"""Cached dashboard pages (issue 16, audit/reads/page_cache.py): a cached page is the page a fresh
+"""Cached dashboard pages (audit/reads/cache.py): a cached page is the page a fresh
 rendering gives, for every reader, and any change (a new finding, an acknowledgement, a rename)
 is on the very next load. The findings are written by the real writers, which move the table's
 findings generation; without that move these tests see a stale page and fail."""
@@ -134,7 +134,7 @@ def test_the_overview_times_move_with_the_clock_and_admins_get_the_register_form
     assert "5\xa0minutes ago" in load(client, "/")
     with (
         mock.patch(content_of("/"), side_effect=AssertionError),
-        mock.patch("audit.reads.page_cache.timesince", return_value="MOCKED"),
+        mock.patch("audit.reads.cache.timesince", return_value="MOCKED"),
     ):
         html = load(client, "/")  # from the cache, the time since computed now
     assert "MOCKED ago" in html and "\x00" not in html

@@ -1,5 +1,5 @@
-"""The table page's open findings read by SQL compiled once (frontend/views/table.py,
-`_open_findings`) render byte for byte as the ORM's queryset did: hostile summaries and kinds,
+"""The table page's open findings read by SQL compiled once (audit/reads/queries.py,
+`table_open_findings`) render byte for byte as the ORM's queryset did: hostile summaries and kinds,
 resolved and acknowledged findings, more than a page of them, none, another table's."""
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ from django.template.loader import render_to_string
 from audit.models import Finding, Table
 from audit.reads import queries
 from frontend.templatetags.findings_rows import ROW_FIELDS
-from frontend.views import table as views
 from tests.app.test_findings_rows import HOSTILE, findings_of
 
 pytestmark = pytest.mark.django_db
 
 
 def reference(table: Table) -> list[Finding]:
-    """The query of views.table._table_content before issue 16's cold-page work, verbatim."""
+    """The query of the table page's content before its cold-page work, verbatim."""
     return list(
         queries.findings_by_status(Finding.objects.filter(table=table), "open")
         .order_by("-version", "id")[:50]
@@ -40,7 +39,7 @@ def test_open_findings_are_the_querysets(n):
     Finding.objects.filter(table=table, version=4).update(kind=HOSTILE[:60])
     Finding.objects.filter(table=table, version=5).update(version=6)  # two at v6: by id
     expected = reference(table)
-    shown = views._open_findings(table.pk)
+    shown = queries.table_open_findings(table.pk, ROW_FIELDS)
     assert [f.id for f in shown] == [f.id for f in expected]
     assert [fields(f) for f in shown] == [fields(f) for f in expected]
     html = render_to_string("frontend/_findings_rows.html", {"findings": shown})

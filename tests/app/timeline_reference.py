@@ -12,7 +12,7 @@ from typing import Any
 from django.db import connection
 
 from audit.reads import rollups
-from audit.health.queries import change_marks
+from audit.health.models import TableChange
 from audit.models import OPEN, Commit, CommitRollup, Finding
 from audit.reads.timeline import (
     FINDING_FIELDS,
@@ -200,3 +200,14 @@ def _fill_bucket_findings(out: dict[str, Any], findings, base: int, width: int) 
     out["findings"] = _finding_dicts(
         _raw(pinned.order_by("version", "id").values_list(*FINDING_FIELDS))
     )
+
+
+def change_marks(table, lo: int | None = None, hi: int | None = None) -> list[dict]:
+    """Compact (version, kind, summary) marks for the timeline (the ORM query the plain SQL of
+    audit.reads.timeline_sql.change_marks replaced)."""
+    qs = TableChange.objects.filter(table=table)
+    if lo is not None:
+        qs = qs.filter(version__gte=lo)
+    if hi is not None:
+        qs = qs.filter(version__lte=hi)
+    return list(qs.values("version", "kind", "summary")[:500])

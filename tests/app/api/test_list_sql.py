@@ -1,5 +1,5 @@
-"""The commits and findings lists by plain SQL (audit/reads/list_sql.py) answer what django-filter
-and the ORM answered (`AUDIT_API_PLAIN_LISTS = False`, the reference): the same status and the
+"""The commits and findings lists by plain SQL (audit/api/list_sql.py) answer what django-filter
+and the ORM answered (tests/app/api/list_reference.py, the reference): the same status and the
 same body bytes for every filter the API documents, combinations of them, hostile values,
 empty results, cursors followed both ways from both ends and forged cursors."""
 
@@ -16,6 +16,7 @@ import pytest
 import audit.models
 from audit.ingest.rollup_store import rebuild_rollups
 from audit.models import Commit, Finding, Table
+from tests.app.api import list_reference
 from tests.support.clients import token_client
 
 pytestmark = pytest.mark.django_db
@@ -107,8 +108,10 @@ def _both(client, settings, url: str) -> tuple[int, bytes]:
     """The reference's and the plain path's answer to `url`; asserts they are equal."""
     answers = []
     for plain in (False, True):
-        settings.AUDIT_API_PLAIN_LISTS = plain
-        response = client.get(url)
+        with pytest.MonkeyPatch.context() as patch:
+            if not plain:
+                list_reference.use(patch)
+            response = client.get(url)
         answers.append((response.status_code, response.content))
     assert answers[0] == answers[1], url
     return answers[1]
@@ -211,7 +214,6 @@ def test_commit_pages_walk_both_ways_as_before(data, member, settings):
         forward = _walk(client, settings, url)
         assert set(forward) == {200}
         # From the last page back to the first.
-        settings.AUDIT_API_PLAIN_LISTS = True
         last = url
         while (page := client.get(last).json())["next"]:
             last = page["next"]
@@ -238,7 +240,6 @@ def test_finding_pages_walk_both_ways_as_before(data, member, settings):
                   "page_size=5&acknowledged=true&min_severity=warning", f"kind=health_none&table={big.id}"):  # fmt: skip
         url = f"/api/findings/?{query}"
         assert set(_walk(client, settings, url)) == {200}
-        settings.AUDIT_API_PLAIN_LISTS = True
         last = url
         while (page := client.get(last).json())["next"]:
             last = page["next"]
@@ -256,7 +257,6 @@ def test_the_plain_path_is_the_one_measured(data, member, settings, monkeypatch)
         raise AssertionError("django-filter used")
 
     monkeypatch.setattr(CommitFilter, "__init__", broken)
-    del settings.AUDIT_API_PLAIN_LISTS
     assert client.get(f"/api/tables/{big.id}/commits/?operation=WRITE").status_code == 200
 
 
@@ -267,7 +267,7 @@ def test_rows_compiled_in_one_thread_are_read_in_another():
 
     from django.db import connection
 
-    from audit.reads import list_sql
+    from audit.api import list_sql
 
     table = Table.objects.create(uri="/data/threads", name="threads", status="ok")
     _commits(table, 12, random.Random(3))
@@ -293,8 +293,8 @@ def test_rows_compiled_in_one_thread_are_read_in_another():
 
 def test_every_documented_filter_has_its_sql():
     """A filter added to a FilterSet needs its condition in list_sql (else a 500 here)."""
+    from audit.api import list_sql
     from audit.api.filters import CommitFilter, FindingFilter
-    from audit.reads import list_sql
 
     assert set(CommitFilter.base_filters) == {*list_sql.COMMIT_CONDITIONS, "has_concurrent"}
     assert set(FindingFilter.base_filters) == {

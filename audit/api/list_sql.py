@@ -14,8 +14,8 @@ query). Here:
   conditions added as plain SQL, and the ORM's converters applied to the rows (a JSON column is
   decoded by orjson, falling back to Django's own decoder for anything orjson refuses).
 
-The old path (FilterSet + ORM) stays behind `AUDIT_API_PLAIN_LISTS = False`; the differential
-test (tests/app/api/test_list_sql.py) compares the two byte for byte.
+The old path (FilterSet + ORM) is kept in the tests (tests/app/api/list_reference.py); the
+differential test (tests/app/api/test_list_sql.py) compares the two byte for byte.
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ a diff is computed from the log (bounded by the stored version) and cached per
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from django.core.cache import cache
@@ -22,16 +21,11 @@ from audit.core.vocab import FindingKind
 from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.health.store import stored_activity
 from audit.models import Commit, Finding, Table
+from audit.reads.cache import health_cache_key
 from audit.trust.paths import check_registered
 
-CACHE_PREFIX = "audit:health:v1"
 CACHE_SECONDS = 3600
 MAX_POINTS = 400
-
-
-def _key(table: Table, *parts: Any) -> str:
-    uri = hashlib.sha1(table.uri.encode()).hexdigest()[:12]
-    return ":".join([CACHE_PREFIX, str(table.id), uri, *map(str, parts)])
 
 
 def _check_version(table: Table, version: int, name: str = "version") -> None:
@@ -54,7 +48,7 @@ def table_health(table: Table, version: int | None = None) -> dict[str, Any]:
                 raise DeltaAuditError("the table has no stored versions yet")
             version = table.last_seen_version
     _check_version(table, version)
-    key = _key(table, "health", version)
+    key = health_cache_key(table, "health", version)
     cached = cache.get(key)
     if cached is None:
         log = open_log(check_registered(table.uri))
@@ -89,20 +83,10 @@ def table_changes(table: Table) -> list[dict[str, Any]]:
     return changes
 
 
-def change_marks(table: Table, lo: int | None = None, hi: int | None = None) -> list[dict]:
-    """Compact (version, kind, summary) marks for the timeline."""
-    qs = TableChange.objects.filter(table=table)
-    if lo is not None:
-        qs = qs.filter(version__gte=lo)
-    if hi is not None:
-        qs = qs.filter(version__lte=hi)
-    return list(qs.values("version", "kind", "summary")[:500])
-
-
 def table_diff(table: Table, version_from: int, version_to: int) -> dict[str, Any]:
     _check_version(table, version_from, "from")
     _check_version(table, version_to, "to")
-    key = _key(table, "diff", version_from, version_to)
+    key = health_cache_key(table, "diff", version_from, version_to)
     cached = cache.get(key)
     if cached is None:
         log = open_log(check_registered(table.uri))
