@@ -428,3 +428,29 @@ def test_hostile_values_survive_the_round_trip():
     assert back.witness == {"sample_rows": [{"day": "2024-01-02", "amount": "1.50"}]}
     assert back.details == {"paths": ["a", "b"], "big": str(2**70)}
     assert json_safe(finding.witness) == back.witness  # stored alike by either path
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_it_reads_data_files_in_tasks_only_as_the_python_path_may(spark, fleet):
+    """Executors keep the trust boundary: no sample rows when none may be shown, no data file
+    read outside the roots the deployment allows."""
+    from workers.spark.job import audit_fleet
+
+    witnessed = sorted(
+        uri
+        for uri, o in fleet.items()
+        if o.audit and any(f.witness and f.witness.get("sample_rows") for f in o.audit.findings)
+    )
+    assert witnessed, "no table in the fleet has a witness with sample rows"
+    counts = {o.table_uri: o for o in audit_fleet(spark, witnessed, sample_rows=0, paths=True)}
+    for uri in witnessed:
+        witnesses = [f.witness for f in counts[uri].audit.findings if f.witness]
+        assert witnesses and all(w.get("row_count") for w in witnesses if "row_count" in w)
+        assert all(not w.get("sample_rows") for w in witnesses), uri
+    elsewhere = [str(Path(witnessed[0]).parent / "no-such-root")]
+    [refused] = audit_fleet(spark, witnessed[:1], read_roots=elsewhere, paths=True)
+    assert not any(
+        f.confirmed for f in refused.audit.findings if f.kind == "never_existed_snapshot"
+    )
+    assert not any(f.witness and f.witness.get("sample_rows") for f in refused.audit.findings)

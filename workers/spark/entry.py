@@ -45,6 +45,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="commits per range task (longer tables are split)",
     )
     parser.add_argument("--no-data", action="store_true", help="do not read data files")
+    parser.add_argument(
+        "--read-root",
+        action="append",
+        metavar="ROOT_URI",
+        help="read data files only under these roots (repeatable; default: each table's own)",
+    )
+    parser.add_argument(
+        "--sample-rows",
+        type=int,
+        default=None,
+        help="matching rows a witness keeps (0: counts and file names only; default 5)",
+    )
     parser.add_argument("--master", help="only outside spark-submit (e.g. local[2])")
     parser.add_argument("--bundle", metavar="DIR", help="write the job's zip and main script")
     return parser.parse_args(argv)
@@ -102,7 +114,12 @@ def run(uris: list[str], args: argparse.Namespace) -> int:
             print(f"{outcome.table_uri}: ok, {versions} commits", flush=True)
 
     outcomes = audit_fleet(
-        spark, uris, chunk_commits=args.chunk_commits, check_data=not args.no_data
+        spark,
+        uris,
+        chunk_commits=args.chunk_commits,
+        check_data=not args.no_data,
+        read_roots=args.read_root,
+        sample_rows=None if args.sample_rows is None else max(args.sample_rows, 0),
     )
     summary = write_outcomes(args.output, outcomes, on_table=report)
     print(

@@ -214,10 +214,15 @@ def audit_fleet(
     *,
     chunk_commits: int = DEFAULT_CHUNK_COMMITS,
     check_data: bool = True,
+    read_roots: Iterable[str] | None = None,
+    sample_rows: int | None = None,
     parallelism: int | None = None,
     paths: bool = False,
 ) -> Iterator[TableOutcome]:
     """Audit every table of `uris` in one Spark job; yields one TableOutcome per table.
+
+    Data files are read only with `check_data`, only inside `read_roots` (None: each table's
+    own root), and a witness keeps at most `sample_rows` rows (as `audit_history`).
 
     The summaries in the outcomes carry no file paths unless `paths=True` (storage needs none
     of them, and they are most of the bytes a big history sends back to the driver).
@@ -242,12 +247,12 @@ def audit_fleet(
     listings = {p.table_uri: p.listing for p in plans}
     setup = _storage_setup(storage_config_text())
     expected = {p.table_uri: len(p.units) for p in plans}
+    roots = None if read_roots is None else tuple(read_roots)
+    reads = spark_units.DataReads(check_data, roots, sample_rows)
     pending: dict[str, list[dict[str, Any]]] = {}
     for first in range(0, len(bins), per_wave):
         wave = bins[first : first + per_wave]
-        task = spark_units.run_units(
-            wave, listings, check_data, paths, setup, spark_units.ROW_COMMITS
-        )
+        task = spark_units.run_units(wave, listings, reads, paths, setup, spark_units.ROW_COMMITS)
         ids = spark.range(0, len(wave), 1, len(wave))
         rows = ids.mapInArrow(task, _spark_schema(spark_units.RESULT_SCHEMA)).toArrow()
         batches = rows.to_batches()

@@ -27,7 +27,7 @@ from audit.ingest.findings import upsert_findings
 from audit.ingest.plan import TailResult, plan_next_chunk
 from audit.ingest.tables import LockLost, mark_error, mark_up_to_date, register_table
 from audit.models import Table
-from audit.trust.paths import check_registered
+from audit.trust.paths import allowed_roots, check_registered
 from workers import locks
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,8 @@ def _run(
         list(by_uri),
         chunk_commits=settings.AUDIT_SPARK_CHUNK_COMMITS,
         check_data=settings.AUDIT_CHECK_DATA if check_data is None else check_data,
+        read_roots=allowed_roots(),
+        sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
     )
     results = []
     for outcome in outcomes:

@@ -103,10 +103,24 @@ class ListedLog(DeltaLog):
         self.listing = listing
 
 
+@dataclass(frozen=True)
+class DataReads:
+    """What a task may read of the data files, as the Python path's audit does: whether at all,
+    only inside `roots` (None: each table's own root), and how many matching rows a witness
+    keeps (`sample_rows`; 0: counts and file names only; None: the witness's default)."""
+
+    check: bool = True
+    roots: tuple[str, ...] | None = None
+    sample_rows: int | None = None
+
+    def audit_options(self) -> dict[str, Any]:
+        return {"check_data": self.check, "read_roots": self.roots, "sample_rows": self.sample_rows}
+
+
 def run_units(
     bins: list[list[Unit]],
     listings: dict[str, LogListing],
-    check_data: bool,
+    reads: DataReads,
     paths: bool,
     before: Callable[[], None],
     row_commits: int = ROW_COMMITS,
@@ -118,23 +132,21 @@ def run_units(
         for batch in batches:
             for pid in batch.column(0).to_pylist():
                 for unit in bins[pid]:
-                    for row in unit_rows(
-                        unit, listings[unit.table_uri], check_data, paths, row_commits
-                    ):
+                    for row in unit_rows(unit, listings[unit.table_uri], reads, paths, row_commits):
                         yield pa.RecordBatch.from_pylist([row], schema=RESULT_SCHEMA)
 
     return task
 
 
 def unit_rows(
-    unit: Unit, listing: LogListing, check_data: bool, paths: bool, row_commits: int = ROW_COMMITS
+    unit: Unit, listing: LogListing, reads: DataReads, paths: bool, row_commits: int = ROW_COMMITS
 ) -> Iterator[dict[str, Any]]:
     """One unit's result rows (part 0 of `parts`; each row's payload pickled apart); a table's
     failure is its row's one-line error, never the job's."""
     row = {"table_uri": unit.table_uri, "kind": unit.kind, "start": unit.start, "end": unit.end}
     try:
         with paused_gc():  # as the Python path's load and audit do
-            payload = _run(unit, listing, check_data, paths)
+            payload = _run(unit, listing, reads, paths)
     except DeltaAuditError as err:
         payload = {"error": one_line(str(err))}
     except Exception as err:  # a core bug on a hostile log must fail this table, not the job
@@ -173,16 +185,16 @@ def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:
     return payload
 
 
-def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict[str, Any]:
+def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict[str, Any]:
     from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
     from audit.core.history.tailwindow import load_tail_history  # noqa: PLC0415
 
     log = ListedLog(unit.table_uri, listing)
     if unit.kind == RANGE and ASSEMBLE_TABLE_LEVEL:
-        return _range_with_part(log, unit, check_data)
+        return _range_with_part(log, unit, reads)
     if unit.kind == RANGE:
         history = load_tail_history(log, unit.start, unit.end)
-        result = audit_history(history, check_data=check_data, versions=(unit.start, unit.end))
+        result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
         # The tail's rule (audit.ingest.findings.findings_in): a window keeps its commit-level findings.
         return _payload(
             history,
@@ -192,21 +204,21 @@ def _run(unit: Unit, listing: LogListing, check_data: bool, paths: bool) -> dict
             paths,
         )
     history = history_from_log(log, end=listing.latest_version)
-    result = audit_history(history, check_data=check_data)
+    result = audit_history(history, **reads.audit_options())
     if unit.kind == TABLE_LEVEL:
         payload = _payload(history, result, lambda f: f.kind in TABLE_LEVEL_KINDS, None, paths)
         return {**payload, "summaries": [], "audits": []}
     return _payload(history, result, lambda f: True, None, paths)
 
 
-def _range_with_part(log: DeltaLog, unit: Unit, check_data: bool) -> dict[str, Any]:
+def _range_with_part(log: DeltaLog, unit: Unit, reads: DataReads) -> dict[str, Any]:
     """A range's commits and commit-level findings, plus its part of the whole-log pass (with
     file paths: the driver's table-level audit needs them)."""
     from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
     from audit.core.history.split_history import load_range  # noqa: PLC0415
 
     history, part = load_range(log, unit.start, unit.end)
-    result = audit_history(history, check_data=check_data, versions=(unit.start, unit.end))
+    result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
     payload = _payload(
         history,
         result,

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.core.errors import DeltaAuditError, one_line
+from audit.trust.paths import allowed_roots
 
 
 class Command(BaseCommand):
@@ -100,6 +101,8 @@ class Command(BaseCommand):
                 uris,
                 chunk_commits=settings.AUDIT_SPARK_CHUNK_COMMITS,
                 check_data=False if options["no_data"] else settings.AUDIT_CHECK_DATA,
+                read_roots=allowed_roots(),
+                sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
             )
             summary = write_outcomes(options["output"], outcomes, on_table=report)
         except DeltaAuditError as err:
