@@ -16,6 +16,9 @@ from audit.api import views
 
 router = DefaultRouter()
 router.include_root_view = False
+# No `.json` suffix routes: the API speaks JSON (or `?format=`), and half the actions did not
+# take DRF's `format` argument (a suffixed URL answered 500). Unknown paths answer a JSON 404.
+router.include_format_suffixes = False
 router.register("tables", views.TableViewSet, basename="table")
 router.register("findings", views.FindingViewSet, basename="finding")
 
@@ -26,10 +29,10 @@ def not_found(request, rest: str = ""):
     """Unknown API paths answer JSON 404s (and still honour APPEND_SLASH)."""
     if not request.path.endswith("/"):
         try:
-            resolve(request.path + "/")
+            match = resolve(request.path + "/")
         except Resolver404:
-            pass
-        else:
+            match = None
+        if match is not None and match.func is not not_found:  # a real endpoint: redirect
             query = request.META.get("QUERY_STRING")
             return HttpResponsePermanentRedirect(
                 request.path + "/" + (f"?{query}" if query else "")
