@@ -164,7 +164,7 @@ class LogListing:
     latest_version: int
     first_available_version: int  # earliest version whose state can be rebuilt
     file_modification_times: dict[int, int] = field(default_factory=dict)  # version -> ms
-    # version -> bytes of its NNN.json, recorded as summary.summarize_log reads each file (so
+    # version -> bytes of its NNN.json, recorded as summarize.summarize_log reads each file (so
     # health needs no second listing with a stat per file when every commit was read).
     commit_sizes: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
@@ -196,7 +196,7 @@ class Predicate:
 
 @dataclass(slots=True)
 class CommitSummary:
-    """One commit as the audit sees it. Built by summary.summarize_commit()."""
+    """One commit as the audit sees it. Built by commit_summary.summarize_commit()."""
 
     version: int
     timestamp: (

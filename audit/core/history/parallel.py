@@ -34,7 +34,7 @@ from typing import Any
 
 from audit.core.errors import DeltaAuditError
 from audit.core.history.digest import Interner
-from audit.core.history.summary import (
+from audit.core.history.summarize import (
     MetadataTimeline,
     ProtocolTimeline,
     rederive_isolation,

@@ -564,7 +564,7 @@ class IntegrityTap:
             yield commit
 
     def observe_refs(self, commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
-        """One commit of the stream, its files already reduced to refs (summary.summarize_log)."""
+        """One commit of the stream, its files already reduced to refs (summarize.summarize_log)."""
         if commit.version >= self.start:
             self.checker.observe_refs(commit, adds, removes)
 
