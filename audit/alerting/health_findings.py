@@ -24,15 +24,6 @@ from audit.core.vocab import HEALTH_FINDING_PREFIX, FindingKind, Severity
 from audit.models import Finding, FindingFlip, Table
 
 CHANGE_KINDS = {"schema": FindingKind.SCHEMA_CHANGE, "protocol": FindingKind.PROTOCOL_CHANGE}
-METRICS = (
-    "small_files",
-    "small_file_ratio",
-    "vacuumable_bytes",
-    "checkpoint_lag",
-    "publish_lag_versions",
-    "publish_lag_seconds",
-)
-HEALTH_KINDS = frozenset(CHANGE_KINDS.values()) | {HEALTH_FINDING_PREFIX + m for m in METRICS}
 
 
 def raise_change_findings(table: Table, changes: list[dict[str, Any]]) -> int:

@@ -26,14 +26,14 @@ from django.db import transaction
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from audit.core.audit import TABLE_LEVEL_KINDS, audit_history, key_findings
+from audit.core.audit import audit_history, key_findings
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log
 from audit.core.history.tailwindow import load_tail_history
 from audit.core.integrity.gaps import HistoryGap, find_history_gap, history_gap_finding
 from audit.core.jsonsafe import clean_text, json_safe
 from audit.core.log import DeltaLog, open_log
-from audit.core.vocab import StorageCause
+from audit.core.vocab import TABLE_LEVEL_KINDS, StorageCause
 from audit.health.store import record_health
 from audit.ingest.bulkload import insert_commits
 from audit.ingest.commits import (

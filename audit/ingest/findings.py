@@ -16,12 +16,9 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from audit.alerting.health_findings import HEALTH_KINDS
 from audit.core import model
-from audit.core.audit import TABLE_LEVEL_KINDS
-from audit.core.data.orphans import SCAN_KINDS
 from audit.core.jsonsafe import clean_text, json_safe
-from audit.core.vocab import Severity
+from audit.core.vocab import HEALTH_KINDS, SCAN_KINDS, TABLE_LEVEL_KINDS, Severity
 from audit.ingest.commits import int64
 from audit.models import Finding, FindingFlip, Table
 

@@ -15,8 +15,7 @@ from django.utils import timezone
 
 from audit.alerting.health_findings import evaluate_health_rules, raise_change_findings
 from audit.core import model
-from audit.core.data.orphans import SCAN_KINDS
-from audit.core.vocab import FindingKind, Severity
+from audit.core.vocab import SCAN_KINDS, FindingKind, Severity
 from audit.ingest import rebuild_rollups, upsert_findings
 from audit.models import Commit, Finding, Table
 from tests.support.alerting import rule_for, webhook

@@ -11,7 +11,8 @@ import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from audit.core import serialize
-from audit.core.audit import TableContext, read_scope
+from audit.core.conflicts.context import TableContext
+from audit.core.conflicts.scope import read_scope
 from audit.core.history.commit_summary import (
     EMPTY,
     decode_parameters,

@@ -24,17 +24,6 @@ from audit.core.model import Finding
 from audit.core.storage.stores import FolderWalk, LogStore
 from audit.core.vocab import FindingKind
 
-# Kinds produced by the scan of the data folders (orphans here, missing files in
-# timetravel.py), not by the audit: audits never create or resolve them.
-SCAN_KINDS = frozenset(
-    {
-        FindingKind.ORPHAN_FILES,
-        FindingKind.MISSING_DATA_FILE,
-        FindingKind.VACUUM_BROKE_SNAPSHOT,
-        FindingKind.TIMESTAMPS_OUT_OF_ORDER,
-    }
-)
-
 MAX_FILES = 200_000
 MAX_DIRS = 20_000
 MAX_DEPTH = 8

@@ -42,15 +42,6 @@ from audit.core.model import Commit, Finding, Protocol, TableState
 from audit.core.numbers import log_int
 from audit.core.vocab import FindingKind, Operation
 
-INTEGRITY_KINDS = frozenset(
-    {
-        FindingKind.DUPLICATE_ACTIVE_FILE,
-        FindingKind.REMOVE_OF_UNKNOWN_FILE,
-        FindingKind.ROW_COUNT_CHANGED_BY_REWRITE,
-        FindingKind.METRICS_MISMATCH,
-        FindingKind.PROTOCOL_VIOLATION,
-    }
-)
 # Paths listed per finding (the count is always complete).
 MAX_PATHS = 20
 # Findings of one kind per table: a log broken at every commit needs one page, not 1M rows.
