@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.core.vocab import SEVERITY_ORDER, Engine, FindingKind, ReadVersionFact, Severity
+from audit.core.vocab import Engine, FindingKind, ReadVersionFact, Severity
 
 PartitionValues = dict[str, "str | None"]
 # A partition as a hashable, sorted tuple of (column, value) pairs; () for unpartitioned tables.
@@ -18,8 +18,6 @@ PartitionKey = tuple[tuple[str, "str | None"], ...]
 
 # The vocabulary's enums, under the names the core has always imported from here.
 Fact = ReadVersionFact  # recorded / derived / unknown, for every fact of a summary
-# severity -> rank ({"info": 0, "warning": 1, "critical": 2}); a dict: callers test `in`.
-SEVERITY_RANK: dict[str, int] = {severity.value: severity.rank for severity in SEVERITY_ORDER}
 
 
 # The one shared empty set: most commits remove nothing and compact nothing, and each empty

@@ -23,6 +23,10 @@ class Severity(StrEnum):
 
 
 SEVERITY_ORDER: tuple[Severity, ...] = (Severity.INFO, Severity.WARNING, Severity.CRITICAL)
+# severity -> rank ({"info": 0, "warning": 1, "critical": 2}): the one table of ranks. A dict
+# keyed by text, because stored rows and alert rules hold severities as strings that callers
+# test with `in` (an unknown one is not a Severity).
+SEVERITY_RANK: dict[str, int] = {severity.value: severity.rank for severity in SEVERITY_ORDER}
 
 
 class FindingKind(StrEnum):

@@ -42,7 +42,8 @@ from audit.core.history.summarize import (
 )
 from audit.core.integrity.checks import IntegrityTap
 from audit.core.integrity.refs import FileRef, IntegrityRecord, integrity_record
-from audit.core.log import DeltaLog, _check_range
+from audit.core.log import DeltaLog
+from audit.core.log.listing import _check_range
 from audit.core.model import Commit, CommitSummary
 
 # Below this many commits a fork costs more than it saves.
