@@ -21,7 +21,8 @@ from typing import Any
 from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
 from audit.core.model import Finding
-from audit.core.storage.stores import FolderWalk, LogStore
+from audit.core.storage.store import LogStore
+from audit.core.storage.stores import FolderWalk
 from audit.core.vocab import FindingKind
 
 MAX_FILES = 200_000

@@ -35,7 +35,7 @@ from audit.core.health.timetravel import (
 from audit.core.log.layout import LOG_DIR, _commit_path
 from audit.core.model import Finding
 from audit.core.numbers import log_int
-from audit.core.storage.stores import LogStore
+from audit.core.storage.store import LogStore
 from audit.core.vocab import FindingKind
 from audit.core.wording.timetravel import (
     missing_data_file_text,

@@ -18,7 +18,7 @@ import re
 from audit.core.errors import DeltaAuditError
 from audit.core.model import Finding, Protocol
 from audit.core.severity import catalog_managed_severity
-from audit.core.storage.stores import LogStore
+from audit.core.storage.store import LogStore
 from audit.core.vocab import FindingKind
 
 CATALOG_FEATURES = ("catalogManaged", "catalogOwned-preview")
