@@ -16,9 +16,6 @@ PartitionValues = dict[str, "str | None"]
 # A partition as a hashable, sorted tuple of (column, value) pairs; () for unpartitioned tables.
 PartitionKey = tuple[tuple[str, "str | None"], ...]
 
-# The vocabulary's enums, under the names the core has always imported from here.
-Fact = ReadVersionFact  # recorded / derived / unknown, for every fact of a summary
-
 
 # The one shared empty set: most commits remove nothing and compact nothing, and each empty
 # frozenset costs 216 bytes (CPython does not share them) across 100k-1M summaries.
@@ -207,7 +204,7 @@ class CommitSummary:
     isolation_level: str | None
     blind_append: bool | None
     # How each of read_version / isolation_level / blind_append / timestamp was obtained.
-    facts: dict[str, Fact]
+    facts: dict[str, ReadVersionFact]  # recorded / derived / unknown, for every fact
     engine: Engine
     engine_info: str | None
     txn_id: str | None
