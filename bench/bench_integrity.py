@@ -47,7 +47,7 @@ def main() -> int:
     table = args.table or f"/tmp/delta-bench-integrity-{args.commits}"
     if not Path(table, "_delta_log").exists():
         generate(table, args.commits)
-    # The tap observes the digest pass's refs (summary.summarize_log): switch its checks off.
+    # The tap observes the digest pass's refs (summarize.summarize_log): switch its checks off.
     tap_observe = integrity.IntegrityTap.observe_refs
     integrity.IntegrityTap.observe_refs = lambda self, commit, adds, removes: None
     _, t_load = cpu(lambda: load_history(table))

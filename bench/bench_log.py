@@ -216,7 +216,8 @@ def _phases(table: str) -> None:
     from audit.core.audit import audit_history
     from audit.core.health.sections import add_health_and_changes
     from audit.core.history.parallel import summarize_log_parallel
-    from audit.core.history.summary import History, paused_gc, summarize_log
+    from audit.core.history.summarize import summarize_log
+    from audit.core.history.summary import History, paused_gc
     from audit.core.integrity.checks import IntegrityTap
     from audit.core.report import build_report
 

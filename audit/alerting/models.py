@@ -12,20 +12,16 @@ import fnmatch
 
 from django.db import models
 
-from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_ORDER
+from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_RANK
 from audit.models import Finding, Table
 
 __all__ = [
     "HEALTH_FINDING_PREFIX",
-    "SEVERITY_RANK",
     "AlertRule",
     "Channel",
     "Delivery",
     "error_shown",
 ]
-
-# info 0, warning 1, critical 2 (Severity.rank); unknown severities rank as info.
-SEVERITY_RANK = {str(s): s.rank for s in SEVERITY_ORDER}
 
 
 HIDDEN_ERROR = "failed (the details are shown to administrators)"
@@ -41,7 +37,8 @@ def error_shown(text: str, staff: bool) -> str:
 
 
 def alert_level(severity: str, confirmed: bool) -> int:
-    """A number that grows when a finding escalates: severity first, then confirmation."""
+    """A number that grows when a finding escalates: severity first, then confirmation.
+    Unknown severities rank as info, here and in `matches`."""
     return SEVERITY_RANK.get(severity, 0) * 2 + (1 if confirmed else 0)
 
 

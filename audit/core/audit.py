@@ -25,7 +25,6 @@ from audit.core.anomalies.duplicate_keys import duplicate_key_findings
 from audit.core.anomalies.dv_integrity import dv_integrity_findings, resurrection_finding
 from audit.core.anomalies.facts import Hotspot
 from audit.core.anomalies.hotspots import (
-    MAX_HOTSPOT_PARTITIONS_PER_PAIR,
     HotspotTally,
     hotspot_findings,
 )
@@ -45,38 +44,22 @@ from audit.core.anomalies.reorders import (
 from audit.core.anomalies.settings import (
     isolation_setting_findings,
     missing_read_version_finding,
-    setting_understood,
 )
-from audit.core.conflicts.context import TableContext, databricks_runtime, partition_types_of
+from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.dv_recheck import compare, shared_dv_rewrites
 from audit.core.conflicts.findings import metadata_change_finding, missed_conflict_finding
-from audit.core.conflicts.matchers import PartitionMatcher
 from audit.core.conflicts.profiles import departure, profile_for
 from audit.core.conflicts.rules import recheck
 from audit.core.conflicts.scope import (
-    SCOPE_NONE,
-    ReadScope,
-    ScopeKind,
-    is_blind,
     is_destructive,
-    is_overwrite,
-    is_unconditional,
     read_scope,
-    render_partition,
     whole_table_scope,
 )
 from audit.core.conflicts.verdict import (
-    LEVELS,
-    NO_CONFLICT,
-    SERIALIZABLE,
-    SNAPSHOT_ISOLATION,
-    WRITE_SERIALIZABLE,
     CommitAudit,
     Recheck,
 )
 from audit.core.conflicts.window import (
-    MAX_CONCURRENT_WINDOW,
-    concurrent_pairs,
     concurrent_window,
     read_version_of,
 )
@@ -85,70 +68,13 @@ from audit.core.data.dv import Loader
 from audit.core.errors import DeltaAuditError
 from audit.core.history.summary import History, paused_gc
 from audit.core.integrity.catalog import catalog_feature, catalog_findings
-from audit.core.integrity.checks import INTEGRITY_KINDS, integrity_findings
+from audit.core.integrity.checks import integrity_findings
 from audit.core.model import CommitSummary, Finding
-from audit.core.vocab import ConflictException, FindingKind, ReadVersionFact
+from audit.core.vocab import CYCLE_KINDS, ConflictException, ReadVersionFact
 from audit.core.wording.cycles import witness_fields
 from audit.core.writers import retry_storm_findings
 
-# Kinds computed over the whole history (totals, table settings): a windowed re-audit must not
-# create or resolve them; the tail recomputes them with a full audit instead.
-TABLE_LEVEL_KINDS = frozenset(
-    {
-        FindingKind.CONFLICT_HOTSPOT,
-        FindingKind.ISOLATION_SETTING_IGNORED,
-        FindingKind.IDENTITY_COLUMN_CONCURRENCY,
-        FindingKind.MISSING_READ_VERSION,
-        FindingKind.CATALOG_MANAGED_LOG,
-        FindingKind.RETRY_STORM,
-        FindingKind.DV_INTEGRITY,
-        FindingKind.DUPLICATE_KEY,
-    }
-    | INTEGRITY_KINDS
-)
-# Anomaly kinds whose witness carries a dependency cycle (audit/core/cycles.py).
-CYCLE_KINDS = frozenset(
-    {FindingKind.NEVER_EXISTED_SNAPSHOT, FindingKind.WRITE_SERIALIZABLE_REORDER}
-)
-
-__all__ = [
-    "CYCLE_KINDS",
-    "LEVELS",
-    "MAX_CONCURRENT_WINDOW",
-    "MAX_HOTSPOT_PARTITIONS_PER_PAIR",
-    "NO_CONFLICT",
-    "SCOPE_NONE",
-    "SERIALIZABLE",
-    "SNAPSHOT_ISOLATION",
-    "TABLE_LEVEL_KINDS",
-    "WRITE_SERIALIZABLE",
-    "AuditResult",
-    "CommitAudit",
-    "Hotspot",
-    "PartitionMatcher",
-    "ReadScope",
-    "Recheck",
-    "ScopeKind",
-    "StaleCandidate",
-    "TableContext",
-    "audit_history",
-    "concurrent_pairs",
-    "concurrent_window",
-    "databricks_runtime",
-    "find_stale_snapshots",
-    "is_blind",
-    "is_destructive",
-    "is_overwrite",
-    "is_unconditional",
-    "never_existed_findings",
-    "overlap_candidate",
-    "partition_types_of",
-    "read_scope",
-    "read_version_of",
-    "recheck",
-    "render_partition",
-    "setting_understood",
-]
+__all__ = ["AuditResult", "audit_history", "key_findings"]
 
 
 @dataclass(slots=True)

@@ -10,16 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.core.vocab import SEVERITY_ORDER, Engine, FindingKind, ReadVersionFact, Severity
+from audit.core.vocab import Engine, FindingKind, ReadVersionFact, Severity
 
 PartitionValues = dict[str, "str | None"]
 # A partition as a hashable, sorted tuple of (column, value) pairs; () for unpartitioned tables.
 PartitionKey = tuple[tuple[str, "str | None"], ...]
-
-# The vocabulary's enums, under the names the core has always imported from here.
-Fact = ReadVersionFact  # recorded / derived / unknown, for every fact of a summary
-# severity -> rank ({"info": 0, "warning": 1, "critical": 2}); a dict: callers test `in`.
-SEVERITY_RANK: dict[str, int] = {severity.value: severity.rank for severity in SEVERITY_ORDER}
 
 
 # The one shared empty set: most commits remove nothing and compact nothing, and each empty
@@ -164,7 +159,7 @@ class LogListing:
     latest_version: int
     first_available_version: int  # earliest version whose state can be rebuilt
     file_modification_times: dict[int, int] = field(default_factory=dict)  # version -> ms
-    # version -> bytes of its NNN.json, recorded as summary.summarize_log reads each file (so
+    # version -> bytes of its NNN.json, recorded as summarize.summarize_log reads each file (so
     # health needs no second listing with a stat per file when every commit was read).
     commit_sizes: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
@@ -196,7 +191,7 @@ class Predicate:
 
 @dataclass(slots=True)
 class CommitSummary:
-    """One commit as the audit sees it. Built by summary.summarize_commit()."""
+    """One commit as the audit sees it. Built by commit_summary.summarize_commit()."""
 
     version: int
     timestamp: (
@@ -209,7 +204,7 @@ class CommitSummary:
     isolation_level: str | None
     blind_append: bool | None
     # How each of read_version / isolation_level / blind_append / timestamp was obtained.
-    facts: dict[str, Fact]
+    facts: dict[str, ReadVersionFact]  # recorded / derived / unknown, for every fact
     engine: Engine
     engine_info: str | None
     txn_id: str | None

@@ -13,7 +13,8 @@ import orjson
 from audit.core.history.provenance import provenance_of
 from audit.core.history.summary import paused_gc
 from audit.core.jsonsafe import json_text
-from audit.core.model import SEVERITY_RANK, CommitSummary, Finding
+from audit.core.model import CommitSummary, Finding
+from audit.core.vocab import SEVERITY_RANK
 
 if TYPE_CHECKING:
     from audit.core.audit import AuditResult

@@ -40,7 +40,7 @@ The thresholds below are the only tuning knobs.
 
 from __future__ import annotations
 
-from audit.core.model import Severity
+from audit.core.vocab import FindingKind, Severity
 
 # A partition / operation pair becomes a conflict_hotspot finding from this many overlapping pairs.
 HOTSPOT_MIN_PAIRS = 3
@@ -49,27 +49,27 @@ HOTSPOT_WARNING_RATE = 0.25
 
 
 def never_existed_severity(confirmed: bool) -> Severity:
-    return "critical" if confirmed else "warning"
+    return Severity.CRITICAL if confirmed else Severity.WARNING
 
 
 def reorder_severity(confirmed_never_existed: bool) -> Severity:
     # A reorder alone is what WriteSerializable promises; it only hurts readers when the
     # reordered append left rows the history says were deleted or updated.
-    return "critical" if confirmed_never_existed else "warning"
+    return Severity.CRITICAL if confirmed_never_existed else Severity.WARNING
 
 
 def missed_conflict_severity() -> Severity:
-    return "warning"
+    return Severity.WARNING
 
 
 def metadata_change_severity(data_changing_survivor: bool) -> Severity:
     # Data written against an old schema/protocol is the dangerous case.
-    return "critical" if data_changing_survivor else "warning"
+    return Severity.CRITICAL if data_changing_survivor else Severity.WARNING
 
 
 def hotspot_severity(pairs: int, serializable_conflicts: int) -> Severity:
     rate = serializable_conflicts / pairs if pairs else 0.0
-    return "warning" if rate >= HOTSPOT_WARNING_RATE else "info"
+    return Severity.WARNING if rate >= HOTSPOT_WARNING_RATE else Severity.INFO
 
 
 def hotspot_is_reported(pairs: int) -> bool:
@@ -77,53 +77,57 @@ def hotspot_is_reported(pairs: int) -> bool:
 
 
 def isolation_setting_ignored_severity() -> Severity:
-    return "warning"
+    return Severity.WARNING
 
 
 def identity_concurrency_severity() -> Severity:
-    return "warning"
+    return Severity.WARNING
 
 
 def derived_fact_severity() -> Severity:
-    return "info"
+    return Severity.INFO
 
 
 def history_gap_severity() -> Severity:
-    return "warning"
+    return Severity.WARNING
 
 
 def catalog_managed_severity() -> Severity:
-    return "info"
+    return Severity.INFO
 
 
 _CRITICAL_INTEGRITY = frozenset(
-    {"duplicate_active_file", "remove_of_unknown_file", "row_count_changed_by_rewrite"}
+    {
+        FindingKind.DUPLICATE_ACTIVE_FILE,
+        FindingKind.REMOVE_OF_UNKNOWN_FILE,
+        FindingKind.ROW_COUNT_CHANGED_BY_REWRITE,
+    }
 )
 
 
 def integrity_severity(kind: str) -> Severity:
-    return "critical" if kind in _CRITICAL_INTEGRITY else "warning"
+    return Severity.CRITICAL if kind in _CRITICAL_INTEGRITY else Severity.WARNING
 
 
 def retry_storm_severity() -> Severity:
-    return "warning"
+    return Severity.WARNING
 
 
 def orphan_files_severity() -> Severity:
-    return "warning"
+    return Severity.WARNING
 
 
 def missing_data_file_severity(latest_broken: bool) -> Severity:
     # The latest version unreadable means every reader fails now; older ones only time travel.
-    return "critical" if latest_broken else "warning"
+    return Severity.CRITICAL if latest_broken else Severity.WARNING
 
 
 def vacuum_broke_snapshot_severity() -> Severity:
-    return "critical"
+    return Severity.CRITICAL
 
 
 def timestamps_out_of_order_severity() -> Severity:
-    return "warning"
+    return Severity.WARNING
 
 
 _CRITICAL_DV_PROBLEMS = frozenset({"two_live_entries", "beyond_records"})
@@ -132,8 +136,8 @@ _CRITICAL_DV_PROBLEMS = frozenset({"two_live_entries", "beyond_records"})
 def dv_integrity_severity(problem: str) -> Severity:
     # Two entries or impossible positions change what readers get; a wrong count only misleads
     # whoever computes row counts from the log.
-    return "critical" if problem in _CRITICAL_DV_PROBLEMS else "warning"
+    return Severity.CRITICAL if problem in _CRITICAL_DV_PROBLEMS else Severity.WARNING
 
 
 def duplicate_key_severity() -> Severity:
-    return "critical"
+    return Severity.CRITICAL

@@ -23,6 +23,10 @@ class Severity(StrEnum):
 
 
 SEVERITY_ORDER: tuple[Severity, ...] = (Severity.INFO, Severity.WARNING, Severity.CRITICAL)
+# severity -> rank ({"info": 0, "warning": 1, "critical": 2}): the one table of ranks. A dict
+# keyed by text, because stored rows and alert rules hold severities as strings that callers
+# test with `in` (an unknown one is not a Severity).
+SEVERITY_RANK: dict[str, int] = {severity.value: severity.rank for severity in SEVERITY_ORDER}
 
 
 class FindingKind(StrEnum):
@@ -77,6 +81,64 @@ HEALTH_METRICS = (
     "publish_lag_seconds",
 )
 # Raised by the alerting package, never by the commit-level audit, which leaves them alone.
+HEALTH_KINDS = frozenset({FindingKind.SCHEMA_CHANGE, FindingKind.PROTOCOL_CHANGE}) | {
+    HEALTH_FINDING_PREFIX + m for m in HEALTH_METRICS
+}
+
+# Sets of kinds, by who opens and resolves them.
+
+# Log integrity (integrity/checks.py).
+INTEGRITY_KINDS = frozenset(
+    {
+        FindingKind.DUPLICATE_ACTIVE_FILE,
+        FindingKind.REMOVE_OF_UNKNOWN_FILE,
+        FindingKind.ROW_COUNT_CHANGED_BY_REWRITE,
+        FindingKind.METRICS_MISMATCH,
+        FindingKind.PROTOCOL_VIOLATION,
+    }
+)
+# Kinds computed over the whole history (totals, table settings): a windowed re-audit must not
+# create or resolve them; the tail recomputes them with a full audit instead.
+TABLE_LEVEL_KINDS = (
+    frozenset(
+        {
+            FindingKind.CONFLICT_HOTSPOT,
+            FindingKind.ISOLATION_SETTING_IGNORED,
+            FindingKind.IDENTITY_COLUMN_CONCURRENCY,
+            FindingKind.MISSING_READ_VERSION,
+            FindingKind.CATALOG_MANAGED_LOG,
+            FindingKind.RETRY_STORM,
+            FindingKind.DV_INTEGRITY,
+            FindingKind.DUPLICATE_KEY,
+        }
+    )
+    | INTEGRITY_KINDS
+)
+# Anomaly kinds whose witness carries a dependency cycle (audit/core/cycles.py).
+CYCLE_KINDS = frozenset(
+    {FindingKind.NEVER_EXISTED_SNAPSHOT, FindingKind.WRITE_SERIALIZABLE_REORDER}
+)
+# Kinds produced by the scan of the data folders (orphans in data/orphans.py, missing files in
+# health/timetravel.py), not by the audit: audits never create or resolve them.
+SCAN_KINDS = frozenset(
+    {
+        FindingKind.ORPHAN_FILES,
+        FindingKind.MISSING_DATA_FILE,
+        FindingKind.VACUUM_BROKE_SNAPSHOT,
+        FindingKind.TIMESTAMPS_OUT_OF_ORDER,
+    }
+)
+# The health metrics alert rules may watch, each raising HEALTH_FINDING_PREFIX + metric.
+HEALTH_METRICS = (
+    "small_files",
+    "small_file_ratio",
+    "vacuumable_bytes",
+    "checkpoint_lag",
+    "publish_lag_versions",
+    "publish_lag_seconds",
+)
+# Raised by the app as it stores commits (schema and protocol changes, health rules): the
+# audit's upserts leave them alone.
 HEALTH_KINDS = frozenset({FindingKind.SCHEMA_CHANGE, FindingKind.PROTOCOL_CHANGE}) | {
     HEALTH_FINDING_PREFIX + m for m in HEALTH_METRICS
 }

@@ -23,6 +23,7 @@ from audit.core.cycles import render_partitions
 from audit.core.model import CommitSummary, Finding
 from audit.core.numbers import log_int
 from audit.core.vocab import FindingKind
+from audit.core.wording.writers import retry_storm_text
 
 # Read-version distance buckets: commits that landed between a commit's read and its commit.
 DISTANCE_BUCKETS = ((0, "0"), (1, "1"), (4, "2-4"), (9, "5-9"), (99, "10-99"))
@@ -216,25 +217,13 @@ def _storm_finding(
     where = render_partitions(partitions)
     seconds = (burst[-1].timestamp - burst[0].timestamp) / 1000
     retries = sum(_retries(s) for s in burst)
-    return Finding(
-        kind=FindingKind.RETRY_STORM,
-        severity=sev.retry_storm_severity(),
-        version=burst[0].version,
-        related_versions=[s.version for s in burst[1:]],
+    text = retry_storm_text(writer, operation, where, len(burst), seconds, len(contended), retries)
+    return text.finding(
+        FindingKind.RETRY_STORM,
+        sev.retry_storm_severity(),
+        burst[0].version,
+        [s.version for s in burst[1:]],
         confirmed=retries > 0,
-        summary=(
-            f"{writer} committed {len(burst)} {operation} commits on {where} within "
-            f"{seconds:.0f} s, {len(contended)} of them racing other commits"
-        ),
-        explanation=(
-            f"One writer ({writer}) committed {operation} on the same partitions ({where}) "
-            f"{len(burst)} times in {seconds:.0f} seconds, and {len(contended)} of those commits "
-            "ran while other commits landed"
-            + (f"; the writer itself recorded {retries} conflict retries" if retries else "")
-            + ". That is the shape of a job whose attempts keep losing write conflicts and "
-            "running again: each lost attempt costs a full rewrite and leaves orphan data files. "
-            "Partition the table by the column these commits filter on, or serialize the writers."
-        ),
         witness={
             "writer": writer,
             "operation": operation,

@@ -19,13 +19,13 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from audit.core.data.orphans import HOUR_MS, SCAN_KINDS
+from audit.core.data.orphans import HOUR_MS
 from audit.core.data.scan import scan_data
 from audit.core.errors import DeltaAuditError
 from audit.core.history.summary import load_history
 from audit.core.scrub import scrub_error
 from audit.core.storage.stores import local_path_of, open_store
-from audit.core.vocab import FindingKind
+from audit.core.vocab import SCAN_KINDS, FindingKind
 from audit.ingest.findings import upsert_findings
 from audit.models import Commit, Finding, OrphanScan, Table
 from audit.trust.paths import check_registered

@@ -17,10 +17,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.core import model
-from audit.core.audit import TABLE_LEVEL_KINDS
-from audit.core.data.orphans import SCAN_KINDS
 from audit.core.jsonsafe import clean_text, json_safe
-from audit.core.vocab import HEALTH_KINDS, Severity
+from audit.core.vocab import (
+    HEALTH_KINDS,
+    SCAN_KINDS,
+    SEVERITY_RANK,
+    TABLE_LEVEL_KINDS,
+    Severity,
+)
 from audit.ingest.commits import int64
 from audit.models import Finding, FindingFlip, Table
 
@@ -51,7 +55,7 @@ def finding_fields(f: model.Finding) -> dict[str, Any]:
     """A core finding as the values of its row's FINDING_FIELDS."""
     return {
         "kind": clean_text(f.kind)[:64],
-        "severity": f.severity if f.severity in model.SEVERITY_RANK else Severity.INFO,
+        "severity": f.severity if f.severity in SEVERITY_RANK else Severity.INFO,
         "version": int64(f.version) or 0,
         "related_versions": [int(v) for v in f.related_versions],
         "confirmed": bool(f.confirmed),

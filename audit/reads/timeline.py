@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 
-from audit.core.vocab import SEVERITY_ORDER
+from audit.core.vocab import SEVERITY_RANK
 from audit.models import Table
 from audit.reads import rollups, timeline_sql
 from audit.reads.cache import cached_json, timeline_generation
@@ -38,7 +38,12 @@ TIMELINE_COLUMNS = [
 ]
 TIMELINE_MAX_FINDINGS = timeline_sql.MAX_FINDINGS
 FINDING_FIELDS = timeline_sql.FINDING_FIELDS
-SEVERITY_RANK = {str(s): s.rank + 1 for s in SEVERITY_ORDER}  # 0: an unknown severity
+
+
+def pin_rank(severity: str) -> int:
+    """Which finding a bucket pins, highest first: the severity's rank + 1, and 0 for a
+    severity the vocabulary does not know (it ranks below info)."""
+    return SEVERITY_RANK.get(severity, -1) + 1
 
 
 def _json(value: Any) -> Any:
@@ -262,7 +267,7 @@ def _fill_bucket_findings(
         finding_id, version, severity = row[0], row[1], row[3]
         bucket = (version - base) // width
         counts[bucket] = counts.get(bucket, 0) + 1
-        key = (-SEVERITY_RANK.get(severity, 0), version, finding_id)
+        key = (-pin_rank(severity), version, finding_id)
         if bucket not in best or key < best[bucket]:
             best[bucket] = key
             rows[bucket] = row

@@ -19,13 +19,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.alerting.health_findings import alert_on_health
-from audit.core.audit import TABLE_LEVEL_KINDS, audit_history, key_findings
+from audit.core.audit import audit_history, key_findings
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log
 from audit.core.history.tailwindow import audit_tail_chunk, load_tail_history
 from audit.core.integrity.gaps import HistoryGap, find_history_gap, history_gap_finding
 from audit.core.log import DeltaLog, open_log
-from audit.core.vocab import StorageCause
+from audit.core.vocab import TABLE_LEVEL_KINDS, StorageCause
 from audit.ingest.chunk import store_history_chunk
 from audit.ingest.findings import findings_in, upsert_findings
 from audit.ingest.plan import ChunkPlan, TailResult, plan_next_chunk

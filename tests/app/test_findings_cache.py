@@ -15,8 +15,7 @@ from django.utils import timezone
 
 from audit.alerting.health_findings import evaluate_health_rules, raise_change_findings
 from audit.core import model
-from audit.core.data.orphans import SCAN_KINDS
-from audit.core.vocab import FindingKind, Severity
+from audit.core.vocab import SCAN_KINDS, FindingKind, Severity
 from audit.ingest.findings import upsert_findings
 from audit.ingest.rollup_store import rebuild_rollups
 from audit.models import Commit, Finding, Table

@@ -9,8 +9,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from audit import demo
-from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
+from audit.core.audit import audit_history
 from audit.core.history.summary import load_history
+from audit.core.vocab import TABLE_LEVEL_KINDS
 from audit.ingest.chunk import store_history_chunk
 from audit.ingest.findings import finding_key
 from audit.ingest.plan import TailResult

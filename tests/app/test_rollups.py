@@ -18,8 +18,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import audit.models
-from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
+from audit.core.audit import audit_history
 from audit.core.history.summary import load_history
+from audit.core.vocab import TABLE_LEVEL_KINDS
 from audit.ingest.chunk import store_history_chunk
 from audit.ingest.rollup_store import rebuild_rollups
 from audit.ingest.tables import register_table

@@ -16,13 +16,13 @@ from audit.health.models import TableChange
 from audit.models import OPEN, Commit, CommitRollup, Finding
 from audit.reads.timeline import (
     FINDING_FIELDS,
-    SEVERITY_RANK,
     TIMELINE_COLUMNS,
     TIMELINE_MAX_FINDINGS,
     _add,
     _add_cells,
     _bucket_grid,
     _fill_rows,
+    pin_rank,
     _finding_dicts,
     _json,
     _version,
@@ -188,7 +188,7 @@ def _fill_bucket_findings(out: dict[str, Any], findings, base: int, width: int) 
     ):
         bucket = (version - base) // width
         counts[bucket] = counts.get(bucket, 0) + 1
-        key = (-SEVERITY_RANK.get(severity, 0), version, finding_id)
+        key = (-pin_rank(severity), version, finding_id)
         if bucket not in best or key < best[bucket]:
             best[bucket] = key
     for entry in out["buckets"]:

@@ -8,7 +8,8 @@ from deltalake import DeltaTable, write_deltalake
 
 from audit.core.advice.isolation import isolation_settings
 from audit.core.advice.partitioning import recommend_partitioning
-from audit.core.audit import audit_history, setting_understood
+from audit.core.anomalies.settings import setting_understood
+from audit.core.audit import audit_history
 from audit.core.history.summary import load_history
 from tests.support.advice_tables import build_concurrent_date_rewrites, day_rows
 from tests.support.paths import DELTA_TABLES

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from audit.core.audit import (
-    TableContext,
-    audit_history,
-    concurrent_pairs,
-    read_scope,
-    recheck,
-)
+from audit.core.audit import audit_history
+from audit.core.conflicts.context import TableContext
+from audit.core.conflicts.rules import recheck
+from audit.core.conflicts.scope import read_scope
+from audit.core.conflicts.window import concurrent_pairs
 from audit.core.model import IdentityColumn
 from audit.core.vocab import ConflictException
 from tests.support.scenarios import history, summary

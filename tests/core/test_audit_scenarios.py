@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from audit.core.audit import TableContext, audit_history, overlap_candidate
+from audit.core.anomalies.never_existed import overlap_candidate
+from audit.core.audit import audit_history
+from audit.core.conflicts.context import TableContext
 from audit.core.errors import DeltaAuditError
 from audit.core.history.summary import load_history
 from tests.support import scenarios

@@ -16,13 +16,6 @@ PACKAGE = "audit.core"
 LOWER = ("audit.core.model", "audit.core.vocab", "audit.core.log", "audit.core.predicates")
 LOWER += ("audit.core.data.witness", "audit.core.data.rowfilter")
 UPPER = ("audit.core.audit", "audit.core.conflicts", "audit.core.anomalies")
-# Cycles between lazily imported modules that issue 15 leaves to their own owners (storage
-# opens remote stores on demand; summary fans out to parallel workers). Each entry must go.
-KNOWN_ELSEWHERE = frozenset(
-    {
-        frozenset({"audit.core.history.summary", "audit.core.history.parallel"}),
-    }
-)
 
 
 def _module_name(path: Path) -> str:
@@ -124,15 +117,8 @@ def test_the_graph_sees_the_core():
 
 
 def test_no_import_cycle_in_the_core():
-    cycles = [sorted(c) for c in _cycles(_graph()) if c not in KNOWN_ELSEWHERE]
+    cycles = [sorted(c) for c in _cycles(_graph())]
     assert not cycles, f"import cycles: {cycles}"
-
-
-def test_known_cycles_are_still_there():
-    """Drop an entry of KNOWN_ELSEWHERE once its cycle is gone: the list only shrinks."""
-    cycles = set(_cycles(_graph()))
-    gone = [sorted(c) for c in KNOWN_ELSEWHERE if c not in cycles]
-    assert not gone, f"no longer cycles, remove them from KNOWN_ELSEWHERE: {gone}"
 
 
 def test_lower_layers_never_import_the_audit():

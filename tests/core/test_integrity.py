@@ -18,7 +18,8 @@ from deltalake import DeltaTable, write_deltalake
 
 from audit.core.audit import audit_history
 from audit.core.history.summary import load_history
-from audit.core.integrity.checks import INTEGRITY_KINDS, integrity_findings
+from audit.core.integrity.checks import integrity_findings
+from audit.core.vocab import INTEGRITY_KINDS
 from tests.support import scenarios
 from tests.support.hand_commits import base_actions, changed_add, log_file, write_commit
 from tests.support.logutil import all_table_dirs

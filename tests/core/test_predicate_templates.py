@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.core.predicates import _build_from_template, _parse_full
+from audit.core.predicates.parsing import _parse_full
+from audit.core.predicates.templates import build_from_template
 from tests.support.paths import DELTA_TABLES
 
 TABLES = DELTA_TABLES
@@ -31,7 +32,7 @@ SHAPES = [
 
 
 def _compare(text: str) -> None:
-    fast = _build_from_template(text, [text])
+    fast = build_from_template(text, [text])
     if fast is None:
         return  # the fast path declined: the full parse is used, nothing to compare
     full = _parse_full(text, [text])

@@ -19,7 +19,6 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from audit.core import predicates as P
 from audit.core.model import Predicate
 from audit.core.predicates import (
     detect_target_alias,
@@ -27,11 +26,13 @@ from audit.core.predicates import (
     expression_of,
     merge_condition_lacks_partition_literal,
     parse_predicate,
+    parsing,
     partition_matcher,
     rewrite_merge_condition,
     stats_may_match,
     to_arrow_expression,
 )
+from audit.core.predicates.comparisons import literal_of
 from tests.support.paths import DELTA_TABLES
 from tests.support.predicate_logs import commit_info, log_actions, operations
 
@@ -122,7 +123,7 @@ def test_it_reads_spark_bare_literals_as_strings(raw: str, literal: str) -> None
 def test_it_keeps_spark_numbers_numeric(raw: str, number: Decimal) -> None:
     expression = expression_of(parse_predicate(raw))
     assert isinstance(expression, exp.EQ)
-    assert P._literal(expression.expression) == (number, "number")
+    assert literal_of(expression.expression) == (number, "number")
 
 
 def test_it_parses_every_predicate_the_copied_spark_logs_hold() -> None:
@@ -311,7 +312,7 @@ def test_it_caches_parses_and_rebuilds_evicted_expressions() -> None:
     as_list = parse_predicate(["(date#12 = 2024-01-02)"])
     assert as_list.sql == first.sql and as_list.raw == raw
     remembered = expression_of(first)
-    P._EXPRESSIONS.clear()
+    parsing._EXPRESSIONS.clear()
     rebuilt = expression_of(first)
     assert rebuilt is not remembered and rebuilt == remembered
     assert expression_of(Predicate(raw="x", sql="((", columns=frozenset())) is None
@@ -333,7 +334,7 @@ def test_it_parses_a_hundred_thousand_predicates_quickly(capsys: pytest.CaptureF
         )
         for i in range(200)
     ]
-    P._parse_text_cached.cache_clear()
+    parsing._parse_text_cached.cache_clear()
     start = time.perf_counter()
     for raw in distinct:
         assert parse_predicate(raw).error is None

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from audit.core import serialize
-from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
+from audit.core.audit import audit_history
 from audit.core.history.split_history import assemble_history, load_range
 from audit.core.history.summary import load_history
 from audit.core.log import open_log
+from audit.core.vocab import TABLE_LEVEL_KINDS
 from bench.gen_log import generate
 
 

@@ -11,19 +11,18 @@ import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from audit.core import serialize
-from audit.core.audit import TableContext, read_scope
-from audit.core.history.digest import Interner
-from audit.core.history.summary import (
+from audit.core.conflicts.context import TableContext
+from audit.core.conflicts.scope import read_scope
+from audit.core.history.commit_summary import (
     EMPTY,
     decode_parameters,
     detect_engine,
     effective_isolation_level,
-    history_from_log,
-    load_history,
-    rederive_isolation,
     summarize_commit,
-    summarize_commits,
 )
+from audit.core.history.digest import Interner
+from audit.core.history.summarize import rederive_isolation, summarize_commits
+from audit.core.history.summary import history_from_log, load_history
 from audit.core.log import open_log, parse_commit
 from tests.support import scenarios
 from tests.support.hand_commits import write_commit

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from audit.core.audit import TABLE_LEVEL_KINDS, audit_history
+from audit.core.audit import audit_history
 from audit.core.history.summary import History, load_history
 from audit.core.history.tailwindow import audit_tail_chunk
 from audit.core.log import open_log
+from audit.core.vocab import TABLE_LEVEL_KINDS
 from tests.support import revealing_tables
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from audit.core.data.scan import SCAN_KINDS, scan_data
+from audit.core.data.scan import scan_data
 from audit.core.health.timetravel import retention_ms, time_travel_section
 from audit.core.history.summary import load_history
 from audit.core.storage.stores import open_store
-from audit.core.vocab import FindingKind
+from audit.core.vocab import SCAN_KINDS, FindingKind
 from tests.support.hand_commits import base_actions, changed_add, write_commit
 
 TEST_TABLES = Path(__file__).resolve().parents[1] / "data" / "delta-tables"

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from audit.core.audit import partition_types_of
+from audit.core.conflicts.context import partition_types_of
 from audit.core.data import rowfilter
 from audit.core.data.witness import MAX_FILES_READ, find_rows
 from audit.core.history.summary import load_history

@@ -11,8 +11,7 @@ from typing import Any
 import orjson
 from django.core.management import call_command
 
-from audit.core.data.orphans import SCAN_KINDS
-from audit.core.vocab import HEALTH_KINDS
+from audit.core.vocab import HEALTH_KINDS, SCAN_KINDS
 from audit.models import Commit, Finding, Table
 
 

@@ -353,8 +353,9 @@ def _table_level(
 ) -> tuple[dict[str, Any], list[Finding]]:
     """A split table's settings and whole-history findings, from its ranges' parts: the
     whole-log History assembled (no commit read again) and audited once, here."""
-    from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
+    from audit.core.audit import audit_history  # noqa: PLC0415
     from audit.core.history.split_history import assemble_history  # noqa: PLC0415
+    from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
 
     log = spark_units.ListedLog(uri, listing)
     # The state at the latest version, as the whole-table unit's history_from_log has it.

@@ -20,8 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.alerting.health_findings import alert_on_health
-from audit.core.audit import TABLE_LEVEL_KINDS
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.vocab import TABLE_LEVEL_KINDS
 from audit.ingest.chunk import store_history_chunk
 from audit.ingest.findings import upsert_findings
 from audit.ingest.plan import TailResult, plan_next_chunk

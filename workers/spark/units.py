@@ -186,8 +186,9 @@ def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict[str, Any]:
-    from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
+    from audit.core.audit import audit_history  # noqa: PLC0415
     from audit.core.history.tailwindow import load_tail_history  # noqa: PLC0415
+    from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
 
     log = ListedLog(unit.table_uri, listing)
     if unit.kind == RANGE and ASSEMBLE_TABLE_LEVEL:
@@ -214,8 +215,9 @@ def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict
 def _range_with_part(log: DeltaLog, unit: Unit, reads: DataReads) -> dict[str, Any]:
     """A range's commits and commit-level findings, plus its part of the whole-log pass (with
     file paths: the driver's table-level audit needs them)."""
-    from audit.core.audit import TABLE_LEVEL_KINDS, audit_history  # noqa: PLC0415
+    from audit.core.audit import audit_history  # noqa: PLC0415
     from audit.core.history.split_history import load_range  # noqa: PLC0415
+    from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
 
     history, part = load_range(log, unit.start, unit.end)
     result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))

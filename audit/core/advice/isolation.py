@@ -16,7 +16,7 @@ from audit.core.advice.matrix import OPS, classify_operation, conflict_matrix, u
 from audit.core.anomalies.settings import setting_understood
 from audit.core.conflicts.context import ROW_LEVEL_RUNTIME, databricks_runtime
 from audit.core.conflicts.profiles import PROFILES
-from audit.core.history.summary import ISOLATION_PROPERTY, effective_isolation_level
+from audit.core.history.commit_summary import ISOLATION_PROPERTY, effective_isolation_level
 from audit.core.model import CommitSummary
 from audit.core.vocab import Engine, IsolationLevel, ReadVersionFact
 

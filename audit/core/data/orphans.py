@@ -14,26 +14,16 @@ hit a bound says so (`truncated`) and its counts are lower bounds.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
 from audit.core.model import Finding
-from audit.core.storage.stores import FolderWalk, LogStore
+from audit.core.storage.store import LogStore
+from audit.core.storage.stores import FolderWalk
 from audit.core.vocab import FindingKind
-
-# Kinds produced by the scan of the data folders (orphans here, missing files in
-# timetravel.py), not by the audit: audits never create or resolve them.
-SCAN_KINDS = frozenset(
-    {
-        FindingKind.ORPHAN_FILES,
-        FindingKind.MISSING_DATA_FILE,
-        FindingKind.VACUUM_BROKE_SNAPSHOT,
-        FindingKind.TIMESTAMPS_OUT_OF_ORDER,
-    }
-)
+from audit.core.wording.orphans import hour_iso, orphan_files_text
 
 MAX_FILES = 200_000
 MAX_DIRS = 20_000
@@ -77,7 +67,7 @@ class OrphanScan:
             "oldest": self.oldest,
             "newest": self.newest,
             "hours": [
-                {"hour": _iso(h), "start": h, "files": c, "bytes": b}
+                {"hour": hour_iso(h), "start": h, "files": c, "bytes": b}
                 for h, (c, b) in sorted(self.hours.items())
             ],
             "sample": self.sample,
@@ -87,10 +77,6 @@ class OrphanScan:
             "truncated": self.truncated,
             "min_age_ms": self.min_age_ms,
         }
-
-
-def _iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%dT%H:00Z")
 
 
 def _relative(path: str, root: str) -> str:
@@ -184,40 +170,24 @@ def scan_orphans(
     return scan
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
 def orphan_finding(scan: OrphanScan, version: int) -> Finding:
     """The `orphan_files` finding for a scan over the configured size (the caller decides)."""
-    span = f"{_iso(scan.oldest or 0)} to {_iso(scan.newest or 0)}"
-    bound = " (a lower bound: the listing hit its limits)" if scan.truncated else ""
     busiest = sorted(scan.hours.items(), key=lambda kv: -kv[1][1])[:5]
-    return Finding(
-        kind=FindingKind.ORPHAN_FILES,
-        severity=sev.orphan_files_severity(),
-        version=version,
-        related_versions=[],
+    text = orphan_files_text(scan.files, scan.bytes, scan.oldest, scan.newest, scan.truncated)
+    return text.finding(
+        FindingKind.ORPHAN_FILES,
+        sev.orphan_files_severity(),
+        version,
+        [],
         confirmed=True,
-        summary=f"{scan.files} orphan data file(s), {_size(scan.bytes)}, written {span}{bound}",
-        explanation=(
-            f"{scan.files} file(s) ({_size(scan.bytes)}) in the table's data folders are "
-            "referenced by no add or remove in the available history and are older than the "
-            "longest a commit of this table was seen in flight: commits that never landed "
-            "(failed or conflicting transactions, killed jobs) or an engine that leaks files "
-            "wrote them. They cost storage until VACUUM removes them; this audit never deletes "
-            "anything. Compare their hours with the conflict hotspots of the same hours."
-        ),
         witness={
             "files": scan.files,
             "bytes": scan.bytes,
             "oldest": scan.oldest,
             "newest": scan.newest,
-            "busiest_hours": [{"hour": _iso(h), "files": c, "bytes": b} for h, (c, b) in busiest],
+            "busiest_hours": [
+                {"hour": hour_iso(h), "files": c, "bytes": b} for h, (c, b) in busiest
+            ],
             "sample": [s["path"] for s in scan.sample[:10]],
             "truncated": scan.truncated,
         },

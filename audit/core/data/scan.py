@@ -17,7 +17,6 @@ from audit.core.data.orphans import (
     MAX_DIRS,
     MAX_FILES,
     MIN_IN_FLIGHT_MS,
-    SCAN_KINDS,
     OrphanScan,
     _relative,
     in_flight_bound_ms,
@@ -36,7 +35,7 @@ from audit.core.health.timetravel import (
 from audit.core.log.layout import LOG_DIR, _commit_path
 from audit.core.model import Finding
 from audit.core.numbers import log_int
-from audit.core.storage.stores import LogStore
+from audit.core.storage.store import LogStore
 from audit.core.vocab import FindingKind
 from audit.core.wording.timetravel import (
     missing_data_file_text,
@@ -44,8 +43,6 @@ from audit.core.wording.timetravel import (
     vacuum_broke_snapshot_text,
 )
 
-# The kinds a data scan opens and resolves (never the audit of the log).
-DATA_SCAN_KINDS = SCAN_KINDS
 ORPHAN_FINDING_BYTES = 1 << 30  # the worker's default (AUDIT_ORPHAN_FINDING_BYTES)
 MAX_FILES_IN_WITNESS = 50
 MAX_TIMED_COMMITS = 20_000  # commit files whose time a local log has read (see log_file_times)

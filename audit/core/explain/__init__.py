@@ -11,20 +11,9 @@ The package, by concern:
 All are pure functions of their input; the text is untrusted and never evaluated.
 """
 
-from audit.core.explain.fixes import fixes_for
-from audit.core.explain.locate import (
-    TIMESTAMP_TOLERANCE_MS,
-    CommitView,
-    HistoryLike,
-    Location,
-    TableFacts,
-    candidate_versions,
-    likely_peer_versions,
-    locate,
-    locate_conflicting_commit,
-    table_facts,
-)
-from audit.core.explain.parse import ParsedException, parse_exception, parse_partition_hint
+# Handed on: the names callers outside the package use (the CLI, the API, the pages, tests).
+from audit.core.explain.locate import TableFacts, likely_peer_versions, locate_conflicting_commit
+from audit.core.explain.parse import parse_exception, parse_partition_hint
 from audit.core.explain.result import (
     ConflictingCommit,
     Explanation,
@@ -43,40 +32,25 @@ from audit.core.explain.signals import (
     TRANSACTION,
     WRITE,
 )
-from audit.core.explain.untrusted import MAX_INPUT_CHARS, MAX_JSON_CHARS, MAX_TEXT
-from audit.core.explain.wording import MEANINGS
 
 __all__ = [
     "APPEND",
     "CANONICAL_EXCEPTIONS",
     "DELETE_DELETE",
     "DELETE_READ",
-    "MAX_INPUT_CHARS",
-    "MAX_JSON_CHARS",
-    "MAX_TEXT",
-    "MEANINGS",
     "METADATA",
     "PROTOCOL",
-    "TIMESTAMP_TOLERANCE_MS",
     "TRANSACTION",
     "WRITE",
-    "CommitView",
     "ConflictingCommit",
     "Explanation",
-    "HistoryLike",
-    "Location",
     "Operations",
-    "ParsedException",
     "ReportedCommit",
     "TableFacts",
-    "candidate_versions",
     "explain",
     "explain_conflict",
-    "fixes_for",
     "likely_peer_versions",
-    "locate",
     "locate_conflicting_commit",
     "parse_exception",
     "parse_partition_hint",
-    "table_facts",
 ]

@@ -17,18 +17,17 @@ from audit.core.history.summary import History
 from audit.core.log import (
     LOG_DIR,
     DeltaLog,
-    _decode_path,
-    _sidecar_path,
-    _struct_rows,
     apply_commit,
     commit_file_name,
     initial_state,
     iter_commits,
     parse_commit,
 )
+from audit.core.log.checkpoints import _sidecar_path, _struct_rows
+from audit.core.log.coerce import _decode_path
 from audit.core.model import Commit, LogListing, RemoveFile, TableState
 from audit.core.numbers import log_int
-from audit.core.storage.stores import LogStore
+from audit.core.storage.store import LogStore
 
 _REMOVE_FIELDS = ("path", "size", "deletionTimestamp", "dataChange", "partitionValues")
 

@@ -23,15 +23,13 @@ from audit.core.model import (
     AddFile,
     Commit,
     CommitSummary,
-    Engine,
-    Fact,
     PartitionKey,
     Predicate,
     RemoveFile,
 )
 from audit.core.numbers import log_int
 from audit.core.predicates import parse_predicate
-from audit.core.vocab import IsolationLevel, Operation
+from audit.core.vocab import Engine, IsolationLevel, Operation, ReadVersionFact
 
 ISOLATION_PROPERTY = "delta.isolationLevel"
 SERIALIZABLE = IsolationLevel.SERIALIZABLE
@@ -48,9 +46,14 @@ _APPEND_OPERATIONS = frozenset(
         Operation.CREATE_OR_REPLACE_TABLE_AS_SELECT,
     }
 )
-# Members bound once for the per-commit code: in Python 3.11 reading `Fact.RECORDED` goes
-# through the enum metaclass (~160 ns, 15 times a global), and a summary reads several.
-_RECORDED, _DERIVED, _UNKNOWN = Fact.RECORDED, Fact.DERIVED, Fact.UNKNOWN
+# Members bound once for the per-commit code: in Python 3.11 reading
+# `ReadVersionFact.RECORDED` goes through the enum metaclass (~160 ns, 15 times a global),
+# and a summary reads several.
+_RECORDED, _DERIVED, _UNKNOWN = (
+    ReadVersionFact.RECORDED,
+    ReadVersionFact.DERIVED,
+    ReadVersionFact.UNKNOWN,
+)
 _SPARK, _DATABRICKS, _DELTA_RS = Engine.SPARK, Engine.DATABRICKS, Engine.DELTA_RS
 _OTHER_ENGINE, _UNKNOWN_ENGINE = Engine.OTHER, Engine.UNKNOWN
 # One shared empty set: most commits remove nothing, and an empty frozenset costs 216 bytes.
@@ -253,8 +256,12 @@ def _parameters(raw: Any, interner: Interner) -> tuple[dict[str, Any], Predicate
 
 
 def _facts(
-    timestamp: Fact, read_version: Fact, blind_append: Fact, isolation: Fact, interner: Interner
-) -> dict[str, Fact]:
+    timestamp: ReadVersionFact,
+    read_version: ReadVersionFact,
+    blind_append: ReadVersionFact,
+    isolation: ReadVersionFact,
+    interner: Interner,
+) -> dict[str, ReadVersionFact]:
     """How a summary's facts were obtained: one of a handful of dicts, shared when allowed."""
     key = (_FACTS, timestamp, read_version, blind_append, isolation)
     cached = interner.cached(key)
@@ -275,7 +282,7 @@ def _blind_append(
     files: FileFacts,
     parameters: dict[str, Any],
     predicate: Predicate | None,
-) -> tuple[bool, Fact]:
+) -> tuple[bool, ReadVersionFact]:
     """commitInfo.isBlindAppend when recorded, else derived from what the commit did."""
     recorded = _as_bool(info.get("isBlindAppend"))
     if recorded is not None:
@@ -286,7 +293,7 @@ def _blind_append(
 
 def _isolation_level(
     info: dict[str, Any], engine: Engine, properties: dict[str, str] | None
-) -> tuple[str | None, Fact]:
+) -> tuple[str | None, ReadVersionFact]:
     """commitInfo.isolationLevel when recorded, else the level the engine enforces."""
     recorded = _as_str(info.get("isolationLevel"))
     if recorded is not None:
@@ -423,7 +430,7 @@ def _canonical_level(value: str | None) -> str | None:
     }.get(value.strip().lower())
 
 
-def _timestamp(info: dict[str, Any], file_time: int | None) -> tuple[int | None, Fact]:
+def _timestamp(info: dict[str, Any], file_time: int | None) -> tuple[int | None, ReadVersionFact]:
     for key in ("inCommitTimestamp", "timestamp"):
         value = _as_int(info.get(key))
         if value is not None:

@@ -26,17 +26,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from audit.core.log import (
-    _COMPACTION,
-    LOG_DIR,
-    DeltaLog,
-    _complete_checkpoints,
-    commit_file_name,
-    list_log,
-)
+from audit.core.log import LOG_DIR, DeltaLog, commit_file_name, list_log
+from audit.core.log.layout import _COMPACTION
+from audit.core.log.listing import _complete_checkpoints
 from audit.core.model import LogListing
 from audit.core.numbers import INT64_MAX, log_int
-from audit.core.storage.stores import FileEntry, LocalStore, LogStore
+from audit.core.storage.store import FileEntry, LogStore
+from audit.core.storage.stores import LocalStore
 
 _LOG_PREFIX = f"{LOG_DIR}/"
 

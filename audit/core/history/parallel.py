@@ -34,7 +34,7 @@ from typing import Any
 
 from audit.core.errors import DeltaAuditError
 from audit.core.history.digest import Interner
-from audit.core.history.summary import (
+from audit.core.history.summarize import (
     MetadataTimeline,
     ProtocolTimeline,
     rederive_isolation,
@@ -42,7 +42,8 @@ from audit.core.history.summary import (
 )
 from audit.core.integrity.checks import IntegrityTap
 from audit.core.integrity.refs import FileRef, IntegrityRecord, integrity_record
-from audit.core.log import DeltaLog, _check_range
+from audit.core.log import DeltaLog
+from audit.core.log.listing import _check_range
 from audit.core.model import Commit, CommitSummary
 
 # Below this many commits a fork costs more than it saves.

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.core.history.summary import (
+from audit.core.history.summarize import (
     CommitSink,
-    History,
     MetadataTimeline,
     ProtocolTimeline,
-    history_of,
-    paused_gc,
     summarize_log,
 )
+from audit.core.history.summary import History, history_of, paused_gc
 from audit.core.history.tailwindow import GUESS, widen_window
 from audit.core.integrity.checks import IntegrityTap
 from audit.core.integrity.refs import FileRef, IntegrityRecord, integrity_record

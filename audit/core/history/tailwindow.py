@@ -31,12 +31,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from audit.core.audit import TABLE_LEVEL_KINDS, AuditResult
+from audit.core.audit import AuditResult
 from audit.core.conflicts.scope import is_destructive
 from audit.core.conflicts.window import MAX_CONCURRENT_WINDOW
 from audit.core.history.summary import History, history_from_log
 from audit.core.log import DeltaLog
 from audit.core.model import CommitSummary, Finding
+from audit.core.vocab import TABLE_LEVEL_KINDS
 
 T = TypeVar("T")
 

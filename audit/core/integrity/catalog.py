@@ -18,8 +18,9 @@ import re
 from audit.core.errors import DeltaAuditError
 from audit.core.model import Finding, Protocol
 from audit.core.severity import catalog_managed_severity
-from audit.core.storage.stores import LogStore
+from audit.core.storage.store import LogStore
 from audit.core.vocab import FindingKind
+from audit.core.wording.log import catalog_managed_text
 
 CATALOG_FEATURES = ("catalogManaged", "catalogOwned-preview")
 CATALOG_MANAGED_LOG = FindingKind.CATALOG_MANAGED_LOG
@@ -48,31 +49,12 @@ def staged_versions(store: LogStore) -> list[int]:
 
 def catalog_finding(feature: str, published: int, staged: list[int]) -> Finding:
     beyond = [v for v in staged if v > published]
-    if beyond:
-        span = f"{beyond[0]}..{beyond[-1]}" if len(beyond) > 1 else str(beyond[0])
-        unseen = (
-            f"; {len(beyond)} staged commit file(s) for version(s) {span} under "
-            "_delta_log/_staged_commits are not audited (only the catalog knows which were "
-            "ratified)"
-        )
-    else:
-        unseen = "; no staged commit beyond it was found"
-    return Finding(
-        kind=CATALOG_MANAGED_LOG,
-        severity=catalog_managed_severity(),
-        version=published,
-        related_versions=beyond[:_MAX_LISTED],
+    return catalog_managed_text(feature, published, beyond).finding(
+        CATALOG_MANAGED_LOG,
+        catalog_managed_severity(),
+        published,
+        beyond[:_MAX_LISTED],
         confirmed=True,
-        summary=f"catalog-managed table ({feature}): audited up to published version "
-        f"{published}{unseen}",
-        explanation=(
-            f"This table uses the '{feature}' table feature: its catalog decides which commits "
-            "exist, and publishes them to _delta_log/<version>.json afterwards. This audit "
-            f"reads the file-system log only, which reaches version {published}. Commits the "
-            "catalog ratified but has not published yet are not visible here; staged commit "
-            "files are listed but not audited, because an unratified staged commit never "
-            "happened. Findings cover the published versions."
-        ),
         details={
             "feature": feature,
             "published_version": published,

@@ -41,16 +41,9 @@ from audit.core.log.replay import path_key
 from audit.core.model import Commit, Finding, Protocol, TableState
 from audit.core.numbers import log_int
 from audit.core.vocab import FindingKind, Operation
+from audit.core.wording import FindingText
+from audit.core.wording import integrity as words
 
-INTEGRITY_KINDS = frozenset(
-    {
-        FindingKind.DUPLICATE_ACTIVE_FILE,
-        FindingKind.REMOVE_OF_UNKNOWN_FILE,
-        FindingKind.ROW_COUNT_CHANGED_BY_REWRITE,
-        FindingKind.METRICS_MISMATCH,
-        FindingKind.PROTOCOL_VIOLATION,
-    }
-)
 # Paths listed per finding (the count is always complete).
 MAX_PATHS = 20
 # Findings of one kind per table: a log broken at every commit needs one page, not 1M rows.
@@ -368,21 +361,18 @@ def _live_rows(files: Iterable[FileRef | None]) -> int | None:
 def _finding(
     kind: FindingKind,
     version: int,
+    text: FindingText,
     *,
-    summary: str,
-    explanation: str,
     witness: dict[str, Any],
     related_versions: list[int] | None = None,
 ) -> Finding:
     """An integrity finding: confirmed, since the log's own actions are the evidence."""
-    return Finding(
-        kind=kind,
-        severity=sev.integrity_severity(kind),
-        version=version,
-        related_versions=related_versions or [],
+    return text.finding(
+        kind,
+        sev.integrity_severity(kind),
+        version,
+        related_versions or [],
         confirmed=True,
-        summary=summary,
-        explanation=explanation,
         witness=witness,
     )
 
@@ -390,27 +380,11 @@ def _finding(
 def _duplicate_finding(version: int, duplicates: dict[str, int]) -> Finding:
     earlier = sorted({v for v in duplicates.values() if 0 <= v < version})
     paths = list(duplicates)
-    first = paths[0]
     return _finding(
         FindingKind.DUPLICATE_ACTIVE_FILE,
         version,
+        words.duplicate_active_text(version, paths, earlier),
         related_versions=earlier,
-        summary=(
-            f"v{version} added {len(paths)} file(s) already active without removing them, "
-            f"e.g. {first}"
-        ),
-        explanation=(
-            f"Version {version} has add actions for path(s) that were already part of the table "
-            "and that it did not remove first (added at "
-            + (
-                ", ".join(f"v{v}" for v in earlier)
-                if earlier
-                else "the same commit or the checkpoint"
-            )
-            + "). A retried or rebased commit that replays its actions produces this: readers "
-            "that follow the log's changes (streaming, change data feed) see those rows twice, "
-            "and a second deletion vector on one path makes two logical files of one file."
-        ),
         witness={
             "paths": _listed(paths),
             "count": len(paths),
@@ -423,13 +397,7 @@ def _unknown_remove_finding(version: int, paths: list[str]) -> Finding:
     return _finding(
         FindingKind.REMOVE_OF_UNKNOWN_FILE,
         version,
-        summary=f"v{version} removed {len(paths)} file(s) that were not in the table, e.g. {paths[0]}",
-        explanation=(
-            f"Version {version} has remove actions for path(s) that no add made active in the "
-            "available history (or that an earlier commit already removed). The writer's view of "
-            "the table was not the log's: the files it meant to remove may still be live under "
-            "another name, so rows it deleted or rewrote can still be read."
-        ),
+        words.unknown_remove_text(version, paths),
         witness={"paths": _listed(paths), "count": len(paths)},
     )
 
@@ -443,17 +411,7 @@ def _rewrite_finding(facts: _Commit, before: int, after: int, source: str) -> Fi
     return _finding(
         FindingKind.ROW_COUNT_CHANGED_BY_REWRITE,
         commit.version,
-        summary=(
-            f"{operation} at v{commit.version} claims no data change but turned {before} rows "
-            f"into {after} ({source})"
-        ),
-        explanation=(
-            f"Version {commit.version} ({operation}) marks every action dataChange=false: it says "
-            f"it only rearranged rows. The {len(removed)} file(s) it removed held {before} live "
-            f"rows (numRecords minus deletion-vector rows) and, by its {source}, what it added "
-            f"holds {after}. Rows were {'lost' if after < before else 'duplicated'} by a commit "
-            "that streaming readers and change data feed skip, so nobody downstream sees it."
-        ),
+        words.rewrite_text(commit.version, operation, len(removed), before, after, source),
         witness={
             "rows_before": before,
             "rows_after": after,
@@ -467,19 +425,10 @@ def _rewrite_finding(facts: _Commit, before: int, after: int, source: str) -> Fi
 def _metrics_finding(
     version: int, operation: str | None, contradictions: dict[str, dict[str, int]]
 ) -> Finding:
-    said = ", ".join(
-        f"{name}={c['reported']} but {c['actions']} action(s)" for name, c in contradictions.items()
-    )
     return _finding(
         FindingKind.METRICS_MISMATCH,
         version,
-        summary=f"{operation or 'commit'} at v{version}: operation metrics contradict its actions ({said})",
-        explanation=(
-            f"Version {version} reports operation metrics that its own add/remove actions "
-            f"contradict ({said}; deletion-vector updates are accepted under either counting). "
-            "Metrics that lie hide what a commit did: a writer that mis-counts may also have "
-            "committed a different set of files than it wrote."
-        ),
+        words.metrics_text(version, operation, contradictions),
         witness={"metrics": contradictions},
     )
 
@@ -487,19 +436,11 @@ def _metrics_finding(
 def _protocol_finding(
     version: int, protocol: Protocol, problems: list[str], paths: list[str]
 ) -> Finding:
-    proto = (
-        f"reader {protocol.min_reader_version} / writer {protocol.min_writer_version}"
-        f" features {sorted(set(protocol.writer_features or []))}"
-    )
+    proto = words.protocol_description(protocol)
     return _finding(
         FindingKind.PROTOCOL_VIOLATION,
         version,
-        summary=f"v{version} wrote {'; '.join(problems)}",
-        explanation=(
-            f"Version {version} contains actions the table's protocol ({proto}) does not allow: "
-            f"{'; '.join(problems)}. Readers that trust the protocol ignore what they do not "
-            "expect (e.g. a deletion vector), so they return rows that were deleted."
-        ),
+        words.protocol_violation_text(version, proto, problems),
         witness={"problems": problems, "paths": _listed(paths), "protocol": proto},
     )
 
@@ -564,7 +505,7 @@ class IntegrityTap:
             yield commit
 
     def observe_refs(self, commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
-        """One commit of the stream, its files already reduced to refs (summary.summarize_log)."""
+        """One commit of the stream, its files already reduced to refs (summarize.summarize_log)."""
         if commit.version >= self.start:
             self.checker.observe_refs(commit, adds, removes)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from audit.core.model import Finding, LogListing
 from audit.core.severity import history_gap_severity
 from audit.core.vocab import FindingKind
+from audit.core.wording.log import history_gap_text
 
 HISTORY_GAP = FindingKind.HISTORY_GAP
 
@@ -49,27 +50,13 @@ def find_history_gap(listing: LogListing, last_seen: int | None) -> HistoryGap |
 
 
 def history_gap_finding(gap: HistoryGap) -> Finding:
-    span = (
-        f"version {gap.lost_from}"
-        if gap.lost_from == gap.lost_to
-        else f"versions {gap.lost_from}..{gap.lost_to}"
-    )
-    where = f" (their effect on the table survives in the checkpoint of version {gap.checkpoint})"
-    return Finding(
-        kind=HISTORY_GAP,
-        severity=history_gap_severity(),
-        version=gap.lost_from,
-        related_versions=[gap.lost_to],
+    text = history_gap_text(gap.lost_from, gap.lost_to, gap.resume_at, gap.checkpoint)
+    return text.finding(
+        HISTORY_GAP,
+        history_gap_severity(),
+        gap.lost_from,
+        [gap.lost_to],
         confirmed=True,
-        summary=f"{span} were removed by log cleanup before they were audited",
-        explanation=(
-            f"The commit files of {span} were deleted from _delta_log (log retention cleanup)"
-            f"{where if gap.checkpoint is not None else ''} before this table's tail read them. "
-            "Their operations, predicates and read versions are lost, so conflicts involving "
-            "them cannot be checked. Auditing resumed at version "
-            f"{gap.resume_at}. Tail more often, or keep the log longer "
-            "(delta.logRetentionDuration), to avoid gaps."
-        ),
         details={
             "lost_from": gap.lost_from,
             "lost_to": gap.lost_to,

@@ -17,61 +17,30 @@ The pieces, in the order a reader meets them (one module each):
 All strings from the log are untrusted: malformed input raises `DeltaAuditError` with one
 line naming the version and file, and any other value of an unexpected type is ignored.
 
-This package re-exports every name other modules import from `audit.core.log`, including
-the few private helpers that digest, tombstones, incremental and parallel build on.
+This package hands on the names callers outside it use; the few private helpers that
+tombstones, incremental and parallel build on are imported from their own modules.
 """
 
-from audit.core.log.actions import _ACTION_HANDLERS, _Malformed
-from audit.core.log.checkpoints import _sidecar_path, _struct_rows, read_checkpoint
-from audit.core.log.coerce import _decode_path, _partition_values
-from audit.core.log.commits import _apply_other, parse_commit
-from audit.core.log.layout import (
-    _COMPACTION,
-    CLUSTERING_DOMAIN,
-    LAST_CHECKPOINT,
-    LOG_DIR,
-    SIDECAR_DIR,
-    commit_file_name,
-)
-from audit.core.log.listing import _check_range, _complete_checkpoints, list_log
+from audit.core.log.checkpoints import read_checkpoint
+from audit.core.log.commits import parse_commit
+from audit.core.log.layout import LOG_DIR, commit_file_name
+from audit.core.log.listing import list_log
 from audit.core.log.reading import iter_commit_files, iter_commits, read_commit, set_file_time
-from audit.core.log.replay import (
-    apply_commit,
-    empty_state,
-    identity_columns,
-    initial_state,
-    path_key,
-    replay_log,
-)
+from audit.core.log.replay import apply_commit, empty_state, initial_state, replay_log
 from audit.core.log.table import DeltaLog, open_log
 
 __all__ = [
-    "CLUSTERING_DOMAIN",
-    "LAST_CHECKPOINT",
     "LOG_DIR",
-    "SIDECAR_DIR",
-    "_ACTION_HANDLERS",
-    "_COMPACTION",
     "DeltaLog",
-    "_Malformed",
-    "_apply_other",
-    "_check_range",
-    "_complete_checkpoints",
-    "_decode_path",
-    "_partition_values",
-    "_sidecar_path",
-    "_struct_rows",
     "apply_commit",
     "commit_file_name",
     "empty_state",
-    "identity_columns",
     "initial_state",
     "iter_commit_files",
     "iter_commits",
     "list_log",
     "open_log",
     "parse_commit",
-    "path_key",
     "read_checkpoint",
     "read_commit",
     "replay_log",

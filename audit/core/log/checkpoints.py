@@ -11,7 +11,7 @@ from audit.core.log.actions import _ACTION_HANDLERS, _add_from, _Malformed
 from audit.core.log.commits import _parse_actions
 from audit.core.log.layout import _ADD_FIELDS, _CHECKPOINT_COLUMNS, LOG_DIR, SIDECAR_DIR
 from audit.core.model import Commit
-from audit.core.storage.stores import LogStore
+from audit.core.storage.store import LogStore
 
 
 def _struct_rows(column: Any, fields: Iterable[str] | None = None) -> list[dict[str, Any]]:

@@ -21,7 +21,8 @@ from audit.core.log.layout import (
 )
 from audit.core.model import LogListing
 from audit.core.numbers import INT64_MAX
-from audit.core.storage.stores import FileEntry, LogStore, open_store
+from audit.core.storage.store import FileEntry, LogStore
+from audit.core.storage.stores import open_store
 from audit.core.vocab import StorageCause
 
 

@@ -12,7 +12,8 @@ from audit.core.log.commits import parse_commit
 from audit.core.log.layout import _commit_path
 from audit.core.log.listing import _as_store, _check_range, list_log
 from audit.core.model import Commit, LogListing
-from audit.core.storage.stores import LocalStore, LogStore
+from audit.core.storage.store import LogStore
+from audit.core.storage.stores import LocalStore
 
 
 def read_commit(

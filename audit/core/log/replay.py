@@ -15,7 +15,7 @@ from audit.core.log.layout import CLUSTERING_DOMAIN
 from audit.core.log.listing import _as_store, _beyond_latest, _unavailable, list_log
 from audit.core.log.reading import iter_commits
 from audit.core.model import Commit, IdentityColumn, LogListing, TableState
-from audit.core.storage.stores import LogStore
+from audit.core.storage.store import LogStore
 
 
 def path_key(path: str) -> str:

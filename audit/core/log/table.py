@@ -9,7 +9,7 @@ from audit.core.log.listing import _as_store, list_log
 from audit.core.log.reading import iter_commits, read_commit
 from audit.core.log.replay import _replay
 from audit.core.model import Commit, ListingVersions, LogListing, TableState
-from audit.core.storage.stores import LogStore
+from audit.core.storage.store import LogStore
 
 
 class DeltaLog(ListingVersions):

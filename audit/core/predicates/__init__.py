@@ -30,16 +30,12 @@ The sqlglot expressions handed out are shared through a cache: copy before mutat
 from __future__ import annotations
 
 from audit.core.predicates.arrow import to_arrow_expression
-from audit.core.predicates.comparisons import literal_of
 from audit.core.predicates.disjointness import disjoint
 from audit.core.predicates.merge import (
     detect_target_alias,
     merge_condition_lacks_partition_literal,
     rewrite_merge_condition,
 )
-from audit.core.predicates.parsing import _EXPRESSIONS as _EXPRESSIONS
-from audit.core.predicates.parsing import _parse_full as _parse_full
-from audit.core.predicates.parsing import _parse_text_cached as _parse_text_cached
 from audit.core.predicates.parsing import expression_of, parse_predicate
 from audit.core.predicates.skipping import (
     names_partition_column,
@@ -47,12 +43,6 @@ from audit.core.predicates.skipping import (
     partition_part,
     stats_may_match,
 )
-from audit.core.predicates.templates import build_from_template
-
-# The names tests reach for under their former private spelling (tests/test_predicates.py,
-# tests/test_predicate_templates.py): the same objects, so clearing a cache here clears it.
-_literal = literal_of
-_build_from_template = build_from_template
 
 __all__ = [
     "detect_target_alias",

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from audit.core.errors import DeltaAuditError
 from audit.core.log.layout import LOG_DIR
-from audit.core.storage.stores import FolderWalk, LogStore, open_store
+from audit.core.storage.store import LogStore
+from audit.core.storage.stores import FolderWalk, open_store
 
 DEFAULT_MAX_DEPTH = 6
 DEFAULT_MAX_FOLDERS = 20_000

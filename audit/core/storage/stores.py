@@ -25,9 +25,6 @@ from audit.core.storage.errors import classify, storage_error
 from audit.core.storage.store import FileEntry, LogStore
 from audit.core.vocab import StorageCause
 
-__all__ = ["FileEntry", "LogStore"]  # re-exported: the log reader imports them from here
-
-
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 _READ_CHUNK = 1 << 16
 
