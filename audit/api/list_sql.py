@@ -15,7 +15,7 @@ query). Here:
   decoded by orjson, falling back to Django's own decoder for anything orjson refuses).
 
 The old path (FilterSet + ORM) is kept in the tests (tests/app/api/list_reference.py); the
-differential test (tests/app/api/test_list_sql.py) compares the two byte for byte.
+differential test (tests/app/api/test_lists_equal_their_orm_reference.py) compares the two byte for byte.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The overview's content block as it was built before issue 16's cold-page work (its counts
+"""The overview's content block as it was built before the cold-page work (its counts
 through the ORM), kept verbatim as the reference tests/app/test_overview_page.py compares
 frontend/views/overview.py with."""
 

@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 OUR_PATHS = r"^/api/(tables|findings|conflict-matrix|explain)"
 EXAMPLES_PER_OPERATION = 40
-BUDGET_SECONDS = 80.0  # 20 operations (issue 18 added health, history, changes, diff)
+BUDGET_SECONDS = 80.0  # 20 operations (health, history, changes, diff)
 
 
 @pytest.fixture

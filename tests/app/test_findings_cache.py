@@ -1,4 +1,4 @@
-"""Cached findings lists and tables list (issue 16): with the caches on, every change to a
+"""Cached findings lists and tables list: with the caches on, every change to a
 table's findings is in the very next list request, and a cached body is the uncached one.
 
 Findings are written by the real writers (ingest's upsert, health rules, change findings, the

@@ -1,4 +1,4 @@
-"""Health alert rules (issue 18): thresholds on stored health, and schema/protocol changes,
+"""Health alert rules: thresholds on stored health, and schema/protocol changes,
 delivered through the real alert path to a real local HTTP receiver."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18 through the API: stored health equals the core (and so deltalake), changes, diff."""
+"""Table health through the API: stored health equals the core (and so deltalake), changes, diff."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`manage.py audit --json` carries the health and change history sections (issue 18; the
+"""`manage.py audit --json` carries the health and change history sections (the
 core's numbers against deltalake's: tests/core/test_health_core.py)."""
 
 from __future__ import annotations

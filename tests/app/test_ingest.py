@@ -162,7 +162,7 @@ def test_versions_removed_before_ingestion_are_a_history_gap(delta_table_factory
 
     tail_once(table.id)
 
-    # Issue 14: not an error until re-registered; the loss is recorded and the tail resumes.
+    # Not an error until re-registered; the loss is recorded and the tail resumes.
     table.refresh_from_db()
     assert table.status == "ok", table.last_error
     assert stored_versions(table) == [0, 1, 4]

@@ -1,4 +1,4 @@
-"""The API and the dashboard give one answer to the same question (issue 15, docs/api.md).
+"""The API and the dashboard give one answer to the same question (docs/api.md).
 
 Same data, three personas: the owner (an administrator), a member and an outsider (read-only
 users); both surfaces must show the same counts and the same finding lists.
@@ -29,7 +29,7 @@ FINDINGS = [
 def lake(tmp_path, settings) -> Table:
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
     # The dashboard's numbers are read from the pages' template context, which a cached page
-    # (audit/reads/cache.py) does not render again: tests/app/test_page_cache.py shows a
+    # (audit/reads/cache.py) does not render again: tests/app/test_cached_pages_are_never_stale.py shows a
     # cached page is the page rendered afresh.
     settings.AUDIT_PAGE_CACHE_SECONDS = 0
     table = Table.objects.create(

@@ -1,4 +1,4 @@
-"""Oversized and expensive requests (issue 16, deliverable 8).
+"""Oversized and expensive requests.
 
 Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE answer 413 with a clear message on every endpoint and
 form (one through a real HTTP server with a 6 MB body); the limits are stated in the OpenAPI

@@ -1,4 +1,4 @@
-"""Security suite (issue 10): allowed roots at every entry point, SSRF-like URIs, anonymous
+"""Security suite: allowed roots at every entry point, SSRF-like URIs, anonymous
 access to every URL, CSRF on every form, hostile log strings, headers (production refusal:
 test_production_settings.py).
 

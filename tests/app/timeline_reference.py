@@ -1,6 +1,6 @@
 """The timeline as main computed it before its queries were compiled once (commit efb6b1b,
 audit/reads/timeline.py, the ORM querysets): the reference the plain-SQL timeline must equal byte
-for byte (tests/app/test_timeline_sql.py). Pure computation helpers are shared with
+for byte (tests/app/test_timeline_equals_its_orm_reference.py). Pure computation helpers are shared with
 audit.reads.timeline; only the query code is kept here as it was."""
 
 # ruff: noqa
@@ -79,7 +79,7 @@ def _timeline(
     else:
         base, width = _fill_buckets(out, table_id, lo, hi, max_points)
         _fill_bucket_findings(out, findings, base, width)
-    # Schema/protocol/property changes (issue 18), marked where they happened.
+    # Schema/protocol/property changes, marked where they happened.
     out["changes"] = change_marks(table_id, lo, hi)
     return out
 

@@ -1,4 +1,4 @@
-"""Issue 18 acceptance: health, change history and diff equal what deltalake itself reports."""
+"""Health, change history and diff equal what deltalake itself reports."""
 
 from __future__ import annotations
 

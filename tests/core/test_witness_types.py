@@ -1,4 +1,4 @@
-"""The witness row filter on every column type and writer path (issue 16, deliverable 7).
+"""The witness row filter on every column type and writer path.
 
 Each check evaluates a predicate with the witness code (find_rows over the table's live files,
 as a stale-write witness does) and compares the matching row count with an oracle computed in

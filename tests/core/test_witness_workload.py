@@ -1,4 +1,4 @@
-"""Never-existed snapshots proven from files deltalake rewrote (issue 16, deliverable 7).
+"""Never-existed snapshots proven from files deltalake rewrote.
 
 Real deltalake writers with stale DeltaTable handles race fresh writers that rewrite files
 (UPDATE, DELETE, MERGE, OPTIMIZE: their outputs hold `string_view`). A serial replay of the log

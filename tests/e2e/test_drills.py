@@ -1,4 +1,4 @@
-"""Reliability drills (issue 10): broken logs, a 100 MB commit, a Redis restart, a load test.
+"""Reliability drills: broken logs, a 100 MB commit, a Redis restart, a load test.
 
 Every broken log is made from a real deltalake table in tmp_path, then damaged the way storage,
 writers or operators damage logs. Each drill registers a healthy table alongside the broken one

@@ -1,4 +1,4 @@
-"""The health panel, change marks and diff page in headless Chromium (issue 18): no console
+"""The health panel, change marks and diff page in headless Chromium: no console
 errors, and hostile column names and property values stay text."""
 
 from __future__ import annotations

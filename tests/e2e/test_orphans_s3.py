@@ -1,5 +1,5 @@
 """Orphan scans on an S3 protocol server (moto): listings paged past 1,000 keys, bounded,
-and read-only (issue 19: "on object storage the listing is paged and bounded")."""
+and read-only (on object storage the listing is paged and bounded)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A clean stop of scripts/run.sh (issue 16, deliverable 6).
+"""A clean stop of scripts/run.sh.
 
 The real script starts web (gunicorn), worker + beat (Celery) and the demo writer on a free
 port, with its own database, run directory and demo tables; once tail tasks are flowing the

@@ -1,4 +1,4 @@
-"""The table the cache tests read (tests/app/test_findings_cache.py, test_page_cache.py): a
+"""The table the cache tests read (tests/app/test_findings_cache.py, test_cached_pages_are_never_stale.py): a
 stored table with a warning at v3 and a critical finding at v5, both reorders."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Real deltalake tables for the health / change-history / diff tests (issue 18).
+"""Real deltalake tables for the health / change-history / diff tests.
 
 `build_evolving_table` writes, in order:
   v0..v11  twelve small partitioned appends (part a/b)

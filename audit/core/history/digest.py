@@ -9,7 +9,7 @@ directly into `FileFacts` and parses the rare actions (metaData, protocol, txn, 
 It only takes the common, well-formed case: anything unusual (a blank line, a line that is not
 an object, an action without a path, a file that is not JSON) returns None, and the caller
 takes the exact path, `parse_commit`, which raises the error naming the line. Both paths give
-equal summaries (tests/core/test_digest.py compares them on every table in tests/data).
+equal summaries (tests/core/test_fast_summaries_equal_the_exact_ones.py compares them on every table in tests/data).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The commits and findings lists as django-filter and the ORM answered them before their SQL
 was compiled once (audit/api/list_sql.py): the reference the production path must equal
-byte for byte (tests/app/api/test_list_sql.py). `use(monkeypatch)` makes the views build their
+byte for byte (tests/app/api/test_lists_equal_their_orm_reference.py). `use(monkeypatch)` makes the views build their
 rows this way; everything else (permissions, pagination, caching, rendering) stays theirs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CommitRollup: maintained by the ingest, used by the zoomed-out timeline (issue 8's 1M-commit aim).
+"""CommitRollup: maintained by the ingest, used by the zoomed-out timeline (the 1M-commit aim).
 
 The tables are real deltalake tables ingested with audit.ingest. ROLLUP_SIZE is shrunk to 4 so
 a table of a few dozen commits spans many rollups; the code reads the size at call time.
