@@ -11,7 +11,6 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import pagination, permissions, serializers, viewsets
 from rest_framework.decorators import action
@@ -21,7 +20,6 @@ from rest_framework.response import Response
 from audit.alerting import delivery
 from audit.alerting.forms import RULE_FIELDS, clean_channel_config, clean_kinds
 from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
-from audit.core.numbers import log_int
 from audit.trust import access
 
 
@@ -188,15 +186,9 @@ class DeliveryViewSet(viewsets.ReadOnlyModelViewSet):
 
     def check_permissions(self, request):
         # Another project's delivery is a 404 on every method, before the role check.
-        user = request.user  # anonymous: the 401 below
-        pk = self.kwargs.get("pk")
-        if (
-            log_int(pk) is not None
-            and user
-            and user.is_authenticated
-            and not access.visible_deliveries(user).filter(pk=pk).exists()
-        ):
-            raise Http404("No Delivery matches the given query.")
+        access.check_visible(
+            request.user, self.kwargs.get("pk"), access.visible_deliveries, "Delivery"
+        )
         super().check_permissions(request)
 
     def get_queryset(self):

@@ -34,7 +34,6 @@ from audit.core.advice.matrix import conflict_matrix, normalize_isolation_level
 from audit.core.data.keys import valid_key_columns
 from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
-from audit.core.numbers import log_int
 from audit.health.orphan_scans import orphan_report
 from audit.ingest.tables import register_table
 from audit.models import DEFAULT_PROJECT, Finding, Project, Table
@@ -402,15 +401,9 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     def check_permissions(self, request):
         # Another project's finding is a 404 on every route under /api/findings/{id}/, before
         # any role check or method dispatch (as a table's, above).
-        user = request.user  # anonymous: the 401 below
-        pk = self.kwargs.get("pk")
-        if (
-            log_int(pk) is not None
-            and user
-            and user.is_authenticated
-            and not access.visible_findings(user).filter(pk=pk).exists()
-        ):
-            raise Http404("No Finding matches the given query.")
+        access.check_visible(
+            request.user, self.kwargs.get("pk"), access.visible_findings, "Finding"
+        )
         super().check_permissions(request)
 
     def get_queryset(self):

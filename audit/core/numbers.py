@@ -13,6 +13,8 @@ import math
 import re
 from typing import Any
 
+import orjson
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 # ASCII digits only (`\d` would take any Unicode decimal digit): leading zeros (a commit file
@@ -50,3 +52,14 @@ def log_int(value: Any, *, signed: bool = False) -> int | None:
     else:
         return None
     return number if low <= number <= INT64_MAX else None
+
+
+def stats_records(stats: str | None) -> int | None:
+    """`numRecords` of an add action's stats JSON, or None when absent or unreadable."""
+    if not stats:
+        return None
+    try:
+        value = orjson.loads(stats).get("numRecords")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return log_int(value)

@@ -128,20 +128,6 @@ SCAN_KINDS = frozenset(
         FindingKind.TIMESTAMPS_OUT_OF_ORDER,
     }
 )
-# The health metrics alert rules may watch, each raising HEALTH_FINDING_PREFIX + metric.
-HEALTH_METRICS = (
-    "small_files",
-    "small_file_ratio",
-    "vacuumable_bytes",
-    "checkpoint_lag",
-    "publish_lag_versions",
-    "publish_lag_seconds",
-)
-# Raised by the app as it stores commits (schema and protocol changes, health rules): the
-# audit's upserts leave them alone.
-HEALTH_KINDS = frozenset({FindingKind.SCHEMA_CHANGE, FindingKind.PROTOCOL_CHANGE}) | {
-    HEALTH_FINDING_PREFIX + m for m in HEALTH_METRICS
-}
 
 
 class IsolationLevel(StrEnum):

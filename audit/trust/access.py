@@ -12,11 +12,13 @@ project's tables (register, remove) and members; staff everything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
+from audit.core.numbers import log_int
 from audit.models import Finding, Membership, Project, Table
 from audit.reads.prepared import fetch_sql
 
@@ -160,3 +162,13 @@ def move_table(table_id: int, project: Project) -> None:
     pages of several tables are keyed on it, and the table leaves or joins their readers'."""
     Table.objects.filter(pk=table_id).exclude(project=project).update(project=project)
     Table.bump_findings(table_id)
+
+
+def check_visible(user: Any, pk: Any, visible: Callable[[Any], QuerySet], label: str) -> None:
+    """Another project's object is a 404 on every route and method, before any role check (a
+    403 would tell that it exists). Anonymous users and ids that are no number fall through to
+    the permission classes' 401 and the router's 404."""
+    if log_int(pk) is None or not (user and user.is_authenticated):
+        return
+    if not visible(user).filter(pk=pk).exists():
+        raise Http404(f"No {label} matches the given query.")

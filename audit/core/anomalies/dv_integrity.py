@@ -26,8 +26,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from audit.core import severity as sev
 from audit.core.conflicts.dv_recheck import DvPair
 from audit.core.data.dv import Loader
@@ -36,6 +34,7 @@ from audit.core.integrity.checks import dv_identity
 from audit.core.jsonsafe import cell_value
 from audit.core.log.replay import path_key
 from audit.core.model import AddFile, Commit, CommitSummary, Finding
+from audit.core.numbers import stats_records
 from audit.core.scrub import scrub_error
 from audit.core.vocab import FindingKind
 from audit.core.wording.dv import DvFacts, dv_integrity_text, resurrection_text
@@ -55,16 +54,6 @@ class _Entry:
     version: int  # the commit whose add made it live; -1 for the checkpoint's state
     dv: dict[str, Any] | None
     records: int | None
-
-
-def _records(stats: str | None) -> int | None:
-    if not stats:
-        return None
-    try:
-        value = orjson.loads(stats).get("numRecords")
-    except (orjson.JSONDecodeError, AttributeError):
-        return None
-    return value if isinstance(value, int) and value >= 0 else None
 
 
 def _cardinality(dv: dict[str, Any] | None) -> int:
@@ -95,7 +84,7 @@ class DvChecker:
     def start_from(self, files: Iterable[AddFile]) -> None:
         for add in files:
             self.live.setdefault(path_key(add.path), []).append(
-                _Entry(-1, add.deletion_vector, _records(add.stats))
+                _Entry(-1, add.deletion_vector, stats_records(add.stats))
             )
 
     def observe(self, commit: Commit) -> None:
@@ -112,7 +101,7 @@ class DvChecker:
         added: list[_Entry] = []
         for add in commit.adds:
             key = path_key(add.path)
-            entry = _Entry(commit.version, add.deletion_vector, _records(add.stats))
+            entry = _Entry(commit.version, add.deletion_vector, stats_records(add.stats))
             entries = self.live.setdefault(key, [])
             # A re-add of the same (path, vector) replaces its statistics: still one entry.
             entries[:] = [e for e in entries if dv_identity(e.dv) != dv_identity(entry.dv)]

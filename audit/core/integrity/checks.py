@@ -32,14 +32,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
 from audit.core.integrity.refs import FileRef, IntegrityRecord, ref_of, refs_of_commit
 from audit.core.log.replay import path_key
 from audit.core.model import Commit, Finding, Protocol, TableState
-from audit.core.numbers import log_int
+from audit.core.numbers import log_int, stats_records
 from audit.core.vocab import FindingKind, Operation
 from audit.core.wording import FindingText
 from audit.core.wording import integrity as words
@@ -94,16 +92,6 @@ def dv_identity(dv: dict[str, Any] | None) -> str | None:
 
 def _dv_rows(dv: dict[str, Any] | None) -> int:
     return log_int((dv or {}).get("cardinality")) or 0
-
-
-def _records(stats: str | None) -> int | None:
-    if not stats:
-        return None
-    try:
-        value = orjson.loads(stats).get("numRecords")
-    except (orjson.JSONDecodeError, AttributeError):
-        return None
-    return log_int(value)
 
 
 def _metric(metrics: dict[str, Any], name: str) -> int | None:
@@ -348,7 +336,7 @@ def _live_rows(files: Iterable[FileRef | None]) -> int | None:
     """Rows the files hold: numRecords minus the rows their deletion vectors delete."""
     total = 0
     for add in files:
-        records = _records(add.stats) if add is not None else None
+        records = stats_records(add.stats) if add is not None else None
         if add is None or records is None:
             return None
         total += records - _dv_rows(add.deletion_vector)
