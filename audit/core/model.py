@@ -234,7 +234,8 @@ class CommitSummary:
     # hold rows earlier commits wrote, and the partitions of the files it removed.
     compacted_paths: frozenset[str] = EMPTY_SET
     compacted_removed_partitions: frozenset[PartitionKey] = EMPTY_SET
-    # Who and what wrote it beyond the fields above (provenance.commit_extra); None: nothing.
+    # Who and what wrote it beyond the fields above (provenance.commit_extra), and the three
+    # times of a commit with an in-commit timestamp (provenance.commit_times); None: nothing.
     provenance: dict[str, Any] | None = None
 
     @property

@@ -139,3 +139,44 @@ def test_it_reads_only_the_newest_file_times_of_a_long_local_log(tmp_path, monke
     found = _scan(tmp_path)
     assert timestamps_section(found.timestamps)["versions_with_file_time"] == 2
     assert not _out_of_order(found)  # the newest two agree; the older ones were not read
+
+
+def _provenances(path: Path) -> dict[int, dict]:
+    from audit.core.report import build_report
+
+    report = build_report(load_history(str(path)), None)
+    return {c["version"]: c for c in report["commits"]}
+
+
+TIME_KEYS = {"in_commit_timestamp", "commit_info_timestamp", "file_modification_time"}
+
+
+def test_it_keeps_the_three_commit_times_apart_where_the_table_has_in_commit_timestamps(
+    tmp_path,
+):
+    base_actions(tmp_path)  # v0, v1 by delta-rs: no in-commit timestamp
+    _schema(tmp_path)
+    now = int(time.time() * 1000)
+    _enable_in_commit_timestamps(tmp_path, 2, now + 10)
+    # The in-commit time is what counts; commitInfo.timestamp may say another time.
+    write_commit(tmp_path, 3, info={"inCommitTimestamp": now + 20, "timestamp": now - 5000})
+    (tmp_path / "schema.txt").unlink()
+    _copied_later(tmp_path, range(4), hours=3)
+    moved = int(log_file(tmp_path, 3).stat().st_mtime * 1000)
+    commits = _provenances(tmp_path)
+    for version in (0, 1):
+        assert not TIME_KEYS & set(commits[version]["provenance"])
+    three = commits[3]["provenance"]
+    assert three["in_commit_timestamp"] == now + 20 == commits[3]["timestamp"]
+    assert three["commit_info_timestamp"] == now - 5000
+    assert three["file_modification_time"] == moved
+    assert commits[3]["facts"]["timestamp"] == "recorded"
+    assert commits[2]["provenance"]["in_commit_timestamp"] == now + 10
+
+
+def test_it_adds_no_commit_time_to_the_provenance_of_a_table_without_them(tmp_path):
+    for n in range(2):
+        write_deltalake(str(tmp_path), rows(2, start=10 * n), mode="append")
+    _copied_later(tmp_path, range(2), hours=2)  # file times far from the recorded ones
+    commits = _provenances(tmp_path)
+    assert all(not TIME_KEYS & set(c["provenance"]) for c in commits.values())

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from audit.core.history.digest import FileFacts, Interner
-from audit.core.history.provenance import commit_extra, share_key
+from audit.core.history.provenance import commit_extra, commit_times, share_key
 from audit.core.model import (
     EMPTY_SET,
     AddFile,
@@ -218,19 +218,23 @@ def summarize_digest(
         tuple(commit.unknown_actions),  # unknown_actions
         files.compacted_paths,  # compacted_paths
         files.compacted_removed_partitions,  # compacted_removed_partitions
-        _provenance(info, interner),  # provenance
+        _provenance(info, commit.file_modification_time, interner),  # provenance
     )
 
 
-def _provenance(info: dict[str, Any], interner: Interner) -> dict[str, Any] | None:
+def _provenance(
+    info: dict[str, Any], file_time: int | None, interner: Interner
+) -> dict[str, Any] | None:
     """What the commit says of who wrote it beyond the summary's fields; one shared dict per
-    distinct set of values (a writer repeats its client version on every commit)."""
+    distinct set of values (a writer repeats its client version on every commit). The times
+    of a commit are its own: they join a copy, never the shared dict."""
     extra = commit_extra(info)
     key = share_key(extra)
-    if key is None:
-        return extra
-    cached = interner.cached(key)
-    return cached if cached is not None else interner.remember(key, extra)
+    if key is not None:
+        cached = interner.cached(key)
+        extra = cached if cached is not None else interner.remember(key, extra)
+    times = commit_times(info, file_time)
+    return extra if times is None else {**(extra or {}), **times}
 
 
 def _parameters(raw: Any, interner: Interner) -> tuple[dict[str, Any], Predicate | None]:

@@ -7,6 +7,13 @@ key Delta does not define: delta-rs `CommitProperties(custom_metadata=...)` writ
 the top of `commitInfo`). `provenance_of` joins both into the report's `provenance` object,
 with absent fields omitted.
 
+A commit that records an in-commit timestamp keeps its three times apart in its provenance
+(`commit_times`): the in-commit timestamp, `commitInfo.timestamp` and the commit file's
+modification time. Its `timestamp` is the first of them; `TIMESTAMP AS OF` resolves by it
+where the table has them and by the file's time before. Other commits add no time: their one
+recorded time is the `timestamp` (`facts.timestamp` says whether it was recorded or derived),
+so a table without in-commit timestamps gains no field per commit.
+
 Log values are untrusted: every kept string is cut, and custom properties are bounded in
 number and size, so a hostile commit cannot grow a summary (or a stored row) without limit.
 """
@@ -16,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from audit.core.model import CommitSummary
+from audit.core.numbers import log_int
 
 # commitInfo keys Delta (Spark, kernel, delta-rs) defines; any other key is a custom property.
 DEFINED_KEYS = frozenset(
@@ -98,6 +106,25 @@ def commit_extra(info: dict[str, Any] | None) -> dict[str, Any] | None:
     return extra or None
 
 
+def commit_times(info: dict[str, Any] | None, file_time: int | None) -> dict[str, int] | None:
+    """The three times of a commit that records an in-commit timestamp; None for any other."""
+    if not info:
+        return None
+    in_commit = log_int(info.get("inCommitTimestamp"), signed=True)
+    if in_commit is None:
+        return None
+    times = {"in_commit_timestamp": in_commit}
+    recorded = log_int(info.get("timestamp"), signed=True)
+    if recorded is not None:
+        times["commit_info_timestamp"] = recorded
+    if file_time is not None:
+        times["file_modification_time"] = file_time
+    return times
+
+
+_TIME_KEYS = ("in_commit_timestamp", "commit_info_timestamp", "file_modification_time")
+
+
 def _custom(info: dict[str, Any], tags: dict[str, Any] | None) -> dict[str, Any]:
     custom: dict[str, Any] = {}
     for source in (info, tags or {}):
@@ -157,6 +184,9 @@ def provenance_of(summary: CommitSummary) -> dict[str, Any]:
         out["user_metadata"] = extra["user_metadata"]
     if "custom" in extra:
         out["custom"] = dict(extra["custom"])
+    for name in _TIME_KEYS:
+        if name in extra:
+            out[name] = extra[name]
     if summary.app_ids:
         out["txn"] = [{"app_id": a, "version": v} for a, v in sorted(summary.app_ids.items())]
     return out

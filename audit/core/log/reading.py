@@ -29,16 +29,20 @@ def read_commit(
     return commit
 
 
-def _has_timestamp(commit_info: dict[str, Any] | None) -> bool:
+def _needs_file_time(commit_info: dict[str, Any] | None) -> bool:
+    """No recorded timestamp (the file's time is the last resort), or an in-commit timestamp
+    (such a commit keeps its three times apart in its provenance)."""
     if commit_info is None:
-        return False
-    return type(commit_info.get("timestamp")) is int or "inCommitTimestamp" in commit_info
+        return True
+    if "inCommitTimestamp" in commit_info:
+        return True
+    return type(commit_info.get("timestamp")) is not int
 
 
 def _set_file_time(store: LogStore, commit: Commit, mtimes: dict[int, int]) -> None:
-    """The file's mtime is only a last-resort timestamp: stat the file only when needed."""
+    """Stat the file only when its time is needed: most commits record their own."""
     mtime = mtimes.get(commit.version)
-    if mtime is None and not _has_timestamp(commit.commit_info):
+    if mtime is None and _needs_file_time(commit.commit_info):
         mtime = store.modification_time(_commit_path(commit.version))
         if mtime is not None:
             mtimes[commit.version] = mtime
