@@ -493,10 +493,18 @@ class OrphanScan(models.Model):
     listed_dirs = models.IntegerField(default=0)
     truncated = models.BooleanField(default=False)
     min_age_ms = models.BigIntegerField(default=0)
+    # The readable range the same listing found: `health.time_travel` of `audit --json`
+    # (audit.core.health.timetravel.time_travel_section); null on an error or an older scan.
+    time_travel = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["table", "-scanned_at"], name="orphanscan_table_time")]
+
+    @classmethod
+    def newest_first(cls, table_id: int) -> models.QuerySet[OrphanScan]:
+        """A table's successful scans, the latest first (the health's key and body agree)."""
+        return cls.objects.filter(table_id=table_id, error="").order_by("-scanned_at", "-id")
 
 
 # Stored table health lives in its own module; imported here so Django registers it.

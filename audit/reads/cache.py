@@ -4,7 +4,8 @@ A cached answer is stored under a *generation*: a key part read from the databas
 query) or from the row at hand, that changes whenever the answer could. So a hit is what a
 fresh computation would answer, and entries are never invalidated by hand: acknowledging,
 resolving or raising a finding moves its table's `findings_generation` in the same transaction,
-a new stored version moves `last_seen_version`.
+a new stored version moves `last_seen_version`, a new data scan moves the health body's key
+(`latest_scan_id`: the health shows the scan's readable range).
 
 - JSON bodies (`cached_json`, `cached_only`: the API's views and its fast path). The findings
   lists and the tables list also hold the full request URL (every filter, cursor and page).
@@ -45,7 +46,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 from rest_framework.request import Request
 
-from audit.models import Table
+from audit.models import OrphanScan, Table
 from audit.reads.prepared import fetch_sql
 
 ANALYSIS_PREFIX = "audit:analysis:v2"  # v2: + "writers"
@@ -107,8 +108,15 @@ def commits_generation(table: Table) -> str:
 
 
 def health_generation(table: Table) -> str:
-    """A table's stored health documents: kept with the commits (`audit.health.store`)."""
-    return f"health:{table_key(table)}:{table.last_seen_version}"
+    """A table's stored health documents: kept with the commits (`audit.health.store`), with
+    the readable range of its latest data scan (a new scan moves the key)."""
+    return f"health:{table_key(table)}:{table.last_seen_version}:{latest_scan_id(table.id)}"
+
+
+def latest_scan_id(table_id: int) -> int | None:
+    """The latest successful data scan of a table (`audit.reads.health.latest_time_travel`
+    reads the same row); None before the first."""
+    return OrphanScan.newest_first(table_id).values_list("id", flat=True).first()
 
 
 def health_history_generation(table: Table) -> str:

@@ -20,7 +20,7 @@ from audit.core.log import open_log
 from audit.core.vocab import FindingKind
 from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.health.store import stored_activity
-from audit.models import Commit, Finding, Table
+from audit.models import Commit, Finding, OrphanScan, Table
 from audit.reads.cache import health_cache_key
 from audit.trust.paths import check_registered
 
@@ -38,7 +38,17 @@ def _check_version(table: Table, version: int, name: str = "version") -> None:
 
 
 def table_health(table: Table, version: int | None = None) -> dict[str, Any]:
-    """The health document of `version` (default: the latest stored)."""
+    """The health document of `version` (default: the latest stored), with the table's
+    readable range as its latest data scan found it (`time_travel`, null before the first)."""
+    return {**_health_document(table, version), "time_travel": latest_time_travel(table.id)}
+
+
+def latest_time_travel(table_id: int) -> dict[str, Any] | None:
+    """`time_travel` of the latest successful data scan (the row `latest_scan_id` names)."""
+    return OrphanScan.newest_first(table_id).values_list("time_travel", flat=True).first()
+
+
+def _health_document(table: Table, version: int | None) -> dict[str, Any]:
     if version is None or (version == table.last_seen_version):
         stored = TableHealth.objects.filter(table=table).values("version", "data").first()
         if stored is not None and (version is None or stored["version"] == version):

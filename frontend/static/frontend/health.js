@@ -76,6 +76,25 @@
     box.appendChild(stat("Log", fmtInt((h.log || {}).json_commits) + " commits · " + fmtBytes((h.log || {}).bytes)));
     box.appendChild(stat("Deletion vectors", fmtInt(dv.files) + " files · " + fmtInt(dv.deleted_rows) + " rows"));
     $("health-version").textContent = "v" + fmtInt(h.version) + " · computed from the log alone";
+    renderTimeTravel(box, h.time_travel);
+  }
+
+  // The readable range the latest data scan found (null before the first scan).
+  function renderTimeTravel(box, tt) {
+    if (!tt) {
+      box.appendChild(stat("Readable from", "not scanned yet", "the periodic data scan finds the readable range"));
+      return;
+    }
+    if (!tt.judged) {
+      box.appendChild(stat("Readable from", "not judged", tt.reason || ""));
+      return;
+    }
+    const earliest = tt.earliest_readable_version;
+    box.appendChild(stat("Readable from", earliest === null || earliest === undefined ? "no version" : "v" + fmtInt(earliest)));
+    box.appendChild(stat("TIMESTAMP AS OF back to", fmtTime(tt.earliest_readable_timestamp)));
+    const ranges = tt.broken_ranges || [];
+    const broken = ranges.map(function (r) { return r[0] === r[1] ? "v" + r[0] : "v" + r[0] + "–v" + r[1]; }).join(", ");
+    box.appendChild(stat("Broken versions", ranges.length ? broken.slice(0, 60) : "none", broken));
   }
 
   function renderHistogram(h) {
