@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from deltalake import write_deltalake
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
@@ -17,27 +16,20 @@ from audit.core.storage.stores import open_store
 from audit.health import orphan_scans
 from audit.models import OrphanScan, Table
 from tests.support.clients import authorize
+from tests.support.health_tables import build_broken_time_travel_table
 from tests.support.ingested import ingest_table
 from tests.support.projects import into, join
-from tests.support.tables import rows
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def broken(tmp_path, settings) -> Table:
-    """v0 and v1 append, v2 overwrites; then a file of v0 is deleted outside Delta, before its
-    retention: v0 and v1 are broken, v2 is the earliest readable version."""
+    """v0 and v1 broken by a file deleted outside Delta, v2 the earliest readable version."""
     settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
     settings.AUDIT_API_LIST_CACHE_SECONDS = 300  # the health body is cached: a scan must show
     cache.clear()
-    path = tmp_path / "t"
-    write_deltalake(str(path), rows(3))
-    first = set(path.glob("*.parquet"))
-    write_deltalake(str(path), rows(2, start=10), mode="append")
-    write_deltalake(str(path), rows(4, start=20), mode="overwrite")
-    next(iter(first)).unlink()
-    return ingest_table(str(path), name="t")
+    return ingest_table(str(build_broken_time_travel_table(tmp_path / "t")), name="t")
 
 
 def _health(client: APIClient, table: Table) -> dict:

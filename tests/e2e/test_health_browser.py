@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from audit.health import orphan_scans
 from tests.e2e.test_browser import (  # noqa: F401  (fixtures)
     CHROMIUM,
     browser,
@@ -17,6 +18,7 @@ from tests.support.health_tables import (
     HOSTILE_COLUMN,
     HOSTILE_PROPERTY,
     add_hostile_property_commit,
+    build_broken_time_travel_table,
     build_evolving_table,
 )
 from tests.support.ingested import ingest_table
@@ -97,4 +99,26 @@ def test_health_panel_changes_and_diff_render_hostile_strings_as_text(
     w.problems.clear()
     assert w.page.evaluate("() => window.__xss === undefined")
     assert w.dialogs == []
+    assert w.problems == [], w.problems
+
+
+def test_it_shows_the_readable_range_of_the_latest_scan_in_the_health_panel(
+    watched,  # noqa: F811
+    live_server,
+    owner,
+    tmp_path,
+    settings,
+):
+    settings.AUDIT_ALLOWED_ROOTS = [str(tmp_path)]
+    table = ingest_table(str(build_broken_time_travel_table(tmp_path / "t")), name="t")
+    w, base = watched, live_server.url
+    log_in(w, base)
+    w.page.goto(f"{base}/tables/{table.id}/")
+    wait_until(w.page, "document.querySelectorAll('#health-stats .stat').length > 5")
+    assert "not scanned yet" in w.page.locator("#health-stats").text_content()
+    orphan_scans.scan_table(table)
+    w.page.goto(f"{base}/tables/{table.id}/")
+    wait_until(w.page, "document.querySelector('#health-stats').textContent.includes('Broken')")
+    stats = w.page.locator("#health-stats").text_content()
+    assert "Readable fromv2" in stats and "Broken versionsv0–v1" in stats
     assert w.problems == [], w.problems

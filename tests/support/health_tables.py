@@ -94,3 +94,14 @@ def add_hostile_property_commit(path: Path) -> int:
     text = json.dumps({"commitInfo": info}) + "\n" + json.dumps({"metaData": metadata}) + "\n"
     (log / f"{version:020d}.json").write_text(text)
     return version
+
+
+def build_broken_time_travel_table(path: Path) -> Path:
+    """v0 and v1 append, v2 overwrites; then a file of v0 is deleted outside Delta, before its
+    retention: v0 and v1 are broken, v2 is the earliest readable version."""
+    write_deltalake(str(path), _batch(0))
+    first = sorted(path.glob("*.parquet"))
+    write_deltalake(str(path), _batch(1), mode="append")
+    write_deltalake(str(path), _batch(2), mode="overwrite")
+    first[0].unlink()
+    return path
