@@ -318,15 +318,23 @@ def find_rows(
             matched_files.append(add.path)
             total += count
             samples += rows
-    not_read = {"not_read": files.refused} if files.refused else {}
     if total:
         witness = _witness(matched_files, total, samples[:keep], predicate, partition_types)
-        return Outcome("rows", {**witness, **not_read}, "")
+        return Outcome("rows", {**witness, **_not_read(files)}, "")
+    return _no_rows(files, problems)
+
+
+def _not_read(files: DataFiles) -> dict[str, Any]:
+    return {"not_read": files.refused} if files.refused else {}
+
+
+def _no_rows(files: DataFiles, problems: list[str]) -> Outcome:
+    """No matching row: because none was readable (say which and why), or because none matches."""
     problems = [f"{r['file']}: {r['reason']}" for r in files.refused] + problems
     if problems:
         return Outcome(
             "unreadable",
-            not_read or None,
+            _not_read(files) or None,
             "data files are gone or unreadable (vacuumed?), outside the allowed roots, or "
             "carry deletion vectors: " + "; ".join(problems[:3]),
         )
