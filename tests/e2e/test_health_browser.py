@@ -39,6 +39,32 @@ def hostile_health_table(tmp_path, settings):
     return table
 
 
+def _walk_the_diff_pages(w, base: str, t) -> None:
+    """The diff page with hostile names, the commit page's Diff button, a bad query (400)."""
+    w.page.goto(f"{base}/tables/{t.id}/diff/?from=12&to={t.last_seen_version}")
+    w.page.wait_for_selector("#diff-stats")
+    text = w.page.locator("main").inner_text()
+    assert HOSTILE_COLUMN in text and "schema" in text
+    w.page.locator("details").last.evaluate("d => d.open = true")
+    assert HOSTILE_PROPERTY in w.page.locator("main").inner_text()
+    assert w.page.locator(INJECTED).count() == 0
+    w.shot("health-diff")
+
+    # From a commit page, the Diff button leads to that commit's diff.
+    w.page.goto(f"{base}/tables/{t.id}/commits/13/")
+    w.page.click("#diff-previous")
+    w.page.wait_for_selector("#diff-stats")
+    assert "from=12" in w.page.url and "to=13" in w.page.url
+    assert w.problems == [], w.problems
+    # A bad query is the client's: the page shows the error and answers 400, which the
+    # browser reports as a failed load (that one, and nothing else, is expected).
+    response = w.page.goto(f"{base}/tables/{t.id}/diff/?from=9&to=3")
+    assert response.status == 400
+    assert "must be lower" in w.page.locator("#diff-error").inner_text()
+    assert [p for p in w.problems if "status of 400" not in p] == [], w.problems
+    w.problems.clear()
+
+
 def test_health_panel_changes_and_diff_render_hostile_strings_as_text(
     watched,  # noqa: F811
     live_server,
@@ -75,28 +101,7 @@ def test_health_panel_changes_and_diff_render_hostile_strings_as_text(
     assert w.page.locator(INJECTED).count() == 0
     w.shot("health-panel")
 
-    w.page.goto(f"{base}/tables/{t.id}/diff/?from=12&to={t.last_seen_version}")
-    w.page.wait_for_selector("#diff-stats")
-    text = w.page.locator("main").inner_text()
-    assert HOSTILE_COLUMN in text and "schema" in text
-    w.page.locator("details").last.evaluate("d => d.open = true")
-    assert HOSTILE_PROPERTY in w.page.locator("main").inner_text()
-    assert w.page.locator(INJECTED).count() == 0
-    w.shot("health-diff")
-
-    # From a commit page, the Diff button leads to that commit's diff.
-    w.page.goto(f"{base}/tables/{t.id}/commits/13/")
-    w.page.click("#diff-previous")
-    w.page.wait_for_selector("#diff-stats")
-    assert "from=12" in w.page.url and "to=13" in w.page.url
-    assert w.problems == [], w.problems
-    # A bad query is the client's: the page shows the error and answers 400, which the
-    # browser reports as a failed load (that one, and nothing else, is expected).
-    response = w.page.goto(f"{base}/tables/{t.id}/diff/?from=9&to=3")
-    assert response.status == 400
-    assert "must be lower" in w.page.locator("#diff-error").inner_text()
-    assert [p for p in w.problems if "status of 400" not in p] == [], w.problems
-    w.problems.clear()
+    _walk_the_diff_pages(w, base, t)
     assert w.page.evaluate("() => window.__xss === undefined")
     assert w.dialogs == []
     assert w.problems == [], w.problems
