@@ -1,26 +1,36 @@
-"""Tail latency on the S3 test server: N tables, ONE worker, commit -> stored.
+"""Tail latency on the S3 test server: N tables, a pool of W workers, commit -> stored.
 
-    .venv/bin/python bench/bench_s3_tail.py [--tables 200] [--samples 60] [--interval 1]
+    .venv/bin/python bench/bench_s3_tail.py [--tables 200] [--workers 1] [--samples 60]
+        [--rate 1] [--interval 1] [--database-url postgres://postgres@127.0.0.1:5432/bench]
+        [--kill]
 
-N deltalake tables are written to moto's S3 server (in this process, requests counted at the
-server: tests/e2e/s3count.py), registered and ingested; then one `celery -A workers worker --beat`
-process (concurrency 2) tails them at AUDIT_TAIL_INTERVAL_SECONDS. The bench appends to random
-tables and measures, per commit, the time from the end of the write (the commit file is
-visible by then) to its Commit row being in the database. Reports p50 / p95 / max and the
-server's requests per second while the fleet is idle. Uses a throwaway SQLite database.
+N one-commit tables are copied to moto's S3 server (in this process; requests counted at the
+server: tests/e2e/s3count.py) and registered in bulk; W `celery -A workers worker` processes
+(each its own hostname, concurrency 2; beat runs in the first) claim them through the
+database row lock (workers/locks.py) and ingest them. The bench then counts the server's
+requests over an idle window (requests per idle table per day), and appends `--samples`
+commits at `--rate` per second to random tables, measuring per commit the time from the end of
+the write (the commit file is visible) to its Commit row being in the database.
+
+`--kill` SIGKILLs the last worker's process group when half the samples are written and starts
+a replacement. Every run ends with the end-state check: every table holds each written version
+exactly once, and the stored rows equal the CLI's report on the busiest tables.
+
+`--database-url` names a PostgreSQL server: a throwaway database is created on it and dropped
+after; without it, a throwaway SQLite file. Prints p50/p95/max, the workers' CPU seconds, the
+load average.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
-import random
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -29,142 +39,202 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 sys.path.insert(0, str(ROOT))
 
+from bench import s3_fleet  # noqa: E402
+
 
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(int(round(q * (len(ordered) - 1))), len(ordered) - 1)]
 
 
-def _batch(i: int):
-    import pyarrow as pa
-
-    return pa.table({"id": pa.array([i, i + 1], pa.int64()), "v": ["a", "b"]})
-
-
-def _fleet(server, bucket: str, n: int) -> list:
-    from deltalake import write_deltalake
-
-    from audit.ingest.tables import register_table
-    from audit.tail.step import tail_once
-
-    tables = []
-    for i in range(n):
-        uri = f"s3://{bucket}/t{i:03d}"
-        write_deltalake(uri, _batch(0), storage_options=server.options)
-        table, _ = register_table(uri)
-        tail_once(table.id)
-        tables.append((table, uri))
-    return tables
-
-
-def _start_worker(work: Path, env: dict[str, str]) -> subprocess.Popen:
-    log = open(work / "worker.log", "wb")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "workers",
-            "worker",
-            "--beat",
-            "--schedule",
-            str(work / "beat"),
-            "--concurrency",
-            "2",
-            "--loglevel",
-            "WARNING",
-            "--without-gossip",
-            "--without-mingle",
-        ],  # fmt: skip
-        cwd=ROOT,
-        env={**os.environ, **env},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def _measure(server, tables: list, samples: int, work: Path) -> list[float]:
-    from deltalake import write_deltalake
-
-    from audit.models import Commit
-
-    latencies = []
-    for i in range(samples):
-        table, uri = random.choice(tables)
-        version = Commit.objects.filter(table=table).count()  # stored: 0..n-1; the next is n
-        write_deltalake(uri, _batch(i + 1), mode="append", storage_options=server.options)
-        landed = time.time()
-        deadline = landed + 60
-        while not Commit.objects.filter(table=table, version=version).exists():
-            if time.time() > deadline:
-                raise SystemExit(f"v{version} of {uri} never arrived; see {work / 'worker.log'}")
-            time.sleep(0.01)
-        latencies.append(time.time() - landed)
-        time.sleep(random.uniform(0.05, 0.4))  # commits land at random phases of the interval
-    return latencies
-
-
-def main() -> int:
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--samples", type=int, default=60)
-    parser.add_argument("--interval", type=float, default=1.0)
-    args = parser.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="bench-s3-tail-", dir=OUT))
-    from tests.e2e.s3count import CountingS3
+    parser.add_argument("--rate", type=float, default=1.0, help="commits written per second")
+    parser.add_argument("--interval", type=float, default=1.0, help="AUDIT_TAIL_INTERVAL_SECONDS")
+    parser.add_argument("--idle-window", type=float, default=10.0)
+    parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
+    parser.add_argument("--kill", action="store_true", help="SIGKILL a worker mid-run")
+    parser.add_argument("--compare", type=int, default=20, help="tables checked against the CLI")
+    return parser.parse_args()
 
-    server = CountingS3()
-    bucket = f"bench-{uuid.uuid4().hex[:10]}"
-    env = {
+
+def _environment(args, server, bucket: str, database_url: str) -> dict[str, str]:
+    return {
         **server.env,
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"sqlite:///{work / 'db.sqlite3'}",
+        "DATABASE_URL": database_url,
+        "DATABASE_CONN_MAX_AGE": "60",
         "CELERY_BROKER_URL": os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13"),
         "CELERY_TASK_DEFAULT_QUEUE": f"bench-{uuid.uuid4().hex[:8]}",
         "AUDIT_TAIL_INTERVAL_SECONDS": str(args.interval),
         "AUDIT_ALLOWED_ROOTS": f"s3://{bucket}",
+        "AUDIT_TABLE_FINDINGS_SECONDS": "10",
+        # A killed worker's claims block its tables this long (the drill's recovery time).
+        "AUDIT_LOCK_SECONDS": "10",
         "LOG_LEVEL": "WARNING",
     }
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of the given processes and their descendants (from /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, cpu seconds)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    wanted, total = set(pids), 0.0
+    changed = True
+    while changed:  # close over children, grandchildren, ...
+        changed = False
+        for pid, (parent, _cpu) in stats.items():
+            if parent in wanted and pid not in wanted:
+                wanted.add(pid)
+                changed = True
+    for pid in wanted:
+        total += stats.get(pid, (0, 0.0))[1]
+    return total
+
+
+def _wait_ingested(n: int, timeout: float = 900) -> float:
+    from audit.models import Table
+
+    started = time.perf_counter()
+    while Table.objects.filter(last_seen_version=0).count() < n:
+        if time.perf_counter() - started > timeout:
+            raise SystemExit(f"initial ingest not done after {timeout:.0f}s")
+        time.sleep(0.5)
+    return time.perf_counter() - started
+
+
+def _idle(server, tables: int, window: float) -> str:
+    with server.counting() as idle:
+        time.sleep(window)
+    per_day = len(idle) / tables / window * 86400
+    return (
+        f"idle fleet: {len(idle) / window:.0f} requests/s at the server ({dict(server.kinds(idle))}),"
+        f" {per_day:,.0f} requests per idle table per day at interval {os.environ['AUDIT_TAIL_INTERVAL_SECONDS']}s"
+    )
+
+
+def _run(args, server, pool, tables: list[tuple[int, str]]) -> s3_fleet.Writer:
+    writer = s3_fleet.Writer(server, tables, args.rate, args.samples)
+    kill_note: list[str] = []
+
+    def kill() -> None:
+        name = f"w{args.workers}"
+        pool.kill(name)
+        _start(pool, name, beat=args.workers == 1)
+        kill_note.append(f"SIGKILLed {name} at {time.strftime('%X')}; a replacement started")
+
+    done = threading.Event()
+    watcher_error: list[BaseException] = []
+
+    def watch() -> None:
+        try:
+            s3_fleet.watch_stored(writer, done, timeout=120)
+        except BaseException as err:  # noqa: BLE001 - re-raised in the main thread
+            watcher_error.append(err)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    writer.run(on_half=kill if args.kill else None)
+    done.set()
+    thread.join()
+    if watcher_error:
+        raise watcher_error[0]
+    for line in kill_note + writer.errors:
+        print(line)
+    return writer
+
+
+def _start(pool, name: str, *, beat: bool) -> None:
+    pool.start(name, beat=beat, loglevel="WARNING")
+
+
+def _report(args, writer: s3_fleet.Writer, cpu: float | None, wall: float) -> None:
+    latencies = [w.stored - w.landed for w in writer.written if w.stored is not None]
+    load = os.getloadavg()
+    print(
+        f"tail latency, {args.tables} tables on S3, {args.workers} worker(s), interval "
+        f"{args.interval:g}s, {args.rate:g} commits/s{' , one worker SIGKILLed' if args.kill else ''}: "
+        f"p50 {statistics.median(latencies):.2f}s  p95 {_percentile(latencies, 0.95):.2f}s  "
+        f"max {max(latencies):.2f}s  ({len(latencies)} commits)"
+    )
+    if cpu is not None:
+        stored = len(latencies)
+        print(
+            f"workers' CPU during the run: {cpu:.1f}s in {wall:.0f}s wall ({cpu / wall:.2f} "
+            f"cores; {cpu / wall / args.tables * 1000:.2f} ms per table-second, "
+            f"{stored} commits stored)"
+        )
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+def main() -> int:
+    args = _args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-s3-tail-", dir=OUT))
+    from tests.e2e.s3count import CountingS3
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log line per request
+    server = CountingS3()
+    bucket = f"bench-{uuid.uuid4().hex[:10]}"
+    database_url, admin = s3_fleet.throwaway_database(args.database_url, work)
+    env = _environment(args, server, bucket, database_url)
     os.environ.update(env)
     import django
 
     django.setup()
     from django.core.management import call_command
+    from django.db import connections
+
+    from tests.support.workers import Workers
 
     call_command("migrate", verbosity=0)
     server.create_bucket(bucket)
-    worker = None
+    pool = Workers(work, env)
     try:
-        started = time.perf_counter()
-        tables = _fleet(server, bucket, args.tables)
-        print(
-            f"{args.tables} tables on S3 written and ingested in {time.perf_counter() - started:.0f}s"
-        )
-        worker = _start_worker(work, env)
-        time.sleep(8)  # start-up and a first (cold) tick of every table in the worker
-        with server.counting() as idle:
-            time.sleep(10)
-        print(f"idle fleet: {len(idle) / 10:.0f} requests/s at the server ({server.kinds(idle)})")
-        latencies = _measure(server, tables, args.samples, work)
-        load = os.getloadavg()
-        print(
-            f"tail latency, {args.tables} tables on S3, one worker, interval {args.interval:g}s: "
-            f"p50 {statistics.median(latencies):.2f}s  p95 {_percentile(latencies, 0.95):.2f}s  "
-            f"max {max(latencies):.2f}s  ({len(latencies)} commits; load {load[0]:.1f})"
-        )
+        _bench(args, server, bucket, pool)
     finally:
-        if worker is not None:
-            os.killpg(worker.pid, signal.SIGTERM)
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
+        pool.stop_all()
         server.stop()
+        connections.close_all()
+        s3_fleet.drop_database(database_url, admin)
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _bench(args, server, bucket: str, pool) -> None:
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    started = time.perf_counter()
+    uris = s3_fleet.write_fleet(server, bucket, args.tables)
+    ids = s3_fleet.register_fleet(uris)
+    print(
+        f"{args.tables} tables written to S3 and registered in {time.perf_counter() - started:.1f}s"
+    )
+    for i in range(1, args.workers + 1):
+        _start(pool, f"w{i}", beat=i == 1)
+    print(f"initial ingest by {args.workers} worker(s): {_wait_ingested(args.tables):.1f}s")
+    time.sleep(max(3 * args.interval, 3))  # every table's first incremental tick has run
+    print(_idle(server, args.tables, args.idle_window))
+    pids = [p.pid for p in pool.procs.values()]
+    cpu0, wall0 = _cpu_seconds(pids), time.perf_counter()
+    with server.counting() as during:
+        writer = _run(args, server, pool, list(zip(ids, uris, strict=True)))
+    wall = time.perf_counter() - wall0
+    # A killed worker takes its CPU time with it: no CPU figure for the kill drill.
+    cpu = None if args.kill else _cpu_seconds(pids) - cpu0
+    _report(args, writer, cpu, wall)
+    print(f"requests during the run: {len(during)} ({dict(server.kinds(during))})")
+    print(s3_fleet.check_end_state(writer, args.tables, args.compare))
 
 
 if __name__ == "__main__":

@@ -52,7 +52,15 @@ class Workers:
         self.env = env
         self.procs: dict[str, subprocess.Popen] = {}
 
-    def start(self, name: str = "w1", *, beat: bool = True, **env: str) -> subprocess.Popen:
+    def start(
+        self,
+        name: str = "w1",
+        *,
+        beat: bool = True,
+        loglevel: str = "INFO",
+        concurrency: int = 2,
+        **env: str,
+    ) -> subprocess.Popen:
         if self.env["CELERY_BROKER_URL"].startswith("sqla+"):
             declare = "import workers, django; django.setup(); import workers.tasks as t; t.declare_default_queue()"
             subprocess.run(
@@ -66,8 +74,8 @@ class Workers:
         log = open(self.tmp / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
         args = [
             sys.executable, "-m", "celery", "-A", "workers", "worker",
-            "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h", "--concurrency", "2",
-            "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+            "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h", "--concurrency", str(concurrency),
+            "--loglevel", loglevel, "--without-gossip", "--without-mingle",
         ]  # fmt: skip
         if beat:
             args += ["--beat", "--schedule", str(self.tmp / f"beat-{name}")]
