@@ -54,7 +54,12 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=60)
     parser.add_argument("--rate", type=float, default=1.0, help="commits written per second")
     parser.add_argument("--interval", type=float, default=1.0, help="AUDIT_TAIL_INTERVAL_SECONDS")
-    parser.add_argument("--idle-window", type=float, default=10.0)
+    parser.add_argument(
+        "--idle-share", type=float, default=0.5, help="share of tables idle (never written)"
+    )
+    parser.add_argument(
+        "--idle-window", type=float, default=60.0, help="seconds requests are counted idle"
+    )
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
     parser.add_argument("--kill", action="store_true", help="SIGKILL a worker mid-run")
     parser.add_argument("--compare", type=int, default=20, help="tables checked against the CLI")
@@ -114,14 +119,30 @@ def _wait_ingested(n: int, timeout: float = 900) -> float:
     return time.perf_counter() - started
 
 
-def _idle(server, tables: int, window: float) -> str:
-    with server.counting() as idle:
+def _idle(server, bucket: str, uris: list[str], window: float) -> str:
+    """Requests per table per day over a window without writes: idle tables (commits two days
+    old: probed every AUDIT_IDLE_INTERVAL_SECONDS) and active ones (probed every tick)."""
+    with server.counting() as seen:
         time.sleep(window)
-    per_day = len(idle) / tables / window * 86400
-    return (
-        f"idle fleet: {len(idle) / window:.0f} requests/s at the server ({dict(server.kinds(idle))}),"
-        f" {per_day:,.0f} requests per idle table per day at interval {os.environ['AUDIT_TAIL_INTERVAL_SECONDS']}s"
-    )
+    idle = sum(1 for u in uris if u.rsplit("/", 1)[-1].startswith("i"))
+    on_idle = [r for r in seen if r[1].startswith(f"/{bucket}/i")]
+    on_active = len(seen) - len(on_idle)
+    day = 86400 / window
+    lines = [
+        f"no writes for {window:g}s: {len(seen) / window:.0f} requests/s at the server "
+        f"({dict(server.kinds(seen))})"
+    ]
+    if idle:
+        lines.append(
+            f"  idle table (last commit 2 days ago): {len(on_idle) / idle * day:,.0f} requests"
+            f" per table per day ({dict(server.kinds(on_idle))} on {idle} tables)"
+        )
+    if len(uris) > idle:
+        lines.append(
+            f"  active table, no new commit: {on_active / (len(uris) - idle) * day:,.0f} "
+            f"requests per table per day at interval {os.environ['AUDIT_TAIL_INTERVAL_SECONDS']}s"
+        )
+    return "\n".join(lines)
 
 
 def _run(args, server, pool, tables: list[tuple[int, str]]) -> s3_fleet.Writer:
@@ -215,7 +236,8 @@ def main() -> int:
 def _bench(args, server, bucket: str, pool) -> None:
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     started = time.perf_counter()
-    uris = s3_fleet.write_fleet(server, bucket, args.tables)
+    idle = int(args.tables * args.idle_share)
+    uris = s3_fleet.write_fleet(server, bucket, args.tables, idle=idle)
     ids = s3_fleet.register_fleet(uris)
     print(
         f"{args.tables} tables written to S3 and registered in {time.perf_counter() - started:.1f}s"
@@ -224,11 +246,13 @@ def _bench(args, server, bucket: str, pool) -> None:
         _start(pool, f"w{i}", beat=i == 1)
     print(f"initial ingest by {args.workers} worker(s): {_wait_ingested(args.tables):.1f}s")
     time.sleep(max(3 * args.interval, 3))  # every table's first incremental tick has run
-    print(_idle(server, args.tables, args.idle_window))
+    print(_idle(server, bucket, uris, args.idle_window))
     pids = [p.pid for p in pool.procs.values()]
     cpu0, wall0 = _cpu_seconds(pids), time.perf_counter()
     with server.counting() as during:
-        writer = _run(args, server, pool, list(zip(ids, uris, strict=True)))
+        pairs = zip(ids, uris, strict=True)
+        active = [(i, u) for i, u in pairs if u.rsplit("/", 1)[-1].startswith("t")]
+        writer = _run(args, server, pool, active)
     wall = time.perf_counter() - wall0
     # A killed worker takes its CPU time with it: no CPU figure for the kill drill.
     cpu = None if args.kill else _cpu_seconds(pids) - cpu0

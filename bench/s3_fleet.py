@@ -7,6 +7,7 @@ Kept apart from the bench's main loop so each stays short; nothing here is produ
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import tempfile
 import threading
@@ -55,9 +56,11 @@ def drop_database(url: str, admin: str | None) -> None:
 # --------------------------------------------------------------------------- fleet
 
 
-def write_fleet(server, bucket: str, n: int, threads: int = 16) -> list[str]:
+def write_fleet(server, bucket: str, n: int, idle: int = 0, threads: int = 16) -> list[str]:
     """n one-commit tables: one table written locally by deltalake, its files copied under n
-    prefixes in parallel (a table per prefix, as delta-rs would have written it)."""
+    prefixes in parallel (a table per prefix, as delta-rs would have written it). The first
+    `idle` ones (prefix `i`) have their commit dated two days back: idle by the default
+    AUDIT_IDLE_AFTER_SECONDS, so the tail backs off from them (audit/tail/polling.py)."""
     from deltalake import write_deltalake
 
     template = Path(tempfile.mkdtemp(prefix="s3-fleet-"))
@@ -70,14 +73,19 @@ def write_fleet(server, bucket: str, n: int, threads: int = 16) -> list[str]:
         ]
     finally:
         shutil.rmtree(template, ignore_errors=True)
+    old = str(int((time.time() - 2 * 86400) * 1000)).encode()
+    backdated = [
+        (rel, re.sub(rb'"timestamp":\d+', b'"timestamp":' + old, data)) for rel, data in files
+    ]
     local = threading.local()
 
     def put(i: int) -> str:
         client = getattr(local, "client", None) or server.boto()
         local.client = client
-        for rel, data in files:
-            client.put_object(Bucket=bucket, Key=f"t{i:04d}/{rel}", Body=data)
-        return f"s3://{bucket}/t{i:04d}"
+        prefix = f"i{i:04d}" if i < idle else f"t{i:04d}"
+        for rel, data in backdated if i < idle else files:
+            client.put_object(Bucket=bucket, Key=f"{prefix}/{rel}", Body=data)
+        return f"s3://{bucket}/{prefix}"
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         return list(pool.map(put, range(n)))
@@ -100,7 +108,8 @@ def register_fleet(uris: list[str]) -> list[int]:
         for uri in uris
     ]
     Table.objects.bulk_create(rows, batch_size=500)
-    return list(Table.objects.order_by("id").values_list("id", flat=True))
+    ids = dict(Table.objects.values_list("uri", "id"))
+    return [ids[row.uri] for row in rows]
 
 
 # --------------------------------------------------------------------------- writer
