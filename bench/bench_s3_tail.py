@@ -119,7 +119,7 @@ def _wait_ingested(n: int, timeout: float = 900) -> float:
     return time.perf_counter() - started
 
 
-def _idle(server, bucket: str, uris: list[str], window: float) -> str:
+def _idle(server, bucket: str, uris: list[str], window: float) -> tuple[str, float]:
     """Requests per table per day over a window without writes: idle tables (commits two days
     old: probed every AUDIT_IDLE_INTERVAL_SECONDS) and active ones (probed every tick)."""
     with server.counting() as seen:
@@ -142,7 +142,7 @@ def _idle(server, bucket: str, uris: list[str], window: float) -> str:
             f"  active table, no new commit: {on_active / (len(uris) - idle) * day:,.0f} "
             f"requests per table per day at interval {os.environ['AUDIT_TAIL_INTERVAL_SECONDS']}s"
         )
-    return "\n".join(lines)
+    return "\n".join(lines), len(seen) / window
 
 
 def _run(args, server, pool, tables: list[tuple[int, str]]) -> s3_fleet.Writer:
@@ -206,7 +206,7 @@ def main() -> int:
     from tests.e2e.s3count import CountingS3
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log line per request
-    server = CountingS3()
+    server = CountingS3(uncounted_key=s3_fleet.WRITER_KEY)
     bucket = f"bench-{uuid.uuid4().hex[:10]}"
     database_url, admin = s3_fleet.throwaway_database(args.database_url, work)
     env = _environment(args, server, bucket, database_url)
@@ -246,7 +246,8 @@ def _bench(args, server, bucket: str, pool) -> None:
         _start(pool, f"w{i}", beat=i == 1)
     print(f"initial ingest by {args.workers} worker(s): {_wait_ingested(args.tables):.1f}s")
     time.sleep(max(3 * args.interval, 3))  # every table's first incremental tick has run
-    print(_idle(server, bucket, uris, args.idle_window))
+    idle_line, idle_rate = _idle(server, bucket, uris, args.idle_window)
+    print(idle_line)
     pids = [p.pid for p in pool.procs.values()]
     cpu0, wall0 = _cpu_seconds(pids), time.perf_counter()
     with server.counting() as during:
@@ -257,7 +258,12 @@ def _bench(args, server, bucket: str, pool) -> None:
     # A killed worker takes its CPU time with it: no CPU figure for the kill drill.
     cpu = None if args.kill else _cpu_seconds(pids) - cpu0
     _report(args, writer, cpu, wall)
-    print(f"requests during the run: {len(during)} ({dict(server.kinds(during))})")
+    stored = sum(1 for w in writer.written if w.stored is not None)
+    extra = (len(during) - idle_rate * wall) / max(stored, 1)
+    print(
+        f"the tail's requests during the run: {len(during)} ({dict(server.kinds(during))}); "
+        f"{extra:.1f} per stored commit beyond the idle polling"
+    )
     print(s3_fleet.check_end_state(writer, args.tables, args.compare))
 
 

@@ -127,6 +127,7 @@ DECLARED: tuple[Setting, ...] = (
     _S("CELERY_TASK_ALWAYS_EAGER", False, bool, "run tasks in the caller (tests)"),
     _S("CELERY_TASK_DEFAULT_QUEUE", "celery", str, "the queue tasks go to"),
     _S("CELERY_VISIBILITY_TIMEOUT", 600, int, "Redis: an unacked task of a killed worker is redelivered after this long", ""),
+    _S("AUDIT_LOG_SHARE_URL", "", str, "Redis URL where worker processes share each table's log listing, so a process new to a table lists only what is new (empty = off: each process lists it in full once)"),
     # --- alerting ---
     _S("METRICS_TOKEN", "", str, "bearer token for `/metrics` (empty = logged-in users only)"),
     _S("AUDIT_ALLOW_PRIVATE_WEBHOOKS", False, bool, "`true` lets webhook and Slack URLs point at loopback, private, link-local or reserved addresses"),

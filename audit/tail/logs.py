@@ -6,8 +6,10 @@ of immutable log files are cached, bounded by AUDIT_LOG_CACHE_MB). A full listin
 first tick of a process, when the incremental listing cannot explain what it sees, after any
 error, and at least every AUDIT_FULL_LISTING_SECONDS (to notice log cleanup).
 
-Each worker process has its own cache: a table visiting another process pays a full listing
-there once. Nothing here is correctness-critical: dropping the cache only costs requests.
+Each worker process has its own cache of bytes; the listing itself is shared by the pool
+(audit.tail.shared): a table visiting a process that has not seen it costs one LIST from the
+pool's last known version, not a full listing. Nothing here is correctness-critical: dropping
+the cache only costs requests.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from audit.core.errors import DeltaAuditError
 from audit.core.history.incremental import ByteCache, TailedLog
 from audit.core.log import DeltaLog, commit_file_name
 from audit.core.storage.stores import open_store
+from audit.tail import shared
 
 _lock = threading.Lock()
 _logs: OrderedDict[str, tuple[TailedLog, float]] = OrderedDict()  # uri -> (log, listed at)
@@ -36,27 +39,49 @@ def _byte_cache() -> ByteCache:
 
 
 def open_log(uri: str) -> DeltaLog:
-    """The table's log, refreshed: incrementally when this process has seen it before."""
-    now = time.monotonic()
+    """The table's log, refreshed: incrementally when this process, or another process of the
+    pool (audit.tail.shared), has listed it before."""
+    now = time.time()
     with _lock:
         entry = _logs.get(uri)
         if entry is not None:
             _logs.move_to_end(uri)
     if entry is None:
+        entry = _from_the_pool(uri)
+    if entry is None:
         log_ = TailedLog(open_store(uri), _byte_cache())
         _remember(uri, log_, now)
+        shared.publish(log_.listing, now)
         return log_
     log_, listed_at = entry
+    known, full_listings = log_.listing, log_.full_listings
+    if now - listed_at >= settings.AUDIT_FULL_LISTING_SECONDS:
+        # Due by this process's clock; another process may have listed it in full since.
+        entry = _from_the_pool(uri) or entry
+        log_, listed_at = entry
+        known, full_listings = log_.listing, log_.full_listings
     try:
         if now - listed_at >= settings.AUDIT_FULL_LISTING_SECONDS:
             log_.relist()
-            _remember(uri, log_, now)
         else:
             log_.refresh()
+        if log_.full_listings > full_listings:  # listed in full (due, or refresh fell back)
+            listed_at = now
     except DeltaAuditError:
         forget(uri)
         raise
+    _remember(uri, log_, listed_at)
+    if log_.listing is not known:
+        shared.publish(log_.listing, listed_at)
     return log_
+
+
+def _from_the_pool(uri: str) -> tuple[TailedLog, float] | None:
+    found = shared.fetch(uri)
+    if found is None:
+        return None
+    listing, listed_at = found
+    return TailedLog.resume(open_store(uri), listing, _byte_cache()), listed_at
 
 
 def _remember(uri: str, log_: TailedLog, listed_at: float) -> None:
@@ -73,6 +98,7 @@ def forget(uri: str) -> None:
         entry = _logs.pop(uri, None)
     if entry is not None and _cache is not None:
         _cache.drop_table(entry[0].uri)
+    shared.drop(uri)  # after an error the pool starts over from a full listing too
 
 
 def forget_all() -> None:

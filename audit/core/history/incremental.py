@@ -181,6 +181,22 @@ class TailedLog(DeltaLog):
         super().__init__(store)
         self.full_listings = 1
 
+    @classmethod
+    def resume(
+        cls, store: LogStore, listing: LogListing, cache: ByteCache | None = None
+    ) -> TailedLog:
+        """A log picked up from a listing another process made (audit.tail.shared): no listing
+        here; the caller's `refresh()` lists only what was written after it."""
+        log_ = cls.__new__(cls)
+        log_.cache = cache
+        if cache is not None and not isinstance(store, LocalStore):
+            store = CachingStore(store, cache)  # type: ignore[assignment]
+        log_.store = store
+        log_.uri = store.uri
+        log_.listing = listing
+        log_.full_listings = 0
+        return log_
+
     def refresh(self) -> LogListing:
         known = self.listing
         extended = extend_listing(self.store, known)
