@@ -23,6 +23,7 @@ from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, Table
 from tests.support.tail_views import cli_json, cli_view, stored_view
 from tests.support.waiting import wait_for
+from tests.support.workers import REDIS_URL, redis_reachable
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -75,7 +76,13 @@ def test_it_stores_every_commit_once_when_a_pool_worker_is_killed_mid_run(
     for uri in uris:
         write_deltalake(uri, _batch(0), storage_options=options)
     tables = {uri: register_table(uri)[0] for uri in uris}
-    env = {**s3_server.env(), "AUDIT_ALLOWED_ROOTS": base, "AUDIT_TABLE_FINDINGS_SECONDS": "0"}
+    env = {
+        **s3_server.env(),
+        "AUDIT_ALLOWED_ROOTS": base,
+        "AUDIT_TABLE_FINDINGS_SECONDS": "0",
+        # The pool shares each table's listing (audit/tail/shared.py) when Redis is there.
+        "AUDIT_LOG_SHARE_URL": REDIS_URL if redis_reachable() else "",
+    }
     for name in WORKERS:
         celery_workers.start(name, beat=name == "w1", **env)
 
