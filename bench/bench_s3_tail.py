@@ -16,6 +16,7 @@ the write (the commit file is visible) to its Commit row being in the database.
 a replacement. Every run ends with the end-state check: every table holds each written version
 exactly once, and the stored rows equal the CLI's report on the busiest tables.
 
+Workers share each table's log listing through Redis (`--no-share`: each process alone).
 `--database-url` names a PostgreSQL server: a throwaway database is created on it and dropped
 after; without it, a throwaway SQLite file. Prints p50/p95/max, the workers' CPU seconds, the
 load average.
@@ -62,6 +63,9 @@ def _args() -> argparse.Namespace:
     )
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
     parser.add_argument("--kill", action="store_true", help="SIGKILL a worker mid-run")
+    parser.add_argument(
+        "--no-share", action="store_true", help="each process lists each log alone (before)"
+    )
     parser.add_argument("--compare", type=int, default=20, help="tables checked against the CLI")
     return parser.parse_args()
 
@@ -75,6 +79,8 @@ def _environment(args, server, bucket: str, database_url: str) -> dict[str, str]
         "CELERY_BROKER_URL": os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13"),
         "CELERY_TASK_DEFAULT_QUEUE": f"bench-{uuid.uuid4().hex[:8]}",
         "AUDIT_TAIL_INTERVAL_SECONDS": str(args.interval),
+        # The pool's shared listings (audit/tail/shared.py), in another Redis database.
+        "AUDIT_LOG_SHARE_URL": "" if args.no_share else "redis://127.0.0.1:6379/12",
         "AUDIT_ALLOWED_ROOTS": f"s3://{bucket}",
         "AUDIT_TABLE_FINDINGS_SECONDS": "10",
         # A killed worker's claims block its tables this long (the drill's recovery time).
