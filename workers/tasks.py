@@ -17,6 +17,7 @@ from kombu.exceptions import OperationalError as BrokerError
 from audit.core.errors import one_line
 from audit.ingest.tables import LockLost, mark_error
 from audit.models import Table
+from audit.tail import shared
 from audit.tail.polling import tables_due
 from audit.tail.step import reaudit, tail_once
 from workers import locks
@@ -84,10 +85,17 @@ def _hand_to_spark(table_id: int, token: str) -> str | None:
 
 @shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=3)
 def tail_all() -> str:
-    due = tables_due()
-    expires = max(settings.AUDIT_TAIL_INTERVAL_SECONDS * 5, 10.0)
-    for table_id in due:
-        tail_table.apply_async((table_id,), expires=expires)
+    # One pass at a time in the pool: the next beat tick after a slow pass starts afresh.
+    lease = shared.claim_pass("tail-all", ttl=max(settings.AUDIT_TAIL_INTERVAL_SECONDS * 5, 10.0))
+    if lease is None:
+        return "another tail pass is running"
+    try:
+        due = tables_due()
+        expires = max(settings.AUDIT_TAIL_INTERVAL_SECONDS * 5, 10.0)
+        for table_id in due:
+            tail_table.apply_async((table_id,), expires=expires)
+    finally:
+        shared.release_pass("tail-all", lease)
     return f"dispatched {len(due)} tables"
 
 

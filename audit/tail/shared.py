@@ -13,11 +13,15 @@ travels with it, so AUDIT_FULL_LISTING_SECONDS (noticing log cleanup) holds pool
 Nothing here is correctness-critical: a listing that no longer matches the log is detected by
 the incremental listing itself (extend_listing then asks for a full one), and Redis being
 unreachable only costs requests. AUDIT_LOG_SHARE_URL empty turns it off.
+
+The same Redis keeps beat's tail passes from overlapping (claim_pass): a pass over thousands
+of tables can outlast the tail interval, and two passes at once probe every table twice.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 import zlib
 from typing import Any
 
@@ -132,3 +136,35 @@ def drop(uri: str) -> None:
         client.delete(_key(uri))
     except Exception as err:  # noqa: BLE001 - as in publish()
         log.debug("cannot drop the shared listing of %s: %s", uri, err)
+
+
+# --------------------------------------------------------------------------- one pass at a time
+
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
+
+
+def claim_pass(name: str, ttl: float) -> str | None:
+    """A lease on the pool-wide pass `name` (beat's tail pass): its token, or None while another
+    process runs one. Passes over thousands of tables can take longer than the tail interval;
+    overlapping, each would probe every table again. Without Redis: always granted (as before).
+    A process killed mid-pass holds it for `ttl` seconds at most."""
+    token = uuid.uuid4().hex
+    client = _redis()
+    if client is None:
+        return token
+    try:
+        won = client.set(f"delta-audit:pass:{name}", token, nx=True, px=int(ttl * 1000))
+    except Exception as err:  # noqa: BLE001 - no coordination: run the pass, as without Redis
+        log.debug("cannot claim the %s pass: %s", name, err)
+        return token
+    return token if won else None
+
+
+def release_pass(name: str, token: str) -> None:
+    client = _redis()
+    if client is None:
+        return
+    try:
+        client.eval(_RELEASE, 1, f"delta-audit:pass:{name}", token)
+    except Exception as err:  # noqa: BLE001 - the lease expires on its own
+        log.debug("cannot release the %s pass: %s", name, err)

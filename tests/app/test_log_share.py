@@ -3,10 +3,14 @@ exactly the listing another one resumes from, gaps and checkpoints included."""
 
 from __future__ import annotations
 
+import time
+import uuid
 import zlib
 
+import pytest
+
 from audit.core.model import LogListing
-from audit.tail.shared import decode, encode
+from audit.tail.shared import claim_pass, decode, encode, release_pass
 
 
 def _listing(versions: list[int]) -> LogListing:
@@ -38,3 +42,28 @@ def test_it_refuses_what_it_did_not_write():
     assert decode(b"not zlib") is None
     assert decode(zlib.compress(b'{"format": 99}')) is None
     assert decode(zlib.compress(b"[1, 2]")) is None
+
+
+def test_it_grants_one_tail_pass_at_a_time_in_the_pool(settings):
+    from tests.support.workers import REDIS_URL, redis_reachable
+
+    if not redis_reachable():
+        pytest.skip("the pass lease lives in Redis")
+    settings.AUDIT_LOG_SHARE_URL = REDIS_URL
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    first = claim_pass(name, ttl=5)
+    assert first is not None
+    assert claim_pass(name, ttl=5) is None  # another process, meanwhile
+    release_pass(name, "not-the-holder")
+    assert claim_pass(name, ttl=5) is None  # only the holder releases it
+    release_pass(name, first)
+    second = claim_pass(name, ttl=0.2)
+    assert second is not None
+    time.sleep(0.3)
+    assert claim_pass(name, ttl=5) is not None  # a dead holder's lease expires
+
+
+def test_it_runs_every_pass_without_redis(settings):
+    settings.AUDIT_LOG_SHARE_URL = ""
+    assert claim_pass("tail-all", ttl=5) is not None
+    assert claim_pass("tail-all", ttl=5) is not None
