@@ -186,7 +186,7 @@ def _start(pool, name: str, *, beat: bool) -> None:
     pool.start(name, beat=beat, loglevel="WARNING")
 
 
-def _report(args, writer: s3_fleet.Writer, cpu: float | None, wall: float) -> None:
+def _report(args, writer: s3_fleet.Writer, cpu: float | None, wall: float, idle_cpu: float) -> None:
     latencies = [w.stored - w.landed for w in writer.written if w.stored is not None]
     load = os.getloadavg()
     print(
@@ -199,8 +199,8 @@ def _report(args, writer: s3_fleet.Writer, cpu: float | None, wall: float) -> No
         stored = len(latencies)
         print(
             f"workers' CPU during the run: {cpu:.1f}s in {wall:.0f}s wall ({cpu / wall:.2f} "
-            f"cores; {cpu / wall / args.tables * 1000:.2f} ms per table-second, "
-            f"{stored} commits stored)"
+            f"cores); beyond the idle polling {(cpu - idle_cpu * wall) / stored * 1000:.0f} ms "
+            f"per stored commit ({stored} stored)"
         )
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
@@ -252,9 +252,15 @@ def _bench(args, server, bucket: str, pool) -> None:
         _start(pool, f"w{i}", beat=i == 1)
     print(f"initial ingest by {args.workers} worker(s): {_wait_ingested(args.tables):.1f}s")
     time.sleep(max(3 * args.interval, 3))  # every table's first incremental tick has run
-    idle_line, idle_rate = _idle(server, bucket, uris, args.idle_window)
-    print(idle_line)
     pids = [p.pid for p in pool.procs.values()]
+    idle_cpu = _cpu_seconds(pids)
+    idle_line, idle_rate = _idle(server, bucket, uris, args.idle_window)
+    idle_cpu = (_cpu_seconds(pids) - idle_cpu) / args.idle_window  # cores, no writes
+    print(idle_line)
+    print(
+        f"  workers' CPU with no writes: {idle_cpu:.2f} cores, "
+        f"{idle_cpu * args.interval / args.tables * 1000:.2f} ms per table per tick"
+    )
     cpu0, wall0 = _cpu_seconds(pids), time.perf_counter()
     with server.counting() as during:
         pairs = zip(ids, uris, strict=True)
@@ -263,7 +269,7 @@ def _bench(args, server, bucket: str, pool) -> None:
     wall = time.perf_counter() - wall0
     # A killed worker takes its CPU time with it: no CPU figure for the kill drill.
     cpu = None if args.kill else _cpu_seconds(pids) - cpu0
-    _report(args, writer, cpu, wall)
+    _report(args, writer, cpu, wall, idle_cpu)
     stored = sum(1 for w in writer.written if w.stored is not None)
     extra = (len(during) - idle_rate * wall) / max(stored, 1)
     print(
