@@ -38,6 +38,29 @@ def _sizes() -> list[tuple[str, int]]:
         return list(cursor.fetchall())
 
 
+def _step_cpu(path: Path, table_id: int, first: int, steps: int = 50) -> None:
+    """CPU of a tail step that stores one new commit (the sizing's per-commit cost): append a
+    commit, tail it in this process, `steps` times; the whole-table refresh is timed apart."""
+    import statistics
+
+    from audit.tail.step import tail_once
+
+    cpu = []
+    for version in range(first, first + steps):
+        body = b'{"commitInfo":{"timestamp":%d,"operation":"WRITE","readVersion":%d}}\n'
+        stamp = int(time.time() * 1000)
+        (path / "_delta_log" / f"{version:020d}.json").write_bytes(body % (stamp, version - 1))
+        started = time.process_time()
+        result = tail_once(table_id)
+        cpu.append(time.process_time() - started)
+        assert result.stored == 1, result.line()
+    print(
+        f"a tail step storing one new commit: {statistics.median(cpu) * 1000:.1f} ms CPU "
+        f"(median of {steps}; mean {statistics.mean(cpu) * 1000:.1f} ms, with whole-table "
+        f"refreshes when due)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=20_000)
@@ -83,6 +106,7 @@ def main() -> int:
         for name, size in sizes[:6]:
             print(f"  {name:<28} {size / 2**20:8.1f} MiB  {size / commits:7.0f} bytes per commit")
         print(f"all app tables: {total / 2**20:.1f} MiB, {total / commits:.0f} bytes per commit")
+        _step_cpu(path, table.id, args.commits)
     finally:
         connections.close_all()
         s3_fleet.drop_database(url, admin)
