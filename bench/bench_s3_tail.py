@@ -199,8 +199,8 @@ def _report(args, writer: s3_fleet.Writer, cpu: float | None, wall: float, idle_
         stored = len(latencies)
         print(
             f"workers' CPU during the run: {cpu:.1f}s in {wall:.0f}s wall ({cpu / wall:.2f} "
-            f"cores); beyond the idle polling {(cpu - idle_cpu * wall) / stored * 1000:.0f} ms "
-            f"per stored commit ({stored} stored)"
+            f"cores, {idle_cpu:.2f} with no writes; {stored} commits stored; the CPU of one "
+            "commit's tail step: bench_pg_size.py)"
         )
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
