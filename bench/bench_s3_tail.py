@@ -79,6 +79,7 @@ def _environment(args, server, bucket: str, database_url: str) -> dict[str, str]
         "CELERY_BROKER_URL": os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13"),
         "CELERY_TASK_DEFAULT_QUEUE": f"bench-{uuid.uuid4().hex[:8]}",
         "AUDIT_TAIL_INTERVAL_SECONDS": str(args.interval),
+        "AUDIT_FULL_CHECK_SECONDS": str(args.full_check),
         # The pool's shared listings (audit/tail/shared.py), in another Redis database.
         "AUDIT_LOG_SHARE_URL": "" if args.no_share else "redis://127.0.0.1:6379/12",
         "AUDIT_ALLOWED_ROOTS": f"s3://{bucket}",
