@@ -66,6 +66,9 @@ def _args() -> argparse.Namespace:
     parser.add_argument(
         "--no-share", action="store_true", help="each process lists each log alone (before)"
     )
+    parser.add_argument(
+        "--full-check", type=float, default=30.0, help="AUDIT_FULL_CHECK_SECONDS (default 30)"
+    )
     parser.add_argument("--compare", type=int, default=20, help="tables checked against the CLI")
     return parser.parse_args()
 
