@@ -327,7 +327,7 @@ def _outcome_from_units(
         more_summaries, more_audits = spark_units.decode_results(payload)
         summaries += more_summaries
         audits.update(more_audits)
-        findings += payload["findings"]
+        findings = _merge_findings(findings, payload)
         if "records" in payload:
             parts.append(spark_units.range_part(start, payload, more_summaries))
     if table is None:  # ranges only: the whole-history part from what they sent
@@ -346,6 +346,14 @@ def _outcome_from_units(
     return TableOutcome(
         uri, history, FleetAudit(findings, audits), settings_payload=orjson.dumps(table).decode()
     )
+
+
+def _merge_findings(found: list[Finding], payload: dict[str, Any]) -> list[Finding]:
+    """The findings so far (of the earlier ranges, in version order) with this unit's: a
+    range's findings replace those from its `from` version on (units.revealed_findings)."""
+    lo = payload.get("from")
+    kept = found if lo is None else [f for f in found if f.version < lo]
+    return kept + payload["findings"]
 
 
 def _table_level(

@@ -196,14 +196,8 @@ def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict
     if unit.kind == RANGE:
         history = load_tail_history(log, unit.start, unit.end)
         result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
-        # The tail's rule (audit.ingest.findings.findings_in): a window keeps its commit-level findings.
-        return _payload(
-            history,
-            result,
-            lambda f: unit.start <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS,
-            (unit.start, unit.end),
-            paths,
-        )
+        payload = _payload(history, result, lambda f: False, (unit.start, unit.end), paths)
+        return {**payload, **revealed_findings(log, unit, reads, result)}
     history = history_from_log(log, end=listing.latest_version)
     result = audit_history(history, **reads.audit_options())
     if unit.kind == TABLE_LEVEL:
@@ -217,19 +211,38 @@ def _range_with_part(log: DeltaLog, unit: Unit, reads: DataReads) -> dict[str, A
     file paths: the driver's table-level audit needs them)."""
     from audit.core.audit import audit_history  # noqa: PLC0415
     from audit.core.history.split_history import load_range  # noqa: PLC0415
-    from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
 
     history, part = load_range(log, unit.start, unit.end)
     result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
-    payload = _payload(
-        history,
-        result,
-        lambda f: unit.start <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS,
-        (unit.start, unit.end),
-        True,
-    )
+    payload = _payload(history, result, lambda f: False, (unit.start, unit.end), True)
+    payload.update(revealed_findings(log, unit, reads, result))
     extra = {"end": unit.end, "metadata": part.metadata, "protocol": part.protocol}
     return {**payload, **extra, "records": part.records}
+
+
+def revealed_findings(log: DeltaLog, unit: Unit, reads: DataReads, result: Any) -> dict[str, Any]:
+    """The range's commit-level findings and the first version they replace (`from`).
+
+    The tail's rule (tailwindow.audit_tail_chunk, audit.ingest.findings.findings_in): a commit
+    can reveal a finding at an EARLIER version (a metadata change a later overwrite without a
+    read version ran across), which an earlier range, not holding that commit, got without
+    it. So [from, end] is audited again over its own window and its findings replace what
+    earlier ranges found from `from` on (job._merge_findings): kept by the range holding the
+    revealing commit, never twice, never lost."""
+    from audit.core.audit import audit_history  # noqa: PLC0415
+    from audit.core.history.tailwindow import first_revealed, load_tail_history  # noqa: PLC0415
+    from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
+
+    lo = first_revealed(result.findings, unit.start)
+    if lo < unit.start:
+        history = load_tail_history(log, lo, unit.end)
+        result = audit_history(history, **reads.audit_options(), versions=(lo, unit.end))
+    kept = [
+        f
+        for f in result.findings
+        if lo <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS
+    ]
+    return {"findings": kept, "from": lo}
 
 
 def range_part(start: int, payload: dict[str, Any], summaries: list[CommitSummary]) -> Any:
