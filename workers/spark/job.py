@@ -50,7 +50,7 @@ from audit.core.model import Finding, IdentityColumn, LogListing, TableState
 from audit.core.scrub import scrub_error
 from workers.spark import units as spark_units
 from workers.spark.archive import core_archive, running_from_archive
-from workers.spark.units import RANGE, TABLE, TABLE_LEVEL, Unit, pack, table_units
+from workers.spark.units import RANGE, TABLE_LEVEL, Unit, pack, table_units
 
 DEFAULT_CHUNK_COMMITS = 2000
 RESULT_COMMITS_PER_JOB = 250_000
@@ -321,25 +321,23 @@ def _outcome_from_units(
         # The whole-history unit reads what the Python path reads: its error is that path's.
         errors.sort(key=lambda e: e[0] == RANGE)
         return TableOutcome(uri, error=errors[0][1])
-    table = next((d["table"] for _, kind, d in decoded if kind in (TABLE, TABLE_LEVEL)), None)
-    summaries, audits, findings, parts = [], {}, [], []
-    for start, _, payload in decoded:
+    table = next((d["table"] for _, kind, d in decoded if d.get("table") is not None), None)
+    summaries, audits, findings, partials = [], {}, [], []
+    for _, _, payload in decoded:
         more_summaries, more_audits = spark_units.decode_results(payload)
         summaries += more_summaries
         audits.update(more_audits)
         findings = _merge_findings(findings, payload)
-        if "records" in payload:
-            parts.append(spark_units.range_part(start, payload, more_summaries))
-    if table is None:  # ranges only: the whole-history part from what they sent
-        try:
-            table, table_findings = _table_level(uri, listing, parts)
+        if "partial" in payload:
+            partials.append(payload["partial"])
+    if partials and not any(kind == TABLE_LEVEL for _, kind, _ in decoded):
+        try:  # ranges only: the whole-history findings merged from their partials
+            table, table_findings = _table_level(uri, listing, partials, table)
         except DeltaAuditError as err:
             return TableOutcome(uri, error=one_line(str(err)))
         except Exception as err:  # as in a task: a core bug fails this table, not the job
             return TableOutcome(uri, error=spark_units.internal_error(err))
         findings += table_findings
-        if not paths:
-            summaries = spark_units.strip_paths(summaries)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))  # audit_history's order
     state = _state(table)
     history = History(listing.table_uri, _clamp_listing(listing, state.version), state, summaries)
@@ -357,23 +355,34 @@ def _merge_findings(found: list[Finding], payload: dict[str, Any]) -> list[Findi
 
 
 def _table_level(
-    uri: str, listing: LogListing, parts: list[Any]
+    uri: str, listing: LogListing, partials: list[Any], table: dict[str, Any] | None
 ) -> tuple[dict[str, Any], list[Finding]]:
-    """A split table's settings and whole-history findings, from its ranges' parts: the
-    whole-log History assembled (no commit read again) and audited once, here."""
-    from audit.core.audit import audit_history  # noqa: PLC0415
-    from audit.core.history.split_history import assemble_history  # noqa: PLC0415
-    from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
+    """A split table's settings and whole-history findings, merged from its ranges' partials
+    (audit.core.history.range_partials): no history assembled, nothing audited again. Only a
+    log whose integrity a range could not judge from its checkpointed state (a rare broken
+    log, see audit.core.integrity.ranged) has its integrity checked here, over the whole log."""
+    from audit.core.history import range_partials  # noqa: PLC0415
+    from audit.core.integrity.checks import IntegrityTap  # noqa: PLC0415
+    from audit.core.vocab import INTEGRITY_KINDS  # noqa: PLC0415
 
     log = spark_units.ListedLog(uri, listing)
-    # The state at the latest version, as the whole-table unit's history_from_log has it.
-    history = assemble_history(log, parts, end=listing.latest_version)
-    # No data files read here: check_data only confirms never-existed snapshots (commit-level
-    # findings, which the ranges made); no table-level kind reads them (the differential test
-    # in tests/e2e/test_spark.py runs with check_data on).
-    result = audit_history(history, check_data=False)
-    kept = [f for f in result.findings if f.kind in TABLE_LEVEL_KINDS]
-    return spark_units.table_payload(history), kept
+    if table is None:  # the last range ended before the latest version: the state from here
+        table = spark_units.table_state_payload(log.snapshot(listing.latest_version))
+    state = _state(table)
+    findings = range_partials.merged_findings(
+        partials,
+        [c.name for c in state.identity_columns],
+        state.protocol,
+        log.store,
+        listing.latest_version,
+    )
+    versions = listing.commit_versions
+    if versions and range_partials.integrity_unresolved(partials):
+        tap = IntegrityTap(log, versions[0])
+        for _ in tap.observe(log.iter_commits(versions[0], versions[-1])):
+            pass  # as integrity_findings does for a history built without its checks
+        findings = [f for f in findings if f.kind not in INTEGRITY_KINDS] + tap.findings
+    return table, findings
 
 
 def _state(table: dict[str, Any]) -> TableState:

@@ -192,7 +192,7 @@ def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict
 
     log = ListedLog(unit.table_uri, listing)
     if unit.kind == RANGE and ASSEMBLE_TABLE_LEVEL:
-        return _range_with_part(log, unit, reads)
+        return _range_with_part(log, unit, reads, paths)
     if unit.kind == RANGE:
         history = load_tail_history(log, unit.start, unit.end)
         result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
@@ -206,18 +206,23 @@ def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict
     return _payload(history, result, lambda f: True, None, paths)
 
 
-def _range_with_part(log: DeltaLog, unit: Unit, reads: DataReads) -> dict[str, Any]:
-    """A range's commits and commit-level findings, plus its part of the whole-log pass (with
-    file paths: the driver's table-level audit needs them)."""
+def _range_with_part(log: ListedLog, unit: Unit, reads: DataReads, paths: bool) -> dict[str, Any]:
+    """A range's commits and commit-level findings, plus its partial of the whole-history
+    findings (audit.core.history.range_partials: tallies of its own commits and its
+    log-integrity findings checked from the checkpointed state): small, merged on the driver
+    without a second audit. The last range also sends the table's settings."""
     from audit.core.audit import audit_history  # noqa: PLC0415
-    from audit.core.history.split_history import load_range  # noqa: PLC0415
+    from audit.core.history.range_partials import range_partial  # noqa: PLC0415
+    from audit.core.history.split_history import load_range_checked  # noqa: PLC0415
 
-    history, part = load_range(log, unit.start, unit.end)
+    history, integrity = load_range_checked(log, unit.start, unit.end)
     result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
-    payload = _payload(history, result, lambda f: False, (unit.start, unit.end), True)
+    payload = _payload(history, result, lambda f: False, (unit.start, unit.end), paths)
+    payload["partial"] = range_partial(history, result, unit.start, unit.end, integrity)
+    if unit.end == log.listing.latest_version:
+        payload["table"] = table_payload(history)
     payload.update(revealed_findings(log, unit, reads, result))
-    extra = {"end": unit.end, "metadata": part.metadata, "protocol": part.protocol}
-    return {**payload, **extra, "records": part.records}
+    return payload
 
 
 def revealed_findings(log: DeltaLog, unit: Unit, reads: DataReads, result: Any) -> dict[str, Any]:
@@ -243,14 +248,6 @@ def revealed_findings(log: DeltaLog, unit: Unit, reads: DataReads, result: Any) 
         if lo <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS
     ]
     return {"findings": kept, "from": lo}
-
-
-def range_part(start: int, payload: dict[str, Any], summaries: list[CommitSummary]) -> Any:
-    """The driver's side of _range_with_part: the range's split_history.RangePart."""
-    from audit.core.history.split_history import RangePart  # noqa: PLC0415
-
-    p = payload
-    return RangePart(start, p["end"], summaries, p["metadata"], p["protocol"], p["records"])
 
 
 def strip_paths(summaries: list[CommitSummary]) -> list[CommitSummary]:
@@ -318,7 +315,11 @@ def decode_results(payload: dict[str, Any]) -> tuple[list[CommitSummary], dict[i
 
 def table_payload(history: History) -> dict[str, Any]:
     """The table's settings as storage needs them (no live files: they are not shipped back)."""
-    state = history.state
+    return table_state_payload(history.state)
+
+
+def table_state_payload(state: Any) -> dict[str, Any]:
+    """`table_payload` of a TableState."""
     return {
         "state_version": state.version,
         "metadata": serialize.metadata_to_json(state.metadata),
