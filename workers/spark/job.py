@@ -9,19 +9,20 @@ The plan (SPEC §5: Spark pays a cost per task, so tasks are few and carry many 
    (workers.spark.units): a table of at most `chunk_commits` commits is one unit, audited
    whole in one task exactly as the Python path does; a longer one is cut into version ranges
    [a, b], each audited over only its concurrent window (the live tail's window,
-   audit.core.history.tailwindow), plus one unit for its whole-history (table-level) findings.
+   audit.core.history.tailwindow), sending back its commits, its commit-level findings and
+   its partial of the whole-history (table-level) findings.
 2. One stage, no shuffle: `spark.range(P, numPartitions=P).mapInArrow`, task i running the
    units packed into bin i (a few bins per core, largest units first onto the least loaded).
    The listings travel with the job, so no task lists a log again.
 3. Driver: each wave of bins (RESULT_COMMITS_PER_JOB commits at most) is one job collected
    with `toArrow` (every task of the wave runs at once), one row per unit, its results
    pickled. A whole table is handed on at once, a split one when all its units have arrived
-   (ranges joined in version order, findings sorted as audit_history sorts them).
+   (ranges joined in version order, a range's findings replacing the earlier ones' from the
+   first version it revealed a finding at, the table-level findings merged from the
+   partials: audit.core.history.range_partials; findings sorted as audit_history sorts them).
 
-A split table costs about twice the CPU of one task: its table-level unit reads and audits
-the whole history (the integrity replay and the hotspot tally need every commit), and that
-unit bounds the split's wall time from below, so a split does not finish a table sooner than
-one task (docs/spark.md, "Long histories").
+A split table costs about one task's CPU plus the driver's decoding of its results: no part
+of it is read or audited twice (docs/spark.md, "Long histories").
 """
 
 from __future__ import annotations

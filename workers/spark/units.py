@@ -8,8 +8,9 @@ Django-free; runs in executors (shipped in the job's zip, see archive.py) and on
 - `range`: versions [start, end] of a long history, audited over the window the live tail
   would load for them (`audit.core.history.split_history.load_range`, the tail's window rules, proven
   equal to the one-shot audit, docs/tail.md) with `audit_history(versions=(start, end))`; out
-  come those commits, their commit-level findings, and the range's part of the whole-log pass,
-  from which the driver computes the table's whole-history findings (job._table_level);
+  come those commits, their commit-level findings (with those it reveals at earlier
+  versions: `revealed_findings`), and the range's partial of the whole-history findings,
+  which the driver merges (job._table_level, audit.core.history.range_partials);
 - `tablelevel` (only with AUDIT_SPARK_TABLE_LEVEL_UNIT=1, the older way): the whole-history
   findings of a long table, computed by reading and auditing the whole history again.
 
@@ -49,9 +50,8 @@ RESULT_SCHEMA = pa.schema(
 # (~300 MB pickled) took the local driver's JVM (1 GB heap) down; rows of ~15 MB stream.
 ROW_COMMITS = 50_000
 UNITS_PER_CORE = 2  # two tasks per core: LPT packing balances them; each task costs ~0.1 s
-# A split table's whole-history findings: assembled on the driver from what the ranges send
-# (audit.core.history.split_history, no second read of the log), or (False, the old way) one more
-# unit that reads and audits the whole history again.
+# A split table's whole-history findings: merged on the driver from the ranges' partials, or
+# (False, the old way) one more unit that reads and audits the whole history again.
 ASSEMBLE_TABLE_LEVEL = os.environ.get("AUDIT_SPARK_TABLE_LEVEL_UNIT", "") in ("", "0")
 
 
@@ -248,15 +248,6 @@ def revealed_findings(log: DeltaLog, unit: Unit, reads: DataReads, result: Any) 
         if lo <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS
     ]
     return {"findings": kept, "from": lo}
-
-
-def strip_paths(summaries: list[CommitSummary]) -> list[CommitSummary]:
-    """Leave out the paths (as _summary_values does), in place: the summaries are the
-    driver's own, unpickled for this table (10x cheaper than building new ones)."""
-    for s in summaries:
-        for name in _PATH_FIELDS:
-            setattr(s, name, EMPTY_SET)
-    return summaries
 
 
 def _payload(
