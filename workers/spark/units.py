@@ -26,7 +26,7 @@ import heapq
 import os
 import pickle
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import pyarrow as pa
@@ -35,7 +35,7 @@ from audit.core import serialize
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log, paused_gc
 from audit.core.log import DeltaLog
-from audit.core.model import EMPTY_SET, CommitSummary, Finding, LogListing
+from audit.core.model import EMPTY_SET, CommitSummary, Finding, LogListing, TableState
 from audit.core.serialize import arrow_schema
 from audit.core.storage.stores import open_store
 
@@ -101,6 +101,25 @@ class ListedLog(DeltaLog):
         self.store = open_store(uri)
         self.uri = self.store.uri
         self.listing = listing
+        self._snapshots: dict[int, TableState] = {}
+
+    def snapshot(self, version: int | None = None) -> TableState:
+        """A range asks for the state before its window up to three times (its window, the
+        survivors rule, its integrity base): one checkpoint read, each caller its own copy
+        (history_from_log replays onto the state it gets)."""
+        if version is None:
+            return super().snapshot(version)
+        state = self._snapshots.get(version)
+        if state is None:
+            state = self._snapshots[version] = super().snapshot(version)
+        return replace(
+            state,
+            files=dict(state.files),
+            txns=dict(state.txns),
+            domain_metadata=dict(state.domain_metadata),
+            clustering_columns=list(state.clustering_columns),
+            identity_columns=list(state.identity_columns),
+        )
 
 
 @dataclass(frozen=True)
