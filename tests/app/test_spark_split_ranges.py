@@ -10,7 +10,6 @@ when it holds the revealing commit, even when the finding's version lies in an e
 from __future__ import annotations
 
 import json
-import pickle
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -32,14 +31,14 @@ pytestmark = pytest.mark.slow
 
 def split_outcome(uri: str, chunk: int, check_data: bool = True) -> Any:
     """The table's outcome with every range of `chunk` commits run as a task runs it."""
-    from workers.spark.job import outcome_from_units, plan_table
+    from workers.spark.job import decode_row, outcome_from_units, plan_table
     from workers.spark.units import DataReads, unit_rows
 
     plan = plan_table(uri, chunk)
     rows = []
     for unit in plan.units:
         for row in unit_rows(unit, plan.listing, DataReads(check=check_data), paths=True):
-            rows.append({**row, "payload": pickle.loads(row["payload"])})
+            rows.append(decode_row(row))
     return outcome_from_units(uri, rows, plan.listing, True)
 
 

@@ -251,17 +251,40 @@ def audit_fleet(
     roots = None if read_roots is None else tuple(read_roots)
     reads = spark_units.DataReads(check_data, roots, sample_rows)
     pending: dict[str, list[dict[str, Any]]] = {}
-    for first in range(0, len(bins), per_wave):
-        wave = bins[first : first + per_wave]
-        task = spark_units.run_units(wave, listings, reads, paths, setup, spark_units.ROW_COMMITS)
-        ids = spark.range(0, len(wave), 1, len(wave))
-        rows = ids.mapInArrow(task, _spark_schema(spark_units.RESULT_SCHEMA)).toArrow()
-        batches = rows.to_batches()
-        del rows
-        rows_of_wave = (row for batch in batches for row in batch.to_pylist())
-        yield from _outcomes(rows_of_wave, expected, listings, pending, paths)
+    waves_of_bins = [bins[first : first + per_wave] for first in range(0, len(bins), per_wave)]
+    # Each wave is decoded on a helper thread while the next wave's job runs (this thread
+    # then only waits on the JVM): decoding is the driver's serial part, ~10 µs a commit.
+    with ThreadPoolExecutor(max_workers=1) as decoder:
+        decoding = None
+        for batches in _collected(spark, waves_of_bins, listings, reads, paths, setup):
+            done, decoding = decoding, decoder.submit(_decoded, batches)
+            del batches
+            if done is not None:
+                yield from _outcomes(done.result(), expected, listings, pending, paths)
+        if decoding is not None:
+            yield from _outcomes(decoding.result(), expected, listings, pending, paths)
     if pending:  # would mean Spark lost rows: never store half a table
         raise RuntimeError(f"results of {sorted(pending)[0]} are incomplete")
+
+
+def _collected(
+    spark: Any,
+    waves: list[list[list[Unit]]],
+    listings: dict[str, LogListing],
+    reads: spark_units.DataReads,
+    paths: bool,
+    setup: Any,
+) -> Iterator[list[pa.RecordBatch]]:
+    """Each wave's result rows, one job per wave (submitted from this thread: a job sent from
+    another thread started fresh Python workers, losing prepare_executors' warm ones)."""
+    for wave in waves:
+        task = spark_units.run_units(wave, listings, reads, paths, setup, spark_units.ROW_COMMITS)
+        ids = spark.range(0, len(wave), 1, len(wave))
+        yield ids.mapInArrow(task, _spark_schema(spark_units.RESULT_SCHEMA)).toArrow().to_batches()
+
+
+def _decoded(batches: list[pa.RecordBatch]) -> list[dict[str, Any]]:
+    return [decode_row(row) for batch in batches for row in batch.to_pylist()]
 
 
 def _storage_setup(text: str | None) -> Any:
@@ -284,15 +307,21 @@ def _outcomes(
         uri = row["table_uri"]
         # Decoded at once: a split table's rows wait here for its other units, and its bytes
         # would otherwise sit beside the objects (a 1M-commit split: ~1 GB of parts).
-        with paused_gc():
-            # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
-            row["payload"] = pickle.loads(row["payload"])
+        if isinstance(row["payload"], bytes):  # else decoded already (_decoded)
+            row = decode_row(row)
         units = pending.setdefault(uri, [])
         units.append(row)
         heads = [u["parts"] for u in units if u["part"] == 0]
         if len(heads) == expected[uri] and len(units) == sum(heads):
             del pending[uri]
             yield outcome_from_units(uri, units, listings[uri], paths)
+
+
+def decode_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A result row with its payload unpickled and its objects built (units.decode_payload)."""
+    with paused_gc():
+        # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
+        return {**row, "payload": spark_units.decode_payload(pickle.loads(row["payload"]))}
 
 
 def outcome_from_units(

@@ -316,11 +316,18 @@ def _audit_values(a: Any) -> tuple[Any, ...]:
     )
 
 
+def decode_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The driver's side of _payload, in place, as each row arrives (summaries as
+    CommitSummary, audits as serialize.AuditedCommit): so a split table's objects are built
+    while its other ranges still run, not all at once when the last one is in."""
+    payload["summaries"] = [CommitSummary(*values) for values in payload.get("summaries", ())]
+    payload["audits"] = [serialize.AuditedCommit(*values) for values in payload.get("audits", ())]
+    return payload
+
+
 def decode_results(payload: dict[str, Any]) -> tuple[list[CommitSummary], dict[int, Any]]:
-    """The driver's side of _payload: (summaries, {version: AuditedCommit})."""
-    summaries = [CommitSummary(*values) for values in payload["summaries"]]
-    audits = {values[0]: serialize.AuditedCommit(*values) for values in payload["audits"]}
-    return summaries, audits
+    """A decoded payload's (summaries, {version: AuditedCommit})."""
+    return payload["summaries"], {a.version: a for a in payload["audits"]}
 
 
 def table_payload(history: History) -> dict[str, Any]:
