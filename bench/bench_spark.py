@@ -96,6 +96,27 @@ def tree_cpu(root: int) -> float:
     return total
 
 
+def cpu_split(root: int) -> dict[str, float]:
+    """CPU seconds of `root`'s tree by role: this Python driver itself, the JVM (its own
+    threads), and the rest (the Python workers and their daemon, reaped ones included)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    split = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+    for pid in _tree(root):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        own, reaped = (
+            sum(int(x) for x in fields[11:13]) / tick,
+            sum(int(x) for x in fields[13:15]) / tick,
+        )
+        role = "driver" if pid == root else "jvm" if comm == "java" else "workers"
+        split[role] += own
+        split["workers"] += reaped if pid != root else 0.0
+    return split
+
+
 def spark_path(
     master: str, uris: list[str], chunk: int, conf: dict[str, str], cpu_root: int
 ) -> tuple[float, float, float, int, int]:
@@ -107,7 +128,7 @@ def spark_path(
     spark.range(1).count()  # the first job also starts the Python worker daemon
     prepare_executors(spark)  # ship the core, probe the executors: part of the session cost
     session = time.perf_counter() - started
-    cpu = tree_cpu(cpu_root)
+    cpu, roles = tree_cpu(cpu_root), cpu_split(cpu_root)
     started = time.perf_counter()
     commits = findings = 0
     for outcome in audit_fleet(spark, uris, chunk_commits=chunk, check_data=False):
@@ -117,6 +138,12 @@ def spark_path(
         findings += len(outcome.audit.findings)
     job = time.perf_counter() - started
     cpu = tree_cpu(cpu_root) - cpu
+    if cpu_root == os.getpid():
+        after = cpu_split(cpu_root)
+        print(
+            "  CPU s by role: " + ", ".join(f"{k} {after[k] - roles[k]:.1f}" for k in after),
+            flush=True,
+        )
     spark.stop()
     os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     return session, job, cpu, commits, findings
