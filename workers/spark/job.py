@@ -284,7 +284,13 @@ def _collected(
 
 
 def _decoded(batches: list[pa.RecordBatch]) -> list[dict[str, Any]]:
-    return [decode_row(row) for batch in batches for row in batch.to_pylist()]
+    """The wave's rows decoded, each batch let go once decoded (the wave's bytes and the
+    objects built from them are not held at once: at 1M commits, the driver's peak)."""
+    rows: list[dict[str, Any]] = []
+    batches.reverse()
+    while batches:
+        rows += [decode_row(row) for row in batches.pop().to_pylist()]
+    return rows
 
 
 def _storage_setup(text: str | None) -> Any:
