@@ -27,9 +27,11 @@ cores and the cost per commit of each path.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,27 @@ def tree_cpu(root: int) -> float:
     return total
 
 
+def cpu_split(root: int) -> dict[str, float]:
+    """CPU seconds of `root`'s tree by role: this Python driver itself, the JVM (its own
+    threads), and the rest (the Python workers and their daemon, reaped ones included)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    split = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+    for pid in _tree(root):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        own, reaped = (
+            sum(int(x) for x in fields[11:13]) / tick,
+            sum(int(x) for x in fields[13:15]) / tick,
+        )
+        role = "driver" if pid == root else "jvm" if comm == "java" else "workers"
+        split[role] += own
+        split["workers"] += reaped if pid != root else 0.0
+    return split
+
+
 def spark_path(
     master: str, uris: list[str], chunk: int, conf: dict[str, str], cpu_root: int
 ) -> tuple[float, float, float, int, int]:
@@ -105,7 +128,7 @@ def spark_path(
     spark.range(1).count()  # the first job also starts the Python worker daemon
     prepare_executors(spark)  # ship the core, probe the executors: part of the session cost
     session = time.perf_counter() - started
-    cpu = tree_cpu(cpu_root)
+    cpu, roles = tree_cpu(cpu_root), cpu_split(cpu_root)
     started = time.perf_counter()
     commits = findings = 0
     for outcome in audit_fleet(spark, uris, chunk_commits=chunk, check_data=False):
@@ -115,6 +138,12 @@ def spark_path(
         findings += len(outcome.audit.findings)
     job = time.perf_counter() - started
     cpu = tree_cpu(cpu_root) - cpu
+    if cpu_root == os.getpid():
+        after = cpu_split(cpu_root)
+        print(
+            "  CPU s by role: " + ", ".join(f"{k} {after[k] - roles[k]:.1f}" for k in after),
+            flush=True,
+        )
     spark.stop()
     os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     return session, job, cpu, commits, findings
@@ -139,12 +168,13 @@ def checkpoint_reads(uris: list[str]) -> tuple[float, float, int, int]:
     return core, on_spark, adds, spark_adds
 
 
-def show(row: tuple) -> None:
+def show(row: tuple, peak: int | None = None, tree: int | None = None) -> None:
     name, session, wall, cpu, commits, findings = row
     start = f"{session:9.1f}" if session is not None else f"{'-':>9}"
+    memory = f" {peak / 2**30:8.2f} {tree / 2**30:8.2f}" if peak is not None and tree else ""
     print(
         f"{name:<22} {start} {wall:8.2f} {cpu:8.2f} {commits:10,} {findings:9,} "
-        f"{wall / max(commits, 1) * 1e6:10.1f}",
+        f"{wall / max(commits, 1) * 1e6:10.1f}{memory}",
         flush=True,
     )
 
@@ -164,12 +194,14 @@ def masters_of(names: str, cluster: Any) -> list[tuple[str, str, dict[str, str],
 
 
 def big_table(out: Path, commits: int, chunk: int, cores: int) -> None:
-    """One long history: split into version ranges over the tasks vs audited in one task.
+    """One long history: split into version ranges over the tasks vs audited in one task,
+    against the Python path (one process, no Spark) in the same run.
 
-    Split, each range is audited over its concurrent window and sends back its part of the
-    whole-log pass; the driver assembles them and computes the whole-history (table-level)
-    findings (docs/spark.md, "Long histories"). A unit's results come back in rows of at most
-    ROW_COMMITS commits, so one task of a 1M-commit table does not overwhelm the driver.
+    Split, each range is audited over its concurrent window and sends back its commits and
+    its partial of the whole-history findings, merged on the driver without a second audit
+    (docs/spark.md, "Long histories"). Prints wall and CPU per path, the ratios against the
+    Python path, and peak RSS: the Python path's process, the Spark driver's Python process
+    (reset before each job) and the whole tree (driver, JVM, Python workers; sampled).
     """
     path = out / f"big-{commits}"
     if not (path / "_delta_log" / f"{commits - 1:020d}.json").exists():
@@ -178,19 +210,102 @@ def big_table(out: Path, commits: int, chunk: int, cores: int) -> None:
         print(f"generated the {commits:,}-commit table in {time.perf_counter() - started:.0f}s")
     print(f"\none table of {commits:,} commits (local[{cores}]), load average {_load()}")
     print(
-        f"{'path':<22} {'session s':>9} {'wall s':>8} {'cpu s':>8} {'commits':>10} {'findings':>9}"
+        f"{'path':<22} {'session s':>9} {'wall s':>8} {'cpu s':>8} {'commits':>10} "
+        f"{'findings':>9} {'µs/commit':>10} {'peak GB':>8} {'tree GB':>8}"
     )
-    cpu, started = tree_cpu(os.getpid()), time.perf_counter()
-    history = load_history(str(path))
-    findings = len(audit_history(history, check_data=False).findings)
-    py, py_cpu = time.perf_counter() - started, tree_cpu(os.getpid()) - cpu
-    del history
-    show(("python (1 process)", None, py, py_cpu, commits, findings))
+    py, py_cpu, py_commits, findings, py_rss = python_in_child(path)
+    assert py_commits == commits
+    show(("python (1 process)", None, py, py_cpu, commits, findings), py_rss, py_rss)
     split = max(1, min(chunk, -(-commits // (cores * 4))))
     for label, size in ((f"split, {split:,}/range", split), ("one task", commits)):
-        row = spark_path(f"local[{cores}]", [str(path)], size, {}, os.getpid())
-        show((label, *row))
+        with PeakRss(os.getpid()) as peak:
+            row = spark_path(f"local[{cores}]", [str(path)], size, {}, os.getpid())
+        show((label, *row), peak.driver, peak.tree)
         assert row[3:] == (commits, findings), "split and one task disagree with python"
+        print(
+            f"  {label} vs python: {py / row[1]:.2f}x faster (wall), CPU {row[2] / py_cpu:.2f}x "
+            f"python's; driver peak {peak.driver / 2**30:.2f} GB; load average {_load()}",
+            flush=True,
+        )
+
+
+_CHILD = """
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+from audit.core.audit import audit_history
+from audit.core.history.summary import load_history
+started, cpu = time.perf_counter(), time.process_time()
+history = load_history(sys.argv[1])
+findings = len(audit_history(history, check_data=False).findings)
+print(json.dumps([time.perf_counter() - started, time.process_time() - cpu,
+    len(history.summaries), findings, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024]))
+"""
+
+
+def python_in_child(path: Path) -> tuple[float, float, int, int, int]:
+    """The Python path in a fresh process: (wall s, CPU s, commits, findings, peak RSS bytes)."""
+    import json  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    root = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path), root], capture_output=True, text=True, check=True
+    )
+    wall, cpu, commits, findings, rss = json.loads(done.stdout.strip().splitlines()[-1])
+    return wall, cpu, commits, findings, rss
+
+
+class PeakRss:
+    """Peak RSS of this (driver) process, reset on entry (/proc/self/clear_refs), and of its
+    whole process tree (the JVM and its Python workers), sampled every 0.1 s."""
+
+    def __init__(self, root: int):
+        self.root, self.driver, self.tree = root, 0, 0
+        self._stop = threading.Event()
+
+    def __enter__(self) -> PeakRss:
+        # An older kernel refuses: the peak then includes what came before.
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{self.root}/clear_refs").write_text("5")
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.driver = _status_kb(self.root, "VmHWM") * 1024
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.1):
+            self.tree = max(self.tree, sum(_status_kb(p, "VmRSS") for p in _tree(self.root)) * 1024)
+
+
+def _status_kb(pid: int, key: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            children.setdefault(ppid, []).append(int(proc.name))
+    out, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(children.get(pid, []))
+    return out
 
 
 def _load() -> str:

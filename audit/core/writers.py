@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from audit.core import severity as sev
 from audit.core.cycles import render_partitions
@@ -177,24 +177,49 @@ def _burst_key(s: CommitSummary) -> tuple[str, str, frozenset] | None:
     return (writer_of(s), s.operation or "UNKNOWN", s.partitions_touched)
 
 
-def retry_storm_findings(history: Any, commits: dict[int, Any]) -> list[Finding]:
-    groups: dict[tuple[str, str, frozenset], list[CommitSummary]] = defaultdict(list)
-    for s in history.summaries:
+class StormMember(NamedTuple):
+    """What the retry-storm rule reads of one commit (a split history's ranges send these)."""
+
+    version: int
+    timestamp: int
+    retries: int
+    contended: bool
+
+
+StormKey = tuple[str, str, frozenset]
+
+
+def storm_members(
+    summaries: Iterable[CommitSummary], commits: dict[int, Any]
+) -> dict[StormKey, list[StormMember]]:
+    """The commits that may form a storm, per (writer, operation, partitions), in version order."""
+    groups: dict[StormKey, list[StormMember]] = defaultdict(list)
+    for s in summaries:
         key = _burst_key(s)
         if key is not None:
-            groups[key].append(s)
+            retries = _retries(s)
+            contended = retries > 0 or _concurrent(commits.get(s.version))
+            groups[key].append(StormMember(s.version, s.timestamp, retries, contended))
+    return groups
+
+
+def retry_storm_findings(history: Any, commits: dict[int, Any]) -> list[Finding]:
+    return storm_findings(storm_members(history.summaries, commits))
+
+
+def storm_findings(groups: dict[StormKey, list[StormMember]]) -> list[Finding]:
     findings = []
     for key, members in groups.items():
         for burst in _bursts(members):
-            contended = [s for s in burst if _contended(s, commits)]
+            contended = [s for s in burst if s.contended]
             if 2 * len(contended) >= len(burst):
                 findings.append(_storm_finding(key, burst, contended))
     return findings
 
 
-def _bursts(members: list[CommitSummary]) -> Iterable[list[CommitSummary]]:
+def _bursts(members: list[StormMember]) -> Iterable[list[StormMember]]:
     """Maximal runs whose consecutive commits are at most the window apart."""
-    run: list[CommitSummary] = []
+    run: list[StormMember] = []
     for s in sorted(members, key=lambda m: (m.timestamp, m.version)):
         if run and s.timestamp - run[-1].timestamp > RETRY_STORM_WINDOW_MS:
             if len(run) >= RETRY_STORM_MIN_COMMITS:
@@ -205,18 +230,17 @@ def _bursts(members: list[CommitSummary]) -> Iterable[list[CommitSummary]]:
         yield run
 
 
-def _contended(s: CommitSummary, commits: dict[int, Any]) -> bool:
-    audit = commits.get(s.version)
-    return _retries(s) > 0 or (audit is not None and len(audit.concurrent_versions) > 0)
+def _concurrent(audit: Any) -> bool:
+    return audit is not None and len(audit.concurrent_versions) > 0
 
 
 def _storm_finding(
-    key: tuple[str, str, frozenset], burst: list[CommitSummary], contended: list[CommitSummary]
+    key: StormKey, burst: list[StormMember], contended: list[StormMember]
 ) -> Finding:
     writer, operation, partitions = key
     where = render_partitions(partitions)
     seconds = (burst[-1].timestamp - burst[0].timestamp) / 1000
-    retries = sum(_retries(s) for s in burst)
+    retries = sum(s.retries for s in burst)
     text = retry_storm_text(writer, operation, where, len(burst), seconds, len(contended), retries)
     return text.finding(
         FindingKind.RETRY_STORM,

@@ -26,7 +26,7 @@ from audit.ingest.tables import register_table
 from audit.models import Commit, Table
 from audit.models import Finding as FindingRow
 from audit.tail.step import tail_once
-from tests.support import scenarios
+from tests.support import revealing_tables, scenarios
 from tests.support.ingested import ingest_table
 from tests.support.paths import DELTA_TABLES, ROOT
 
@@ -47,6 +47,8 @@ SCENARIOS = {
     "stale_predicated_delete_after_optimize": (
         scenarios.build_stale_predicated_delete_after_optimize
     ),
+    # Findings placed before the commit that reveals them, in another range at CHUNK = 2.
+    **{f"revealing_{name}": build for name, build in revealing_tables.BUILDERS.items()},
 }
 
 

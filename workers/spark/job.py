@@ -9,19 +9,20 @@ The plan (SPEC §5: Spark pays a cost per task, so tasks are few and carry many 
    (workers.spark.units): a table of at most `chunk_commits` commits is one unit, audited
    whole in one task exactly as the Python path does; a longer one is cut into version ranges
    [a, b], each audited over only its concurrent window (the live tail's window,
-   audit.core.history.tailwindow), plus one unit for its whole-history (table-level) findings.
+   audit.core.history.tailwindow), sending back its commits, its commit-level findings and
+   its partial of the whole-history (table-level) findings.
 2. One stage, no shuffle: `spark.range(P, numPartitions=P).mapInArrow`, task i running the
    units packed into bin i (a few bins per core, largest units first onto the least loaded).
    The listings travel with the job, so no task lists a log again.
 3. Driver: each wave of bins (RESULT_COMMITS_PER_JOB commits at most) is one job collected
    with `toArrow` (every task of the wave runs at once), one row per unit, its results
    pickled. A whole table is handed on at once, a split one when all its units have arrived
-   (ranges joined in version order, findings sorted as audit_history sorts them).
+   (ranges joined in version order, a range's findings replacing the earlier ones' from the
+   first version it revealed a finding at, the table-level findings merged from the
+   partials: audit.core.history.range_partials; findings sorted as audit_history sorts them).
 
-A split table costs about twice the CPU of one task: its table-level unit reads and audits
-the whole history (the integrity replay and the hotspot tally need every commit), and that
-unit bounds the split's wall time from below, so a split does not finish a table sooner than
-one task (docs/spark.md, "Long histories").
+A split table costs about one task's CPU plus the driver's decoding of its results: no part
+of it is read or audited twice (docs/spark.md, "Long histories").
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from audit.core.model import Finding, IdentityColumn, LogListing, TableState
 from audit.core.scrub import scrub_error
 from workers.spark import units as spark_units
 from workers.spark.archive import core_archive, running_from_archive
-from workers.spark.units import RANGE, TABLE, TABLE_LEVEL, Unit, pack, table_units
+from workers.spark.units import RANGE, TABLE_LEVEL, Unit, pack, table_units
 
 DEFAULT_CHUNK_COMMITS = 2000
 RESULT_COMMITS_PER_JOB = 250_000
@@ -250,17 +251,46 @@ def audit_fleet(
     roots = None if read_roots is None else tuple(read_roots)
     reads = spark_units.DataReads(check_data, roots, sample_rows)
     pending: dict[str, list[dict[str, Any]]] = {}
-    for first in range(0, len(bins), per_wave):
-        wave = bins[first : first + per_wave]
-        task = spark_units.run_units(wave, listings, reads, paths, setup, spark_units.ROW_COMMITS)
-        ids = spark.range(0, len(wave), 1, len(wave))
-        rows = ids.mapInArrow(task, _spark_schema(spark_units.RESULT_SCHEMA)).toArrow()
-        batches = rows.to_batches()
-        del rows
-        rows_of_wave = (row for batch in batches for row in batch.to_pylist())
-        yield from _outcomes(rows_of_wave, expected, listings, pending, paths)
+    waves_of_bins = [bins[first : first + per_wave] for first in range(0, len(bins), per_wave)]
+    # Each wave is decoded on a helper thread while the next wave's job runs (this thread
+    # then only waits on the JVM): decoding is the driver's serial part, ~10 µs a commit.
+    with ThreadPoolExecutor(max_workers=1) as decoder:
+        decoding = None
+        for batches in _collected(spark, waves_of_bins, listings, reads, paths, setup):
+            done, decoding = decoding, decoder.submit(_decoded, batches)
+            del batches
+            if done is not None:
+                yield from _outcomes(done.result(), expected, listings, pending, paths)
+        if decoding is not None:
+            yield from _outcomes(decoding.result(), expected, listings, pending, paths)
     if pending:  # would mean Spark lost rows: never store half a table
         raise RuntimeError(f"results of {sorted(pending)[0]} are incomplete")
+
+
+def _collected(
+    spark: Any,
+    waves: list[list[list[Unit]]],
+    listings: dict[str, LogListing],
+    reads: spark_units.DataReads,
+    paths: bool,
+    setup: Any,
+) -> Iterator[list[pa.RecordBatch]]:
+    """Each wave's result rows, one job per wave (submitted from this thread: a job sent from
+    another thread started fresh Python workers, losing prepare_executors' warm ones)."""
+    for wave in waves:
+        task = spark_units.run_units(wave, listings, reads, paths, setup, spark_units.ROW_COMMITS)
+        ids = spark.range(0, len(wave), 1, len(wave))
+        yield ids.mapInArrow(task, _spark_schema(spark_units.RESULT_SCHEMA)).toArrow().to_batches()
+
+
+def _decoded(batches: list[pa.RecordBatch]) -> list[dict[str, Any]]:
+    """The wave's rows decoded, each batch let go once decoded (the wave's bytes and the
+    objects built from them are not held at once: at 1M commits, the driver's peak)."""
+    rows: list[dict[str, Any]] = []
+    batches.reverse()
+    while batches:
+        rows += [decode_row(row) for row in batches.pop().to_pylist()]
+    return rows
 
 
 def _storage_setup(text: str | None) -> Any:
@@ -283,15 +313,21 @@ def _outcomes(
         uri = row["table_uri"]
         # Decoded at once: a split table's rows wait here for its other units, and its bytes
         # would otherwise sit beside the objects (a 1M-commit split: ~1 GB of parts).
-        with paused_gc():
-            # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
-            row["payload"] = pickle.loads(row["payload"])
+        if isinstance(row["payload"], bytes):  # else decoded already (_decoded)
+            row = decode_row(row)
         units = pending.setdefault(uri, [])
         units.append(row)
         heads = [u["parts"] for u in units if u["part"] == 0]
         if len(heads) == expected[uri] and len(units) == sum(heads):
             del pending[uri]
             yield outcome_from_units(uri, units, listings[uri], paths)
+
+
+def decode_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A result row with its payload unpickled and its objects built (units.decode_payload)."""
+    with paused_gc():
+        # Pickles made by this job's own tasks (Spark ships its tasks' code the same way).
+        return {**row, "payload": spark_units.decode_payload(pickle.loads(row["payload"]))}
 
 
 def outcome_from_units(
@@ -321,25 +357,23 @@ def _outcome_from_units(
         # The whole-history unit reads what the Python path reads: its error is that path's.
         errors.sort(key=lambda e: e[0] == RANGE)
         return TableOutcome(uri, error=errors[0][1])
-    table = next((d["table"] for _, kind, d in decoded if kind in (TABLE, TABLE_LEVEL)), None)
-    summaries, audits, findings, parts = [], {}, [], []
-    for start, _, payload in decoded:
+    table = next((d["table"] for _, kind, d in decoded if d.get("table") is not None), None)
+    summaries, audits, findings, partials = [], {}, [], []
+    for _, _, payload in decoded:
         more_summaries, more_audits = spark_units.decode_results(payload)
         summaries += more_summaries
         audits.update(more_audits)
-        findings += payload["findings"]
-        if "records" in payload:
-            parts.append(spark_units.range_part(start, payload, more_summaries))
-    if table is None:  # ranges only: the whole-history part from what they sent
-        try:
-            table, table_findings = _table_level(uri, listing, parts)
+        findings = _merge_findings(findings, payload)
+        if "partial" in payload:
+            partials.append(payload["partial"])
+    if partials and not any(kind == TABLE_LEVEL for _, kind, _ in decoded):
+        try:  # ranges only: the whole-history findings merged from their partials
+            table, table_findings = _table_level(uri, listing, partials, table)
         except DeltaAuditError as err:
             return TableOutcome(uri, error=one_line(str(err)))
         except Exception as err:  # as in a task: a core bug fails this table, not the job
             return TableOutcome(uri, error=spark_units.internal_error(err))
         findings += table_findings
-        if not paths:
-            summaries = spark_units.strip_paths(summaries)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))  # audit_history's order
     state = _state(table)
     history = History(listing.table_uri, _clamp_listing(listing, state.version), state, summaries)
@@ -348,24 +382,43 @@ def _outcome_from_units(
     )
 
 
+def _merge_findings(found: list[Finding], payload: dict[str, Any]) -> list[Finding]:
+    """The findings so far (of the earlier ranges, in version order) with this unit's: a
+    range's findings replace those from its `from` version on (units.revealed_findings)."""
+    lo = payload.get("from")
+    kept = found if lo is None else [f for f in found if f.version < lo]
+    return kept + payload["findings"]
+
+
 def _table_level(
-    uri: str, listing: LogListing, parts: list[Any]
+    uri: str, listing: LogListing, partials: list[Any], table: dict[str, Any] | None
 ) -> tuple[dict[str, Any], list[Finding]]:
-    """A split table's settings and whole-history findings, from its ranges' parts: the
-    whole-log History assembled (no commit read again) and audited once, here."""
-    from audit.core.audit import audit_history  # noqa: PLC0415
-    from audit.core.history.split_history import assemble_history  # noqa: PLC0415
-    from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
+    """A split table's settings and whole-history findings, merged from its ranges' partials
+    (audit.core.history.range_partials): no history assembled, nothing audited again. Only a
+    log whose integrity a range could not judge from its checkpointed state (a rare broken
+    log, see audit.core.integrity.ranged) has its integrity checked here, over the whole log."""
+    from audit.core.history import range_partials  # noqa: PLC0415
+    from audit.core.integrity.checks import IntegrityTap  # noqa: PLC0415
+    from audit.core.vocab import INTEGRITY_KINDS  # noqa: PLC0415
 
     log = spark_units.ListedLog(uri, listing)
-    # The state at the latest version, as the whole-table unit's history_from_log has it.
-    history = assemble_history(log, parts, end=listing.latest_version)
-    # No data files read here: check_data only confirms never-existed snapshots (commit-level
-    # findings, which the ranges made); no table-level kind reads them (the differential test
-    # in tests/e2e/test_spark.py runs with check_data on).
-    result = audit_history(history, check_data=False)
-    kept = [f for f in result.findings if f.kind in TABLE_LEVEL_KINDS]
-    return spark_units.table_payload(history), kept
+    if table is None:  # the last range ended before the latest version: the state from here
+        table = spark_units.table_state_payload(log.snapshot(listing.latest_version))
+    state = _state(table)
+    findings = range_partials.merged_findings(
+        partials,
+        [c.name for c in state.identity_columns],
+        state.protocol,
+        log.store,
+        listing.latest_version,
+    )
+    versions = listing.commit_versions
+    if versions and range_partials.integrity_unresolved(partials):
+        tap = IntegrityTap(log, versions[0])
+        for _ in tap.observe(log.iter_commits(versions[0], versions[-1])):
+            pass  # as integrity_findings does for a history built without its checks
+        findings = [f for f in findings if f.kind not in INTEGRITY_KINDS] + tap.findings
+    return table, findings
 
 
 def _state(table: dict[str, Any]) -> TableState:

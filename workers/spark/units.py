@@ -8,8 +8,9 @@ Django-free; runs in executors (shipped in the job's zip, see archive.py) and on
 - `range`: versions [start, end] of a long history, audited over the window the live tail
   would load for them (`audit.core.history.split_history.load_range`, the tail's window rules, proven
   equal to the one-shot audit, docs/tail.md) with `audit_history(versions=(start, end))`; out
-  come those commits, their commit-level findings, and the range's part of the whole-log pass,
-  from which the driver computes the table's whole-history findings (job._table_level);
+  come those commits, their commit-level findings (with those it reveals at earlier
+  versions: `revealed_findings`), and the range's partial of the whole-history findings,
+  which the driver merges (job._table_level, audit.core.history.range_partials);
 - `tablelevel` (only with AUDIT_SPARK_TABLE_LEVEL_UNIT=1, the older way): the whole-history
   findings of a long table, computed by reading and auditing the whole history again.
 
@@ -25,7 +26,8 @@ import heapq
 import os
 import pickle
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
+from operator import attrgetter
 from typing import Any
 
 import pyarrow as pa
@@ -34,7 +36,7 @@ from audit.core import serialize
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log, paused_gc
 from audit.core.log import DeltaLog
-from audit.core.model import EMPTY_SET, CommitSummary, Finding, LogListing
+from audit.core.model import EMPTY_SET, CommitSummary, Finding, LogListing, TableState
 from audit.core.serialize import arrow_schema
 from audit.core.storage.stores import open_store
 
@@ -49,9 +51,8 @@ RESULT_SCHEMA = pa.schema(
 # (~300 MB pickled) took the local driver's JVM (1 GB heap) down; rows of ~15 MB stream.
 ROW_COMMITS = 50_000
 UNITS_PER_CORE = 2  # two tasks per core: LPT packing balances them; each task costs ~0.1 s
-# A split table's whole-history findings: assembled on the driver from what the ranges send
-# (audit.core.history.split_history, no second read of the log), or (False, the old way) one more
-# unit that reads and audits the whole history again.
+# A split table's whole-history findings: merged on the driver from the ranges' partials, or
+# (False, the old way) one more unit that reads and audits the whole history again.
 ASSEMBLE_TABLE_LEVEL = os.environ.get("AUDIT_SPARK_TABLE_LEVEL_UNIT", "") in ("", "0")
 
 
@@ -101,6 +102,25 @@ class ListedLog(DeltaLog):
         self.store = open_store(uri)
         self.uri = self.store.uri
         self.listing = listing
+        self._snapshots: dict[int, TableState] = {}
+
+    def snapshot(self, version: int | None = None) -> TableState:
+        """A range asks for the state before its window up to three times (its window, the
+        survivors rule, its integrity base): one checkpoint read, each caller its own copy
+        (history_from_log replays onto the state it gets)."""
+        if version is None:
+            return super().snapshot(version)
+        state = self._snapshots.get(version)
+        if state is None:
+            state = self._snapshots[version] = super().snapshot(version)
+        return replace(
+            state,
+            files=dict(state.files),
+            txns=dict(state.txns),
+            domain_metadata=dict(state.domain_metadata),
+            clustering_columns=list(state.clustering_columns),
+            identity_columns=list(state.identity_columns),
+        )
 
 
 @dataclass(frozen=True)
@@ -169,6 +189,7 @@ def _pieces(payload: dict[str, Any], row_commits: int) -> list[dict[str, Any]]:
         {
             "summaries": summaries[i * s_step : (i + 1) * s_step],
             "audits": audits[i * a_step : (i + 1) * a_step],
+            "paths": payload.get("paths", True),  # each row is decoded on its own
         }
         for i in range(count)
     ]
@@ -192,18 +213,12 @@ def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict
 
     log = ListedLog(unit.table_uri, listing)
     if unit.kind == RANGE and ASSEMBLE_TABLE_LEVEL:
-        return _range_with_part(log, unit, reads)
+        return _range_with_part(log, unit, reads, paths)
     if unit.kind == RANGE:
         history = load_tail_history(log, unit.start, unit.end)
         result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
-        # The tail's rule (audit.ingest.findings.findings_in): a window keeps its commit-level findings.
-        return _payload(
-            history,
-            result,
-            lambda f: unit.start <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS,
-            (unit.start, unit.end),
-            paths,
-        )
+        payload = _payload(history, result, lambda f: False, (unit.start, unit.end), paths)
+        return {**payload, **revealed_findings(log, unit, reads, result)}
     history = history_from_log(log, end=listing.latest_version)
     result = audit_history(history, **reads.audit_options())
     if unit.kind == TABLE_LEVEL:
@@ -212,41 +227,48 @@ def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict
     return _payload(history, result, lambda f: True, None, paths)
 
 
-def _range_with_part(log: DeltaLog, unit: Unit, reads: DataReads) -> dict[str, Any]:
-    """A range's commits and commit-level findings, plus its part of the whole-log pass (with
-    file paths: the driver's table-level audit needs them)."""
+def _range_with_part(log: ListedLog, unit: Unit, reads: DataReads, paths: bool) -> dict[str, Any]:
+    """A range's commits and commit-level findings, plus its partial of the whole-history
+    findings (audit.core.history.range_partials: tallies of its own commits and its
+    log-integrity findings checked from the checkpointed state): small, merged on the driver
+    without a second audit. The last range also sends the table's settings."""
     from audit.core.audit import audit_history  # noqa: PLC0415
-    from audit.core.history.split_history import load_range  # noqa: PLC0415
+    from audit.core.history.range_partials import range_partial  # noqa: PLC0415
+    from audit.core.history.split_history import load_range_checked  # noqa: PLC0415
+
+    history, integrity = load_range_checked(log, unit.start, unit.end)
+    result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
+    payload = _payload(history, result, lambda f: False, (unit.start, unit.end), paths)
+    payload["partial"] = range_partial(history, result, unit.start, unit.end, integrity)
+    if unit.end == log.listing.latest_version:
+        payload["table"] = table_payload(history)
+    payload.update(revealed_findings(log, unit, reads, result))
+    return payload
+
+
+def revealed_findings(log: DeltaLog, unit: Unit, reads: DataReads, result: Any) -> dict[str, Any]:
+    """The range's commit-level findings and the first version they replace (`from`).
+
+    The tail's rule (tailwindow.audit_tail_chunk, audit.ingest.findings.findings_in): a commit
+    can reveal a finding at an EARLIER version (a metadata change a later overwrite without a
+    read version ran across), which an earlier range, not holding that commit, got without
+    it. So [from, end] is audited again over its own window and its findings replace what
+    earlier ranges found from `from` on (job._merge_findings): kept by the range holding the
+    revealing commit, never twice, never lost."""
+    from audit.core.audit import audit_history  # noqa: PLC0415
+    from audit.core.history.tailwindow import first_revealed, load_tail_history  # noqa: PLC0415
     from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
 
-    history, part = load_range(log, unit.start, unit.end)
-    result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
-    payload = _payload(
-        history,
-        result,
-        lambda f: unit.start <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS,
-        (unit.start, unit.end),
-        True,
-    )
-    extra = {"end": unit.end, "metadata": part.metadata, "protocol": part.protocol}
-    return {**payload, **extra, "records": part.records}
-
-
-def range_part(start: int, payload: dict[str, Any], summaries: list[CommitSummary]) -> Any:
-    """The driver's side of _range_with_part: the range's split_history.RangePart."""
-    from audit.core.history.split_history import RangePart  # noqa: PLC0415
-
-    p = payload
-    return RangePart(start, p["end"], summaries, p["metadata"], p["protocol"], p["records"])
-
-
-def strip_paths(summaries: list[CommitSummary]) -> list[CommitSummary]:
-    """Leave out the paths (as _summary_values does), in place: the summaries are the
-    driver's own, unpickled for this table (10x cheaper than building new ones)."""
-    for s in summaries:
-        for name in _PATH_FIELDS:
-            setattr(s, name, EMPTY_SET)
-    return summaries
+    lo = first_revealed(result.findings, unit.start)
+    if lo < unit.start:
+        history = load_tail_history(log, lo, unit.end)
+        result = audit_history(history, **reads.audit_options(), versions=(lo, unit.end))
+    kept = [
+        f
+        for f in result.findings
+        if lo <= f.version <= unit.end and f.kind not in TABLE_LEVEL_KINDS
+    ]
+    return {"findings": kept, "from": lo}
 
 
 def _payload(
@@ -263,6 +285,7 @@ def _payload(
     return {
         "table": None if versions is not None else table_payload(history),
         "summaries": [_summary_values(s, paths) for s in kept],
+        "paths": paths,
         "audits": [_audit_values(a) for s in kept if (a := result.commits.get(s.version))],
         "findings": [f for f in result.findings if keep(f)],
     }
@@ -275,12 +298,45 @@ _SUMMARY_FIELDS = tuple(f.name for f in fields(CommitSummary))
 _PATH_FIELDS = frozenset({"removed_paths", "removed_paths_all", "added_paths", "compacted_paths"})
 
 
+# One C call per commit (operator.attrgetter) instead of a Python loop over 36 fields.
+_ALL_VALUES = attrgetter(*_SUMMARY_FIELDS)
+_BARE_VALUES = attrgetter(*(n for n in _SUMMARY_FIELDS if n not in _PATH_FIELDS))
+
+
+def _bare_layout() -> list[tuple[int, int] | int]:
+    """How a summary without paths is put back together: runs of its values (start, end)
+    and, between them, how many EMPTY_SET path fields."""
+    layout: list[tuple[int, int] | int] = []
+    taken = 0
+    for name in _SUMMARY_FIELDS:
+        if name in _PATH_FIELDS:
+            if layout and isinstance(layout[-1], int):
+                layout[-1] += 1
+            else:
+                layout.append(1)
+        else:
+            if layout and isinstance(layout[-1], tuple):
+                layout[-1] = (layout[-1][0], taken + 1)
+            else:
+                layout.append((taken, taken + 1))
+            taken += 1
+    return layout
+
+
+_BARE_LAYOUT = _bare_layout()
+
+
 def _summary_values(s: CommitSummary, paths: bool) -> tuple[Any, ...]:
+    return _ALL_VALUES(s) if paths else _BARE_VALUES(s)
+
+
+def _summary_of(values: tuple[Any, ...], paths: bool) -> CommitSummary:
     if paths:
-        return tuple(getattr(s, name) for name in _SUMMARY_FIELDS)
-    return tuple(
-        EMPTY_SET if name in _PATH_FIELDS else getattr(s, name) for name in _SUMMARY_FIELDS
-    )
+        return CommitSummary(*values)
+    args: tuple[Any, ...] = ()
+    for part in _BARE_LAYOUT:
+        args += values[part[0] : part[1]] if isinstance(part, tuple) else (EMPTY_SET,) * part
+    return CommitSummary(*args)
 
 
 def _audit_values(a: Any) -> tuple[Any, ...]:
@@ -296,16 +352,28 @@ def _audit_values(a: Any) -> tuple[Any, ...]:
     )
 
 
+def decode_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The driver's side of _payload, in place, as each row arrives (summaries as
+    CommitSummary, audits as serialize.AuditedCommit): so a split table's objects are built
+    while its other ranges still run, not all at once when the last one is in."""
+    paths = payload.get("paths", True)
+    payload["summaries"] = [_summary_of(values, paths) for values in payload.get("summaries", ())]
+    payload["audits"] = [serialize.AuditedCommit(*values) for values in payload.get("audits", ())]
+    return payload
+
+
 def decode_results(payload: dict[str, Any]) -> tuple[list[CommitSummary], dict[int, Any]]:
-    """The driver's side of _payload: (summaries, {version: AuditedCommit})."""
-    summaries = [CommitSummary(*values) for values in payload["summaries"]]
-    audits = {values[0]: serialize.AuditedCommit(*values) for values in payload["audits"]}
-    return summaries, audits
+    """A decoded payload's (summaries, {version: AuditedCommit})."""
+    return payload["summaries"], {a.version: a for a in payload["audits"]}
 
 
 def table_payload(history: History) -> dict[str, Any]:
     """The table's settings as storage needs them (no live files: they are not shipped back)."""
-    state = history.state
+    return table_state_payload(history.state)
+
+
+def table_state_payload(state: Any) -> dict[str, Any]:
+    """`table_payload` of a TableState."""
     return {
         "state_version": state.version,
         "metadata": serialize.metadata_to_json(state.metadata),

@@ -24,6 +24,7 @@ from audit.core.history.summarize import (
 from audit.core.history.summary import History, history_of, paused_gc
 from audit.core.history.tailwindow import GUESS, widen_window
 from audit.core.integrity.checks import IntegrityTap
+from audit.core.integrity.ranged import RangeIntegrity, range_integrity
 from audit.core.integrity.refs import FileRef, IntegrityRecord, integrity_record
 from audit.core.log import DeltaLog
 from audit.core.model import Commit, CommitSummary
@@ -48,8 +49,9 @@ def load_range(log: DeltaLog, start: int, end: int) -> tuple[History, RangePart]
     with paused_gc():
         window = _window_history(log, start, end, first) if start - GUESS > first else None
         if window is not None:
-            history, records = window
+            history, (records, _) = window
             own = [s for s in history.summaries if start <= s.version <= end]
+            records = [r for r in records if r[0] >= start]
             return history, _own_part(history, start, end, own, records)
         # The window reaches the first version: the tail loads it as the whole-log pass does
         # (straight from the files, not through iter_commits), so do that pass here.
@@ -59,9 +61,25 @@ def load_range(log: DeltaLog, start: int, end: int) -> tuple[History, RangePart]
     return history, _own_part(history, start, end, own, records)
 
 
+def load_range_checked(log: DeltaLog, start: int, end: int) -> tuple[History, RangeIntegrity]:
+    """The window history that audits [start, end] exactly (as `load_range`), and the
+    range's log-integrity findings, checked from the snapshot before the window
+    (integrity.ranged): nothing of the range's commits leaves the task but its results."""
+    versions = log.listing.commit_versions
+    first = versions[0] if versions else start
+    with paused_gc():
+        window = _window_history(log, start, end, first) if start - GUESS > first else None
+        if window is not None:
+            history, (records, lo) = window
+        else:
+            history, part = _first_range(log, first, end)
+            records, lo = part.records, first
+        return history, range_integrity(log, first, lo, start, records)
+
+
 def _window_history(
     log: DeltaLog, start: int, end: int, first: int
-) -> tuple[History, list[IntegrityRecord]] | None:
+) -> tuple[History, tuple[list[IntegrityRecord], int]] | None:
     """`load_tail_history`'s window (its rules, `widen_window`), each try read straight from
     the files as the whole-log pass reads them (`summarize_log`, ~3x cheaper than parsing
     commits into objects), with the range's integrity records. None when the window reaches
@@ -73,15 +91,16 @@ def _window_history(
 
 def _digest_window(
     log: DeltaLog, lo: int, start: int, end: int
-) -> tuple[History, list[IntegrityRecord]]:
-    """The history [lo, end] as `history_from_log(log, start=lo, end=end)` builds it."""
-    records, record = _recorder(since=start)
+) -> tuple[History, tuple[list[IntegrityRecord], int]]:
+    """The history [lo, end] as `history_from_log(log, start=lo, end=end)` builds it, with
+    the integrity records of its commits (from `lo`) and `lo`."""
+    records, record = _recorder(since=lo)
 
     before = log.snapshot(lo - 1)
     metadata = [(lo - 1, before.metadata)] if before.metadata else []
     protocol = [(lo - 1, before.protocol)] if before.protocol else []
     summaries = summarize_log(log, lo, end, metadata, protocol, sink=record)
-    return history_of(log, log.snapshot(end), summaries, metadata, protocol), records
+    return history_of(log, log.snapshot(end), summaries, metadata, protocol), (records, lo)
 
 
 def _recorder(since: int) -> tuple[list[IntegrityRecord], CommitSink]:
