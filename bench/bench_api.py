@@ -46,8 +46,8 @@ COMMIT_COLUMNS = (
     "table_id", "version", "timestamp", "committed_at", "operation", "read_version",
     "read_version_fact", "isolation_level", "isolation_level_fact", "blind_append",
     "blind_append_fact", "engine", "engine_info", "txn_id", "user_id", "user_name",
-    "files_added", "files_removed", "bytes_added", "bytes_removed", "concurrent_versions",
-    "concurrent_count", "predicate_raw", "predicate_sql", "operation_parameters",
+    "job_id", "user_metadata", "provenance", "files_added", "files_removed", "bytes_added",
+    "bytes_removed", "concurrent_versions", "concurrent_count", "predicate_raw", "predicate_sql", "operation_parameters",
     "operation_metrics", "partitions", "app_ids", "metadata_changed", "protocol_changed",
     "recheck", "facts",
 )  # fmt: skip
@@ -91,7 +91,8 @@ def commit_rows(table_id: int, n: int, seed: int = 7):
         yield (
             table_id, v, ts, _iso(ts), op, read_version, "recorded" if v else "unknown",
             "WriteSerializable", "recorded", blind, "recorded", "spark",
-            "Apache-Spark/3.5.0 Delta-Lake/3.2.0", f"txn-{v}", "", "", 1 if blind else 2,
+            "Apache-Spark/3.5.0 Delta-Lake/3.2.0", f"txn-{v}", "", "", "", "", "{}",
+            1 if blind else 2,
             0 if blind else 1, 4096, 0 if blind else 4096, json.dumps(concurrent),
             len(concurrent), predicate, predicate, "{}", "{}",
             json.dumps([{"day": day}]), "{}", False, False, "{}", facts,
@@ -243,6 +244,21 @@ def _copy_postgres(cursor, rows) -> None:
             copy.write_row(row)
 
 
+def bench_user():
+    """The bench's reader: a viewer of the bench table's project (not staff, so every request
+    pays the membership check a real reader's does)."""
+    from django.contrib.auth import get_user_model
+
+    from audit.models import Membership, Table
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-reader")
+    project_id = Table.objects.get(uri=TABLE_URI).project_id
+    Membership.objects.get_or_create(
+        project_id=project_id, user=user, defaults={"role": Membership.Role.VIEWER}
+    )
+    return user
+
+
 def session_cookie_for_bench_user() -> str:
     """A logged-in session of the bench user, as the login page leaves it (a Cookie value)."""
     from importlib import import_module
@@ -252,11 +268,10 @@ def session_cookie_for_bench_user() -> str:
         BACKEND_SESSION_KEY,
         HASH_SESSION_KEY,
         SESSION_KEY,
-        get_user_model,
     )
     from django.middleware.csrf import _get_new_csrf_string
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-reader")
+    user = bench_user()
     session = import_module(settings.SESSION_ENGINE).SessionStore()
     session[SESSION_KEY] = str(user.pk)
     session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
@@ -269,10 +284,9 @@ def session_cookie_for_bench_user() -> str:
 
 
 def token_for_bench_user() -> str:
-    from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-reader")
+    user = bench_user()
     return Token.objects.get_or_create(user=user)[0].key
 
 
