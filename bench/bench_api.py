@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_api.py [--commits 1000000] [--findings 5000]
         [--database-url sqlite:///var/bench-api.sqlite3 | postgres://postgres@127.0.0.1/bench]
         [--workers 5] [--connections 20] [--seconds 10] [--rebuild] [--modes off,drf,on]
-        [--match <label part>]
+        [--match <label part>] [--writer]
 
 1. Fills a dedicated database (migrated here; never the dev or test one) with one table of
    `--commits` Commit rows, written with executemany/COPY (a Spark-like mix: ~70% blind
@@ -18,6 +18,8 @@
    pages with a logged-in session), and prints p50/p95/p99 latency, requests/s and the server's
    CPU per request, then each mode's CPU per request as a ratio to the defaults'. Without wrk,
    a thread-pool client in a subprocess.
+4. With `--writer`, bench/bench_writer.py commits to 20 more tables every second during the
+   measurement, stored through the tail's path (the tables list's generation moves with each).
 """
 
 from __future__ import annotations
@@ -339,6 +341,19 @@ def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, m
     raise SystemExit(f"gunicorn did not start; see {log_path}")
 
 
+def start_writer(database_url: str) -> subprocess.Popen:
+    """bench/bench_writer.py: 20 tables, a commit to each every second (bounded: an hour)."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "bench_writer.py"), "--database-url",
+         database_url, "--tables", "20", "--seconds", "3600"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    line = proc.stdout.readline()  # "writer: 20 tables ready" once they are registered
+    assert "ready" in line, line
+    print(line.strip(), flush=True)
+    return proc
+
+
 def stop(proc) -> None:
     try:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -547,6 +562,9 @@ def main() -> None:
         "--modes", default="off,drf,on", help=f"comma-separated: {', '.join(MODES)}"
     )
     parser.add_argument("--match", default="", help="only endpoints whose label contains this")
+    parser.add_argument(
+        "--writer", action="store_true", help="commit to 20 tables every second meanwhile"
+    )
     args = parser.parse_args()
 
     (ROOT / "var").mkdir(exist_ok=True)
@@ -568,6 +586,7 @@ def main() -> None:
     use_wrk = shutil.which("wrk") is not None
     results = []
     modes = args.modes.split(",")
+    writer = start_writer(args.database_url) if args.writer else None
     for mode in modes:
         print(f"\n--- {MODES[mode]}")
         log_path = ROOT / "var" / "bench-api-gunicorn.log"
@@ -583,6 +602,9 @@ def main() -> None:
             print(f"{'timeline, whole history (1 request)':44s} {full:7.1f} ms")
         finally:
             stop(server)
+    if writer is not None:
+        writer.terminate()
+        print(writer.communicate(timeout=60)[0].strip().splitlines()[-1])
     client = "wrk" if use_wrk else "python threads"
     print(
         f"\n{vendor}, {n:,} commits, gunicorn {args.workers or 'config/gunicorn.conf.py'} "

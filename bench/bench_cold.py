@@ -93,7 +93,10 @@ def main() -> None:
 
     app = get_wsgi_application()
     endpoints, pages = bench_api.endpoint_lists(8000, table_id, args.commits)
-    full = ("timeline, whole history (1 request)", f"http://127.0.0.1:8000/api/tables/{table_id}/timeline/")
+    full = (
+        "timeline, whole history (1 request)",
+        f"http://127.0.0.1:8000/api/tables/{table_id}/timeline/",
+    )
     work = [(label, url, token) for label, url in [*endpoints, full]]
     work += [(label, url, session) for label, url in pages]
     total = 0.0
@@ -121,7 +124,9 @@ def main() -> None:
         print(f"{label:48s} {cpu:6.2f} ms CPU/request  ({len(body):,} B){queries}", flush=True)
         if profiler:
             out = io.StringIO()
-            pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(45)
+            pstats.Stats(profiler, stream=out).sort_stats(
+                os.environ.get("SORT", "cumulative")
+            ).print_stats(int(os.environ.get("TOP", "45")))
             print(out.getvalue())
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
