@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Iterator
 from html import escape as _escape
+from types import SimpleNamespace
 from typing import Any
 from unicodedata import normalize
 
@@ -27,6 +28,21 @@ ROW_FIELDS = (
     "acknowledged_at",
 )  # fmt: skip
 TABLE_ROW_FIELDS = (*ROW_FIELDS, "table__name", "table__uri")
+# The same as `.values()` names (FindingRow): the findings page builds no model instances.
+ROW_VALUES = ("table_id", *(f for f in ROW_FIELDS if f != "table"))
+TABLE_ROW_VALUES = (*ROW_VALUES, "table__name", "table__uri")
+
+
+class FindingRow:
+    """A row of `.values(*ROW_VALUES)` (or TABLE_ROW_VALUES) with what the tag reads of a
+    Finding: its columns, and `table` (name and URI) when the row names them. A cold findings
+    page spent a third of its CPU building a Finding and a Table per row."""
+
+    def __init__(self, values: dict[str, Any]):
+        self.__dict__ = values
+        if "table__name" in values:
+            self.table = SimpleNamespace(name=values["table__name"], uri=values["table__uri"])
+
 
 _MARK = 918273645  # a number no real id is compared against: only split on
 _MARK2 = 546372819
