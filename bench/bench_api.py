@@ -36,11 +36,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from load_clients import WRK_LUA, fetch, run_python_client, run_wrk  # noqa: E402
 
 TABLE_URI = "/bench/api/one-million-commits"  # a registered row only; no log is read
 OPERATIONS = ["WRITE"] * 70 + ["DELETE"] * 10 + ["UPDATE"] * 5 + ["MERGE"] * 10 + ["OPTIMIZE"] * 5
@@ -53,17 +55,6 @@ COMMIT_COLUMNS = (
     "operation_metrics", "partitions", "app_ids", "metadata_changed", "protocol_changed",
     "recheck", "facts",
 )  # fmt: skip
-WRK_LUA = """
-done = function(summary, latency, requests)
-  io.write(string.format(
-    "WRKJSON {\\"p50\\": %.3f, \\"p95\\": %.3f, \\"p99\\": %.3f, \\"requests\\": %d, "
-    .. "\\"non2xx\\": %d, \\"errors\\": %d, \\"seconds\\": %.3f}\\n",
-    latency:percentile(50) / 1000, latency:percentile(95) / 1000,
-    latency:percentile(99) / 1000, summary.requests, summary.errors.status,
-    summary.errors.connect + summary.errors.read + summary.errors.write
-      + summary.errors.timeout, summary.duration / 1e6))
-end
-"""
 
 
 def setup_django(database_url: str) -> None:
@@ -376,75 +367,6 @@ def server_cpu_seconds(master_pid: int) -> float:
         if int(entry) == master_pid or int(fields[1]) == master_pid:  # fields[1] = ppid
             total += int(fields[11]) + int(fields[12])  # utime, stime
     return total / ticks
-
-
-def fetch(url: str, header: str) -> tuple[int, bytes]:
-    """GET with one header line ("Authorization: Token ..." or "Cookie: sessionid=...")."""
-    name, value = header.split(": ", 1)
-    request = urllib.request.Request(url, headers={name: value})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return response.status, response.read()
-
-
-def run_wrk(url: str, header: str, connections: int, seconds: int, lua: Path) -> dict:
-    out = subprocess.run(
-        [
-            "wrk",
-            "-t",
-            "2",
-            "-c",
-            str(connections),
-            "-d",
-            f"{seconds}s",
-            "--timeout",
-            "10s",
-            "-H",
-            header,
-            "-s",
-            str(lua),
-            url,
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    line = next(line for line in out.stdout.splitlines() if line.startswith("WRKJSON "))
-    return json.loads(line[len("WRKJSON ") :])
-
-
-PY_CLIENT = r"""
-import json, sys, time, urllib.request
-from concurrent.futures import ThreadPoolExecutor
-url, header, conns, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-name, value = header.split(": ", 1)
-end = time.monotonic() + seconds
-def worker(_):
-    lat, bad = [], 0
-    while time.monotonic() < end:
-        t = time.perf_counter()
-        req = urllib.request.Request(url, headers={name: value})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                r.read(); bad += r.status >= 300
-        except Exception:
-            bad += 1
-        lat.append((time.perf_counter() - t) * 1000)
-    return lat, bad
-with ThreadPoolExecutor(conns) as pool:
-    results = list(pool.map(worker, range(conns)))
-lat = sorted(x for l, _ in results for x in l)
-pct = lambda p: lat[min(int(len(lat) * p / 100), len(lat) - 1)]
-print(json.dumps({"p50": pct(50), "p95": pct(95), "p99": pct(99), "requests": len(lat),
-                  "non2xx": sum(b for _, b in results), "errors": 0, "seconds": seconds}))
-"""
-
-
-def run_python_client(url: str, header: str, connections: int, seconds: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", PY_CLIENT, url, header, str(connections), str(seconds)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def cursor_at(version: int) -> str:
