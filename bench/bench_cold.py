@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_cold.py [--commits 200000] [--database-url ...]
         [--repeat 200] [--match <label part>] [--profile <label part>] [--queries]
+        [--against <peer checkout> [--rounds 3]] [--code <checkout>]
 
 The same database, endpoints and users as bench/bench_api.py (built by it first), with the
 response and page caches off (`--modes off` there): every request computes its answer. Each
@@ -10,6 +11,10 @@ it) `--repeat` times after a warm-up, and the process CPU per request (time.proc
 printed, with the SQL queries one request runs (`--queries`, django's CaptureQueriesContext)
 and a cProfile of the endpoints matching `--profile`. The budget: 20 closed-loop clients on 2
 cores wait about 20 x CPU / 2, so a cold request must cost < ~4 ms for a p95 under 50 ms.
+
+`--against <checkout>` compares with another checkout of the project (e.g. a worktree of main)
+in the same run: this script runs its endpoints on the same database importing the application
+from there (`--code`), alternating with this checkout `--rounds` times.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import cProfile
 import io
 import os
 import pstats
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -70,7 +77,14 @@ def main() -> None:
     parser.add_argument("--match", default="")
     parser.add_argument("--profile", default="")
     parser.add_argument("--queries", action="store_true")
+    parser.add_argument("--code", help="import the application from this checkout instead")
+    parser.add_argument("--against", help="a peer checkout: alternate runs, print both")
+    parser.add_argument("--rounds", type=int, default=3, help="with --against")
     args = parser.parse_args()
+    if args.against:
+        return compare(args)
+    if args.code:  # the peer's application, this bench's endpoints and database
+        sys.path.insert(0, str(Path(args.code).resolve()))
 
     # The cold path: what `bench_api.py --modes off` sets for gunicorn.
     for name in (
@@ -88,8 +102,6 @@ def main() -> None:
     token = f"Authorization: Token {bench_api.token_for_bench_user()}"
     session = f"Cookie: {bench_api.session_cookie_for_bench_user()}"
     from django.core.wsgi import get_wsgi_application
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     app = get_wsgi_application()
     endpoints, pages = bench_api.endpoint_lists(8000, table_id, args.commits)
@@ -99,6 +111,14 @@ def main() -> None:
     )
     work = [(label, url, token) for label, url in [*endpoints, full]]
     work += [(label, url, session) for label, url in pages]
+    measure(app, work, args)
+
+
+def measure(app, work: list[tuple[str, str, str]], args: argparse.Namespace) -> None:
+    """CPU per request of each (label, url, header) of `work` matching `--match`."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
     total = 0.0
     for label, url, header in work:
         if args.match not in label:
@@ -129,6 +149,35 @@ def main() -> None:
             ).print_stats(int(os.environ.get("TOP", "45")))
             print(out.getvalue())
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+def compare(args: argparse.Namespace) -> None:
+    """This checkout against `--against`, alternating `--rounds` times on the same database
+    (the machine's load moves between runs): each endpoint's min and median CPU per request
+    and the ratio of the mins."""
+    common = ["--database-url", args.database_url, "--repeat", str(args.repeat)]
+    common += ["--commits", str(args.commits), "--findings", str(args.findings)]
+    common += ["--match", args.match]
+    runs: dict[str, dict[str, list[float]]] = {}
+    for _ in range(args.rounds):
+        for name, extra in (("peer", ["--code", args.against]), ("this", [])):
+            out = subprocess.run(
+                [sys.executable, __file__, *common, *extra],
+                capture_output=True, text=True, check=True,
+            ).stdout  # fmt: skip
+            for line in out.splitlines():
+                if " ms CPU/request" in line:
+                    label, cpu = line[:48].strip(), float(line[48:].split()[0])
+                    runs.setdefault(label, {}).setdefault(name, []).append(cpu)
+    print(f"CPU per cold request, ms: peer {args.against} against this checkout")
+    for label, by in runs.items():
+        peer, this = by["peer"], by["this"]
+        print(
+            f"{label:46s} peer min {min(peer):6.2f} med {statistics.median(peer):6.2f}"
+            f"  this min {min(this):6.2f} med {statistics.median(this):6.2f}"
+            f"  this/peer {min(this) / min(peer):.2f}"
+        )
+    print(f"load average {os.getloadavg()} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":
