@@ -83,8 +83,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.against:
         return compare(args)
-    if args.code:  # the peer's application, this bench's endpoints and database
-        sys.path.insert(0, str(Path(args.code).resolve()))
 
     # The cold path: what `bench_api.py --modes off` sets for gunicorn.
     for name in (
@@ -97,7 +95,13 @@ def main() -> None:
     os.environ["LOG_LEVEL"] = "WARNING"
     import bench_api
 
+    if args.code:  # the peer's application (ahead of the path bench_api put first)
+        sys.path.insert(0, str(Path(args.code).resolve()))
+
     bench_api.setup_django(args.database_url)
+    import audit
+
+    print(f"application: {Path(audit.__file__).parent.parent}", flush=True)
     table_id = bench_api.build(args.commits, args.findings, False)
     token = f"Authorization: Token {bench_api.token_for_bench_user()}"
     session = f"Cookie: {bench_api.session_cookie_for_bench_user()}"
