@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_api.py [--commits 1000000] [--findings 5000]
         [--database-url sqlite:///var/bench-api.sqlite3 | postgres://postgres@127.0.0.1/bench]
         [--workers 5] [--connections 20] [--seconds 10] [--rebuild] [--modes off,drf,on]
-        [--match <label part>]
+        [--match <label part>] [--writer]
 
 1. Fills a dedicated database (migrated here; never the dev or test one) with one table of
    `--commits` Commit rows, written with executemany/COPY (a Spark-like mix: ~70% blind
@@ -18,6 +18,8 @@
    pages with a logged-in session), and prints p50/p95/p99 latency, requests/s and the server's
    CPU per request, then each mode's CPU per request as a ratio to the defaults'. Without wrk,
    a thread-pool client in a subprocess.
+4. With `--writer`, bench/bench_writer.py commits to 20 more tables every second during the
+   measurement, stored through the tail's path (the tables list's generation moves with each).
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from load_clients import WRK_LUA, fetch, run_python_client, run_wrk  # noqa: E402
 
 TABLE_URI = "/bench/api/one-million-commits"  # a registered row only; no log is read
 OPERATIONS = ["WRITE"] * 70 + ["DELETE"] * 10 + ["UPDATE"] * 5 + ["MERGE"] * 10 + ["OPTIMIZE"] * 5
@@ -46,22 +50,11 @@ COMMIT_COLUMNS = (
     "table_id", "version", "timestamp", "committed_at", "operation", "read_version",
     "read_version_fact", "isolation_level", "isolation_level_fact", "blind_append",
     "blind_append_fact", "engine", "engine_info", "txn_id", "user_id", "user_name",
-    "files_added", "files_removed", "bytes_added", "bytes_removed", "concurrent_versions",
-    "concurrent_count", "predicate_raw", "predicate_sql", "operation_parameters",
+    "job_id", "user_metadata", "provenance", "files_added", "files_removed", "bytes_added",
+    "bytes_removed", "concurrent_versions", "concurrent_count", "predicate_raw", "predicate_sql", "operation_parameters",
     "operation_metrics", "partitions", "app_ids", "metadata_changed", "protocol_changed",
     "recheck", "facts",
 )  # fmt: skip
-WRK_LUA = """
-done = function(summary, latency, requests)
-  io.write(string.format(
-    "WRKJSON {\\"p50\\": %.3f, \\"p95\\": %.3f, \\"p99\\": %.3f, \\"requests\\": %d, "
-    .. "\\"non2xx\\": %d, \\"errors\\": %d, \\"seconds\\": %.3f}\\n",
-    latency:percentile(50) / 1000, latency:percentile(95) / 1000,
-    latency:percentile(99) / 1000, summary.requests, summary.errors.status,
-    summary.errors.connect + summary.errors.read + summary.errors.write
-      + summary.errors.timeout, summary.duration / 1e6))
-end
-"""
 
 
 def setup_django(database_url: str) -> None:
@@ -91,7 +84,8 @@ def commit_rows(table_id: int, n: int, seed: int = 7):
         yield (
             table_id, v, ts, _iso(ts), op, read_version, "recorded" if v else "unknown",
             "WriteSerializable", "recorded", blind, "recorded", "spark",
-            "Apache-Spark/3.5.0 Delta-Lake/3.2.0", f"txn-{v}", "", "", 1 if blind else 2,
+            "Apache-Spark/3.5.0 Delta-Lake/3.2.0", f"txn-{v}", "", "", "", "", "{}",
+            1 if blind else 2,
             0 if blind else 1, 4096, 0 if blind else 4096, json.dumps(concurrent),
             len(concurrent), predicate, predicate, "{}", "{}",
             json.dumps([{"day": day}]), "{}", False, False, "{}", facts,
@@ -243,6 +237,21 @@ def _copy_postgres(cursor, rows) -> None:
             copy.write_row(row)
 
 
+def bench_user():
+    """The bench's reader: a viewer of the bench table's project (not staff, so every request
+    pays the membership check a real reader's does)."""
+    from django.contrib.auth import get_user_model
+
+    from audit.models import Membership, Table
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-reader")
+    project_id = Table.objects.get(uri=TABLE_URI).project_id
+    Membership.objects.get_or_create(
+        project_id=project_id, user=user, defaults={"role": Membership.Role.VIEWER}
+    )
+    return user
+
+
 def session_cookie_for_bench_user() -> str:
     """A logged-in session of the bench user, as the login page leaves it (a Cookie value)."""
     from importlib import import_module
@@ -252,11 +261,10 @@ def session_cookie_for_bench_user() -> str:
         BACKEND_SESSION_KEY,
         HASH_SESSION_KEY,
         SESSION_KEY,
-        get_user_model,
     )
     from django.middleware.csrf import _get_new_csrf_string
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-reader")
+    user = bench_user()
     session = import_module(settings.SESSION_ENGINE).SessionStore()
     session[SESSION_KEY] = str(user.pk)
     session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
@@ -269,10 +277,9 @@ def session_cookie_for_bench_user() -> str:
 
 
 def token_for_bench_user() -> str:
-    from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-reader")
+    user = bench_user()
     return Token.objects.get_or_create(user=user)[0].key
 
 
@@ -325,6 +332,19 @@ def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, m
     raise SystemExit(f"gunicorn did not start; see {log_path}")
 
 
+def start_writer(database_url: str) -> subprocess.Popen:
+    """bench/bench_writer.py: 20 tables, a commit to each every second (bounded: an hour)."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "bench_writer.py"), "--database-url",
+         database_url, "--tables", "20", "--seconds", "3600"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    line = proc.stdout.readline()  # "writer: 20 tables ready" once they are registered
+    assert "ready" in line, line
+    print(line.strip(), flush=True)
+    return proc
+
+
 def stop(proc) -> None:
     try:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -347,75 +367,6 @@ def server_cpu_seconds(master_pid: int) -> float:
         if int(entry) == master_pid or int(fields[1]) == master_pid:  # fields[1] = ppid
             total += int(fields[11]) + int(fields[12])  # utime, stime
     return total / ticks
-
-
-def fetch(url: str, header: str) -> tuple[int, bytes]:
-    """GET with one header line ("Authorization: Token ..." or "Cookie: sessionid=...")."""
-    name, value = header.split(": ", 1)
-    request = urllib.request.Request(url, headers={name: value})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return response.status, response.read()
-
-
-def run_wrk(url: str, header: str, connections: int, seconds: int, lua: Path) -> dict:
-    out = subprocess.run(
-        [
-            "wrk",
-            "-t",
-            "2",
-            "-c",
-            str(connections),
-            "-d",
-            f"{seconds}s",
-            "--timeout",
-            "10s",
-            "-H",
-            header,
-            "-s",
-            str(lua),
-            url,
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    line = next(line for line in out.stdout.splitlines() if line.startswith("WRKJSON "))
-    return json.loads(line[len("WRKJSON ") :])
-
-
-PY_CLIENT = r"""
-import json, sys, time, urllib.request
-from concurrent.futures import ThreadPoolExecutor
-url, header, conns, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-name, value = header.split(": ", 1)
-end = time.monotonic() + seconds
-def worker(_):
-    lat, bad = [], 0
-    while time.monotonic() < end:
-        t = time.perf_counter()
-        req = urllib.request.Request(url, headers={name: value})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                r.read(); bad += r.status >= 300
-        except Exception:
-            bad += 1
-        lat.append((time.perf_counter() - t) * 1000)
-    return lat, bad
-with ThreadPoolExecutor(conns) as pool:
-    results = list(pool.map(worker, range(conns)))
-lat = sorted(x for l, _ in results for x in l)
-pct = lambda p: lat[min(int(len(lat) * p / 100), len(lat) - 1)]
-print(json.dumps({"p50": pct(50), "p95": pct(95), "p99": pct(99), "requests": len(lat),
-                  "non2xx": sum(b for _, b in results), "errors": 0, "seconds": seconds}))
-"""
-
-
-def run_python_client(url: str, header: str, connections: int, seconds: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", PY_CLIENT, url, header, str(connections), str(seconds)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def cursor_at(version: int) -> str:
@@ -533,6 +484,9 @@ def main() -> None:
         "--modes", default="off,drf,on", help=f"comma-separated: {', '.join(MODES)}"
     )
     parser.add_argument("--match", default="", help="only endpoints whose label contains this")
+    parser.add_argument(
+        "--writer", action="store_true", help="commit to 20 tables every second meanwhile"
+    )
     args = parser.parse_args()
 
     (ROOT / "var").mkdir(exist_ok=True)
@@ -554,6 +508,7 @@ def main() -> None:
     use_wrk = shutil.which("wrk") is not None
     results = []
     modes = args.modes.split(",")
+    writer = start_writer(args.database_url) if args.writer else None
     for mode in modes:
         print(f"\n--- {MODES[mode]}")
         log_path = ROOT / "var" / "bench-api-gunicorn.log"
@@ -569,6 +524,9 @@ def main() -> None:
             print(f"{'timeline, whole history (1 request)':44s} {full:7.1f} ms")
         finally:
             stop(server)
+    if writer is not None:
+        writer.terminate()
+        print(writer.communicate(timeout=60)[0].strip().splitlines()[-1])
     client = "wrk" if use_wrk else "python threads"
     print(
         f"\n{vendor}, {n:,} commits, gunicorn {args.workers or 'config/gunicorn.conf.py'} "

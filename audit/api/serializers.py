@@ -112,6 +112,34 @@ class TableSerializer(serializers.ModelSerializer):
             cls._fields_prototype = prototype
         return copy.deepcopy(prototype)
 
+    # Every field is an attribute the instance has, or a method: DRF's SkipField handling of
+    # missing attributes is not needed (a subclass with a field set later says False).
+    plain_rows = True
+
+    def to_representation(self, instance: Table) -> dict:
+        # DRF's loop, without its per-field get_attribute wrapper (exception translation for
+        # dotted and callable sources, which no field here has): a third of the serializer's
+        # cost in a cold tables list. The same fields, order and values (None stays None).
+        if not self.plain_rows:
+            return super().to_representation(instance)
+        plan = self.__dict__.get("_plan")
+        if plan is None:
+            plan = self._plan = [
+                (name, None if f.source == "*" else f.source_attrs, f.to_representation)
+                for name, f in self.fields.items()
+                if not f.write_only
+            ]
+        out = {}
+        for name, attrs, represent in plan:
+            if attrs is None:  # a method field: it reads the instance itself
+                out[name] = represent(instance)
+                continue
+            value = instance
+            for attr in attrs:
+                value = getattr(value, attr)
+            out[name] = None if value is None else represent(value)
+        return out
+
     class Meta:
         model = Table
         fields = [
@@ -240,6 +268,7 @@ class TableSettingsSerializer(serializers.Serializer):
 
 
 class TableCreatedSerializer(TableDetailSerializer):
+    plain_rows = False  # `tail_queued` is set after serializing: DRF skips the missing field
     tail_queued = serializers.BooleanField(
         read_only=True,
         help_text="false when the broker was unreachable; the beat schedule picks it up later",

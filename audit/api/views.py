@@ -127,9 +127,12 @@ class TableViewSet(
 
     def list(self, request, *args, **kwargs):
         def page() -> bytes:
-            rows = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+            # Rows of values, not model instances: the serializer's fields read them the
+            # same way (list_sql.TableRow; tests/app/test_table_rows_equal_drf.py).
+            listed = self.filter_queryset(self.get_queryset())
+            rows = self.paginate_queryset(listed.values(*list_sql.TABLE_ROW_VALUES))
             context = {**self.get_serializer_context(), "seconds_since": cache.marked_since}
-            data = s.TableSerializer(rows, many=True, context=context).data
+            data = list_sql.table_rows(rows, context)
             return ORJSONRenderer().render(self.get_paginated_response(data).data)
 
         scope = access.scope_key(request.user)

@@ -191,16 +191,17 @@ def _fill_buckets(
                 _add(stats, (row[0] - base) // width, row[1], row[2])
             else:
                 _add_cells(stats, row[0], row[4], unit, base, width)
-        edges = timeline_sql.edge_rollups(table_id, first_start, hi, lo, last_whole)
-    # The partly covered rollups at the edges, row by row.
+        by_rows = _edges_by_cells(stats, operations, table_id, (lo, hi, last_whole), base, width)
+        edges = []
+        if by_rows is None or by_rows:
+            edges = timeline_sql.edge_rollups(table_id, first_start, hi, lo, last_whole)
+            edges = [edge for edge in edges if by_rows is None or edge[0] in by_rows]
+    # The partly covered rollups at the edges (those the cells could not count), row by row.
     for start, commits, text in edges:
         rows = rollups.unpack_rows(text)
         if len(rows) != commits:
             rows = _commit_rows(table_id, start, start + size - 1)
-        for r in rows:
-            if lo <= r[0] <= hi:
-                _add(stats, (r[0] - base) // width, 1, r[5])
-                operations.add(r[3])
+        _add_rows(stats, operations, rows, lo, hi, base, width)
     out["mode"] = "buckets"
     out["buckets"] = [
         [max(base + b * width, lo), min(base + (b + 1) * width - 1, hi), n, most, 0]
@@ -208,6 +209,63 @@ def _fill_buckets(
     ]
     out["operations"] = sorted(operations)
     return base, width
+
+
+def _edges_by_cells(
+    stats: dict[int, list[int]],
+    operations: set[str],
+    table_id: int,
+    window: tuple[int, int, int],
+    base: int,
+    width: int,
+) -> set[int] | None:
+    """Count the edge rollups of buckets that are whole cells of a stored level from their
+    finest cells (every bucket boundary is a boundary of them), and the at most two cells cut
+    by the window from their commits; decoding an edge's ~1,000 rows was most of a cold
+    bucket window. Returns the starts of the edges this cannot count exactly, to be read row
+    by row (None: all of them): those without cells, and those holding an operation the whole rollups did not
+    (the window's operations are those of its rows)."""
+    lo, hi, last_whole = window
+    size = rollups.rollup_size()
+    widths = rollups.cell_widths(size)
+    if not widths:  # rollups too small to hold cells (tests): every edge by rows
+        return None
+    fine = widths[-1]
+    first_start = lo // size * size
+    rest = set()
+    for start, _, ops, cells in timeline_sql.edge_rollup_cells(
+        table_id, first_start, hi, lo, last_whole
+    ):
+        flat = rollups.unpack_cells(cells, fine) if cells else []
+        if len(flat) != 2 * (size // fine) or not set(_json(ops)) <= operations:
+            rest.add(start)
+            continue
+        for i in range(0, len(flat), 2):
+            cell_lo = start + (i // 2) * fine
+            cell_hi = cell_lo + fine - 1
+            if not flat[i] or cell_hi < lo or cell_lo > hi:
+                continue
+            if lo <= cell_lo and cell_hi <= hi:
+                _add(stats, (cell_lo - base) // width, flat[i], flat[i + 1])
+            else:  # cut by the window: its commits there
+                rows = _commit_rows(table_id, max(cell_lo, lo), min(cell_hi, hi))
+                _add_rows(stats, operations, rows, lo, hi, base, width)
+    return rest
+
+
+def _add_rows(
+    stats: dict[int, list[int]],
+    operations: set[str],
+    rows: list[list],
+    lo: int,
+    hi: int,
+    base: int,
+    width: int,
+) -> None:
+    for r in rows:
+        if lo <= r[0] <= hi:
+            _add(stats, (r[0] - base) // width, 1, r[5])
+            operations.add(r[3])
 
 
 def _bucket_grid(lo: int, hi: int, target: int, size: int) -> tuple[int, int, int]:

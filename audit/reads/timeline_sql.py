@@ -123,6 +123,16 @@ edge_rollups = PreparedRows(
     ),
     5,
 )
+# The same edges with their aggregates and cells (buckets of a stored level: the cells that lie
+# inside the window count the edge without decoding its rows).
+edge_rollup_cells = PreparedRows(
+    lambda table_id, first_start, hi, lo, last_whole: (
+        _rollups(table_id, first_start, hi)
+        .exclude(bucket_start__gte=lo, bucket_start__lte=last_whole)
+        .values_list("bucket_start", "commits", "operations", "cells")
+    ),
+    5,
+)
 window_findings = PreparedRows(
     lambda table_id, lo, hi: (
         _open_findings(table_id, lo, hi)

@@ -17,7 +17,13 @@ from audit.core.vocab import FindingKind
 from audit.reads import cache, queries
 from audit.trust import access
 from frontend.forms import FindingFilterForm
-from frontend.templatetags.findings_rows import ROW_FIELDS, TABLE_ROW_FIELDS
+from frontend.templatetags.findings_rows import (
+    ROW_FIELDS,
+    ROW_VALUES,
+    TABLE_ROW_FIELDS,
+    TABLE_ROW_VALUES,
+    FindingRow,
+)
 from frontend.views.common import pretty
 
 _EDGE_TYPES = frozenset({"ww", "wr", "rw"})
@@ -35,7 +41,7 @@ def _filtered(form: FindingFilterForm, user: Any) -> tuple[Any, str]:
         filters = {field: data[field] for field in ("table", "kind", "severity") if data.get(field)}
     fields = ROW_FIELDS if "table" in filters else TABLE_ROW_FIELDS
     rows = queries.filtered_findings(access.visible_findings(user), filters, status, fields)
-    return rows, status
+    return rows.values(*(ROW_VALUES if "table" in filters else TABLE_ROW_VALUES)), status
 
 
 def kind_choices() -> list[str]:
@@ -61,10 +67,13 @@ def findings_list(request: HttpRequest) -> HttpResponse:
 
 def _findings_content(request: HttpRequest) -> str:
     """The findings page's content block: filters, rows and pager."""
-    form = FindingFilterForm(request.GET or None, tables=access.visible_tables(request.user))
+    # The table dropdown and a chosen table show only names and URIs (str(table)).
+    tables = access.visible_tables(request.user).only("id", "name", "uri")
+    form = FindingFilterForm(request.GET or None, tables=tables)
     rows, status = _filtered(form, request.user)
     table = form.cleaned_data.get("table") if form.is_valid() else None
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    page.object_list = [FindingRow(values) for values in page.object_list]
     for finding in page.object_list if table else ():
         finding.table = table
     query = request.GET.copy()

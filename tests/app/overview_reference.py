@@ -1,13 +1,16 @@
 """The overview's content block as it was built before the cold-page work (its counts
-through the ORM), kept verbatim as the reference tests/app/test_overview_page.py compares
+through the ORM, every row rendered by the page's own template loop: overview_reference.html
+is that template), kept verbatim as the reference tests/app/test_overview_page.py compares
 frontend/views/overview.py with."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import HttpRequest
-from django.template.loader import render_to_string
+from django.template import engines
 
 from audit.models import Table
 from audit.reads import cache, queries
@@ -38,4 +41,9 @@ def overview_content(request: HttpRequest, admin: bool) -> str:
         "n_errors": Table.objects.filter(status=Table.Status.ERROR).count(),
         "is_admin": admin,
     }
-    return render_to_string("frontend/_index_content.html", ctx)
+    return _TEMPLATE.render(ctx)
+
+
+_TEMPLATE = engines["django"].from_string(
+    (Path(__file__).parent / "overview_reference.html").read_text()
+)

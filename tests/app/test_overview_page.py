@@ -1,7 +1,8 @@
 """The overview's content with its counts from SQL compiled once (audit/reads/queries.py)
 is byte for byte what the ORM's counts gave (tests/app/overview_reference.py): every sort,
 searches, pages (one table more than a page), tables in error, hostile names, findings
-acknowledged, resolved and open, no tables at all; for administrators and readers."""
+acknowledged, resolved and open, no tables at all; for administrators and readers; rows
+remembered per process and every change to what they show, in any time zone."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ from types import SimpleNamespace
 
 import pytest
 from django.test import RequestFactory
+from django.utils import timezone
 
+from audit.health.models import TableHealth
+from audit.health.store import health_fields
 from audit.models import Finding, Table
 from frontend.views.overview import TABLE_SORTS, _overview_content
 from tests.app.overview_reference import overview_content as reference
 from tests.app.test_findings_rows import HOSTILE, findings_of
+from tests.app.test_table_rows_equal_drf import HEALTH
 
 pytestmark = pytest.mark.django_db
 
@@ -66,3 +71,34 @@ def test_a_full_page_and_one_more(db, n):
     Table.objects.bulk_create(Table(uri=f"/data/t{i:03}", status="ok") for i in range(n))
     for query in ("", "page=2", "sort=name&page=last"):
         same(query)
+
+
+def test_it_renders_a_remembered_row_again_when_its_table_changes(tables):
+    # Rows are remembered per process under what they show (cache.row_fragments): every
+    # change a row shows must give the fresh rendering, never the remembered one.
+    hostile = tables[0]
+    before = same("sort=name")
+    changes = [
+        {"name": "renamed"},
+        {"status": "error", "last_error": "denied"},
+        {"last_seen_version": 12, "latest_version_in_log": 15, "risk": 61.0},
+        {"last_commit_at": "2026-03-01T10:00Z", "last_tail_at": "2026-03-01T10:05Z"},
+        {"status": "backfilling", "backfill_target_version": 99, "backfill_done": 50},
+    ]
+    seen = {before}
+    for change in changes:
+        Table.objects.filter(pk=hostile.pk).update(**change)
+        seen.add(same("sort=name"))
+    TableHealth.objects.create(table=hostile, **health_fields(HEALTH))
+    seen.add(same("sort=name"))
+    Finding.objects.filter(table=hostile, status="open").update(severity="info")
+    seen.add(same("sort=name"))
+    assert len(seen) == len(changes) + 3  # each change showed
+
+
+def test_it_renders_rows_in_the_readers_time_zone(tables):
+    Table.objects.filter(pk=tables[0].pk).update(last_commit_at="2026-03-01T23:30Z")
+    utc = same("sort=name")
+    with timezone.override("Asia/Tokyo"):
+        tokyo = same("sort=name")
+    assert "2026-03-01 23:30:00" in utc and "2026-03-02 08:30:00" in tokyo

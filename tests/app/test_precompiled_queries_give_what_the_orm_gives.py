@@ -56,3 +56,53 @@ def test_the_health_flag_follows_the_stored_health(tmp_path):
     assert _columns(row) == _columns(Table.objects.get(pk=first.pk))
     assert queries.table_with_health_flag(second.id).has_health is False
     assert queries.table_with_health_flag(second.id + 1000) is None
+
+
+def _project_lake(tmp_path) -> list[int]:
+    """Three projects, each with tables in both statuses and findings of each severity and
+    status; returns their ids."""
+    from audit.models import Finding, Project
+
+    ids = []
+    now = timezone.now()
+    for p in range(3):
+        project = Project.objects.create(name=f"p{p}", slug=f"p{p}")
+        ids.append(project.id)
+        for t in range(p + 1):
+            table = Table.objects.create(
+                uri=str(tmp_path / f"p{p}t{t}"), project=project, status=("ok", "error")[t % 2]
+            )
+            for i, severity in enumerate(["info", "warning", "critical"] * (p + t + 1)):
+                Finding.objects.create(
+                    table=table, kind="k", severity=severity, version=i, summary="s",
+                    key=f"{i}", last_seen=now, status=("open", "resolved")[i % 2],
+                )  # fmt: skip
+    return ids
+
+
+def test_it_counts_a_readers_projects_as_the_orm_does(tmp_path):
+    from django.db.models import Count
+
+    from audit.models import NEEDS_ATTENTION, Finding
+
+    ids = _project_lake(tmp_path)
+    for chosen in ([ids[0]], [ids[1]], [ids[0], ids[2]], ids, [ids[1]], [], [*ids, *range(-9, 0)]):
+        severities = dict(
+            Finding.objects.filter(NEEDS_ATTENTION, table__project_id__in=chosen)
+            .values_list("severity")
+            .annotate(Count("id"))
+            .order_by()
+        )
+        expected = {s: severities.get(s, 0) for s in ("info", "warning", "critical")}
+        assert queries.attention_totals(frozenset(chosen)) == expected
+        statuses = dict(
+            Table.objects.filter(project_id__in=chosen)
+            .values_list("status")
+            .annotate(Count("id"))
+            .order_by()
+        )
+        assert queries.table_counts(frozenset(chosen)) == (
+            sum(statuses.values()),
+            statuses.get("error", 0),
+        )
+    assert queries.table_counts(frozenset([ids[2]])) == (3, 1)  # not only equal: right

@@ -2,7 +2,7 @@
 replaced (tests/app/timeline_reference.py, main's code): byte-identical JSON on varied data.
 
 Tables: empty; gaps in the versions; out-of-order and missing timestamps; every operation,
-blind appends true/false/unknown, concurrency; findings of every kind and severity, open,
+blind appends true/false/unknown, concurrency, operations only the window's edges hold; findings of every kind and severity, open,
 resolved, acknowledged, on the same version and on the window's edges; schema changes; a
 stretch stored without its rollups (the commit-row fallback). Windows: whole history, every
 edge, beyond both ends, empty (lo > hi), and widths that take each path (rows, buckets of
@@ -38,7 +38,14 @@ def small_rollups(monkeypatch):
     monkeypatch.setattr(audit.models, "ROLLUP_SIZE", SIZE)
 
 
-def _table(name: str, versions: list[int], seed: int, *, unrolled: range | None = None) -> Table:
+def _table(
+    name: str,
+    versions: list[int],
+    seed: int,
+    *,
+    unrolled: range | None = None,
+    operations: tuple[list[str], dict[int, str]] = (OPERATIONS, {}),
+) -> Table:
     rng = random.Random(seed)
     table = Table.objects.create(uri=f"/t/{name}", name=name, status="ok")
     commits = []
@@ -50,7 +57,8 @@ def _table(name: str, versions: list[int], seed: int, *, unrolled: range | None 
         concurrent = list(range(max(v - lag + 1, 0), v))
         commits.append(
             Commit(
-                table=table, version=v, timestamp=ts, operation=rng.choice(OPERATIONS),
+                table=table, version=v, timestamp=ts,
+                operation=operations[1].get(v) or rng.choice(operations[0]),
                 read_version=v - lag if v else None,
                 blind_append=rng.choice([True, False, None]),
                 concurrent_versions=concurrent, concurrent_count=len(concurrent),
@@ -110,6 +118,12 @@ CASES = {
     "late start": dict(versions=list(range(1234, 2900)), seed=3),
     "unrolled stretch": dict(versions=list(range(0, 2600)), seed=4, unrolled=range(512, 1024)),
     "empty": dict(versions=[], seed=5),
+    # Operations only the edges hold: the edges' cells cannot say which are in the window.
+    "rare operations at the edges": dict(
+        versions=list(range(0, 3000)),
+        seed=7,
+        operations=(["WRITE"], {5: "OPTIMIZE", 120: "DELETE", 1500: "MERGE", 2990: "RESTORE"}),
+    ),
 }
 
 
@@ -145,6 +159,6 @@ def test_a_cold_timeline_runs_its_queries_without_building_them_again():
     timeline._timeline(table.id, 100, 2900, 40)  # compiled here
     with CaptureQueriesContext(connection) as queries:
         timeline._timeline(table.id, 100, 2900, 40)
-    assert len(queries) == 6, [
-        q["sql"] for q in queries
-    ]  # span, probe, 2 rollups, findings, changes
+    # span, probe, whole rollups, edge rollups' cells, the commits of the one cell the
+    # window's end cuts (2900 of 2900-2901), findings, changes
+    assert len(queries) == 7, [q["sql"] for q in queries]
