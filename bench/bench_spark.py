@@ -206,7 +206,9 @@ def big_table(out: Path, commits: int, chunk: int, cores: int) -> None:
     path = out / f"big-{commits}"
     if not (path / "_delta_log" / f"{commits - 1:020d}.json").exists():
         started = time.perf_counter()
-        generate(str(path), commits, seed=99)
+        # As bench_log.py: a checkpoint per 100 commits makes a 1M log quadratic (~20 GB).
+        interval = 100 if commits <= 100_000 else commits // 1000
+        generate(str(path), commits, seed=99, checkpoint_interval=interval)
         print(f"generated the {commits:,}-commit table in {time.perf_counter() - started:.0f}s")
     print(f"\none table of {commits:,} commits (local[{cores}]), load average {_load()}")
     print(
