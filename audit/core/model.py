@@ -10,16 +10,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.core.vocab import Engine, FindingKind, ReadVersionFact, Severity
+# The summary record and its packing live in commit_record.py (re-exported here).
+from audit.core.commit_record import (
+    EMPTY_SET,
+    SHARED_EMPTY_DICT,
+    SUMMARY_FIELDS,
+    CommitSummary,
+    pack_paths,
+    unpack_paths,
+)
+from audit.core.vocab import FindingKind, Severity
+
+__all__ = [
+    "EMPTY_SET",
+    "SHARED_EMPTY_DICT",
+    "SUMMARY_FIELDS",
+    "CommitSummary",
+    "pack_paths",
+    "unpack_paths",
+]
 
 PartitionValues = dict[str, "str | None"]
 # A partition as a hashable, sorted tuple of (column, value) pairs; () for unpartitioned tables.
 PartitionKey = tuple[tuple[str, "str | None"], ...]
-
-
-# The one shared empty set: most commits remove nothing and compact nothing, and each empty
-# frozenset costs 216 bytes (CPython does not share them) across 100k-1M summaries.
-EMPTY_SET: frozenset[Any] = frozenset()
 
 
 def partition_key(values: PartitionValues | None) -> PartitionKey:
@@ -187,60 +200,6 @@ class Predicate:
     sql: str | None  # normalised SQL text (expression ids removed), None if unparsable
     columns: frozenset[str]  # lower-cased column names it references
     error: str | None = None  # parse error, if any
-
-
-@dataclass(slots=True)
-class CommitSummary:
-    """One commit as the audit sees it. Built by commit_summary.summarize_commit()."""
-
-    version: int
-    timestamp: (
-        int | None
-    )  # ms since epoch: inCommitTimestamp, else commitInfo.timestamp, else file mtime
-    operation: str | None
-    operation_parameters: dict[str, Any]  # JSON-encoded string values decoded
-    operation_metrics: dict[str, Any]
-    read_version: int | None
-    isolation_level: str | None
-    blind_append: bool | None
-    # How each of read_version / isolation_level / blind_append / timestamp was obtained.
-    facts: dict[str, ReadVersionFact]  # recorded / derived / unknown, for every fact
-    engine: Engine
-    engine_info: str | None
-    txn_id: str | None
-    user_id: str | None
-    user_name: str | None
-    job: dict[str, Any] | None
-    cluster_id: str | None
-    files_added: int  # dataChange adds
-    files_removed: int  # dataChange removes
-    bytes_added: int
-    bytes_removed: int
-    data_change: bool  # any action with dataChange=true
-    # Distinct partitions of the data-changing adds and removes.
-    added_partitions: frozenset[PartitionKey]
-    removed_partitions: frozenset[PartitionKey]
-    removed_paths: frozenset[str]  # dataChange removes (what conflict checks compare)
-    removed_paths_all: frozenset[str]  # every remove, dataChange or not (compaction)
-    added_paths: frozenset[str]
-    predicate: Predicate | None
-    metadata_changed: bool
-    protocol_changed: bool
-    app_ids: dict[str, int]  # txn appId -> version
-    domains: frozenset[str]
-    has_deletion_vectors: bool
-    unknown_actions: tuple[str, ...] = ()
-    # Files without dataChange (OPTIMIZE, REORG, auto compaction): the paths it added, which
-    # hold rows earlier commits wrote, and the partitions of the files it removed.
-    compacted_paths: frozenset[str] = EMPTY_SET
-    compacted_removed_partitions: frozenset[PartitionKey] = EMPTY_SET
-    # Who and what wrote it beyond the fields above (provenance.commit_extra), and the three
-    # times of a commit with an in-commit timestamp (provenance.commit_times); None: nothing.
-    provenance: dict[str, Any] | None = None
-
-    @property
-    def partitions_touched(self) -> frozenset[PartitionKey]:
-        return self.added_partitions | self.removed_partitions
 
 
 # --------------------------------------------------------------------------- audit results
