@@ -84,6 +84,7 @@ _RARE_FIELDS = (
     "compacted_removed_partitions",
     "provenance",
 )
+_FIELD_COUNT = len(SUMMARY_FIELDS)
 _PATH_SEP = "\x00"  # joins a commit's paths; a path holding it is kept in a tuple instead
 
 PackedPaths = "str | tuple[str, ...] | None"
@@ -170,43 +171,62 @@ class CommitSummary:
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if len(args) > len(SUMMARY_FIELDS):
-            raise TypeError("CommitSummary: too many arguments")
-        values = dict(zip(SUMMARY_FIELDS, args, strict=False))
-        for name, value in kwargs.items():
-            if name not in SUMMARY_FIELDS or name in values:
-                raise TypeError(f"CommitSummary: unexpected or repeated argument {name!r}")
-            values[name] = value
-        for name in SUMMARY_FIELDS[len(args) :]:
-            if name not in values:
-                if name not in _SUMMARY_DEFAULTS:
-                    raise TypeError(f"CommitSummary: missing argument {name!r}")
-                values[name] = _SUMMARY_DEFAULTS[name]
-        self.version = values["version"]
-        self.timestamp = values["timestamp"]
-        self.operation = values["operation"]
-        self.operation_parameters = values["operation_parameters"]
-        self._metrics = _pack_metrics(values["operation_metrics"])
-        self.read_version = values["read_version"]
-        self.isolation_level = values["isolation_level"]
-        self.blind_append = values["blind_append"]
-        self.facts = values["facts"]
-        self.engine = values["engine"]
-        self.engine_info = values["engine_info"]
-        self.txn_id = values["txn_id"]
-        self.files_added = values["files_added"]
-        self.files_removed = values["files_removed"]
-        self.bytes_added = values["bytes_added"]
-        self.bytes_removed = values["bytes_removed"]
-        self.data_change = values["data_change"]
-        self.added_partitions = values["added_partitions"]
-        self.removed_partitions = values["removed_partitions"]
-        self._set_paths(values["removed_paths"], values["removed_paths_all"], values["added_paths"])
-        self.predicate = values["predicate"]
-        self.metadata_changed = values["metadata_changed"]
-        self.protocol_changed = values["protocol_changed"]
-        self.has_deletion_vectors = values["has_deletion_vectors"]
-        self._rare = _pack_rare(tuple(values[name] for name in _RARE_FIELDS))
+        # Every field positionally (summarize_digest, once a commit): no dict of arguments.
+        values = args if len(args) == _FIELD_COUNT and not kwargs else _arguments(args, kwargs)
+        (
+            self.version,
+            self.timestamp,
+            self.operation,
+            self.operation_parameters,
+            metrics,
+            self.read_version,
+            self.isolation_level,
+            self.blind_append,
+            self.facts,
+            self.engine,
+            self.engine_info,
+            self.txn_id,
+            user_id,
+            user_name,
+            job,
+            cluster_id,
+            self.files_added,
+            self.files_removed,
+            self.bytes_added,
+            self.bytes_removed,
+            self.data_change,
+            self.added_partitions,
+            self.removed_partitions,
+            removed_paths,
+            removed_paths_all,
+            added_paths,
+            self.predicate,
+            self.metadata_changed,
+            self.protocol_changed,
+            app_ids,
+            domains,
+            self.has_deletion_vectors,
+            unknown_actions,
+            compacted_paths,
+            compacted_removed_partitions,
+            provenance,
+        ) = values
+        self._metrics = _pack_metrics(metrics)
+        self._set_paths(removed_paths, removed_paths_all, added_paths)
+        self._rare = _pack_rare(
+            (
+                user_id,
+                user_name,
+                job,
+                cluster_id,
+                app_ids,
+                domains,
+                unknown_actions,
+                compacted_paths,
+                compacted_removed_partitions,
+                provenance,
+            )
+        )
 
     def _set_paths(self, removed: Any, removed_all: Any, added: Any) -> None:
         packed_removed = pack_paths(removed)
@@ -377,6 +397,23 @@ class CommitSummary:
 
 # The rare fields' values when a commit has none of them (app_ids: SHARED_EMPTY_DICT).
 _RARE_EMPTY: tuple[Any, ...] = (None, None, None, None, None, EMPTY_SET, (), None, EMPTY_SET, None)
+
+
+def _arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """Every field's value in SUMMARY_FIELDS order from a call by position and keyword."""
+    if len(args) > _FIELD_COUNT:
+        raise TypeError("CommitSummary: too many arguments")
+    values = dict(zip(SUMMARY_FIELDS, args, strict=False))
+    for name, value in kwargs.items():
+        if name not in SUMMARY_FIELDS or name in values:
+            raise TypeError(f"CommitSummary: unexpected or repeated argument {name!r}")
+        values[name] = value
+    for name in SUMMARY_FIELDS[len(args) :]:
+        if name not in values:
+            if name not in _SUMMARY_DEFAULTS:
+                raise TypeError(f"CommitSummary: missing argument {name!r}")
+            values[name] = _SUMMARY_DEFAULTS[name]
+    return tuple(values[name] for name in SUMMARY_FIELDS)
 
 
 def _pack_rare(values: tuple[Any, ...]) -> tuple[Any, ...] | None:
