@@ -114,6 +114,18 @@ def unpack_paths(packed: Any) -> frozenset[str]:
     return frozenset(packed)
 
 
+def pack_parameters(parameters: dict[str, Any]) -> Any:
+    """A commit's own (unshared) decoded parameters as JSON text, for the summary to hold
+    (a dict of a MERGE's clauses is ~2x its text); the dict itself if it would not read back
+    equal (an integer past 64 bits) or is empty."""
+    if not parameters:
+        return parameters
+    try:
+        return orjson.dumps(parameters).decode()  # text: orjson's bytes keep a 4 KB buffer
+    except (orjson.JSONEncodeError, TypeError):
+        return parameters
+
+
 def _pack_metrics(metrics: Any) -> Any:
     """operationMetrics as their JSON text (a third of the dict's size) when that reads back
     equal: text, integers, booleans and nulls; otherwise the dict itself. None: empty."""
@@ -138,7 +150,7 @@ class CommitSummary:
         "version",
         "timestamp",  # ms since epoch: inCommitTimestamp, else commitInfo.timestamp, else mtime
         "operation",
-        "operation_parameters",  # dict: JSON-encoded string values decoded
+        "_parameters",  # operation_parameters: a dict (shared), or its JSON text
         "_metrics",
         "read_version",
         "isolation_level",
@@ -177,7 +189,7 @@ class CommitSummary:
             self.version,
             self.timestamp,
             self.operation,
-            self.operation_parameters,
+            self._parameters,
             metrics,
             self.read_version,
             self.isolation_level,
@@ -269,6 +281,17 @@ class CommitSummary:
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         for name, value in zip(self.__slots__, state, strict=True):
             object.__setattr__(self, name, value)
+
+    @property
+    def operation_parameters(self) -> dict[str, Any]:
+        """JSON-encoded string values decoded. Held as given: a dict (the shared ones of a
+        log's repeated parameter sets), or JSON text (`pack_parameters`, the others)."""
+        parameters = self._parameters
+        return orjson.loads(parameters) if type(parameters) is str else parameters
+
+    @operation_parameters.setter
+    def operation_parameters(self, value: dict[str, Any]) -> None:
+        self._parameters = value
 
     @property
     def operation_metrics(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from audit.core.commit_record import (
     SHARED_EMPTY_DICT,
     SUMMARY_FIELDS,
     CommitSummary,
+    pack_parameters,
     pack_paths,
     unpack_paths,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "SHARED_EMPTY_DICT",
     "SUMMARY_FIELDS",
     "CommitSummary",
+    "pack_parameters",
     "pack_paths",
     "unpack_paths",
 ]

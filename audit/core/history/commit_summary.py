@@ -26,6 +26,7 @@ from audit.core.model import (
     PartitionKey,
     Predicate,
     RemoveFile,
+    pack_parameters,
 )
 from audit.core.numbers import log_int
 from audit.core.predicates import parse_predicate
@@ -129,7 +130,7 @@ def summarize_digest(
 ) -> CommitSummary:
     """The summary of `commit` whose adds and removes were reduced to `files` (not read)."""
     info = commit.commit_info or {}
-    parameters, predicate = _parameters(info.get("operationParameters"), interner)
+    parameters, predicate, shared = _parameters(info.get("operationParameters"), interner)
     engine = detect_engine(info)
     timestamp, timestamp_fact = _timestamp(info, commit.file_modification_time)
     read_version = _as_int(info.get("readVersion"))
@@ -147,7 +148,7 @@ def summarize_digest(
         commit.version,  # version
         timestamp,  # timestamp
         interner.text(_as_str(info.get("operation"))),  # operation
-        parameters,  # operation_parameters
+        parameters if shared else pack_parameters(parameters),  # operation_parameters
         metrics if isinstance(metrics, dict) else {},  # operation_metrics
         read_version,  # read_version
         interner.text(isolation_level),  # isolation_level
@@ -198,8 +199,9 @@ def _provenance(
     return extra if times is None else {**(extra or {}), **times}
 
 
-def _parameters(raw: Any, interner: Interner) -> tuple[dict[str, Any], Predicate | None]:
-    """The decoded operationParameters and the predicate they carry.
+def _parameters(raw: Any, interner: Interner) -> tuple[dict[str, Any], Predicate | None, bool]:
+    """The decoded operationParameters, the predicate they carry, and whether the dict is
+    one an earlier commit had (shared: the summary keeps it; else it keeps its text).
 
     Most commits of a log repeat a few parameter sets (an append's mode and partitionBy):
     those are decoded and parsed once and shared when the interner shares dicts. Only
@@ -214,10 +216,12 @@ def _parameters(raw: Any, interner: Interner) -> tuple[dict[str, Any], Predicate
             key = tuple(raw.items())
             cached = interner.cached(key)
             if cached is not None:
-                return cached
+                return (*cached, True)
     parameters = decode_parameters(raw)
     result = parameters, _predicate(parameters)
-    return result if key is None else interner.remember(key, result)
+    if key is not None:
+        interner.remember(key, result)
+    return (*result, False)
 
 
 def _facts(
