@@ -51,6 +51,7 @@ from audit.core.conflicts.findings import metadata_change_finding, missed_confli
 from audit.core.conflicts.profiles import departure, profile_for
 from audit.core.conflicts.rules import recheck
 from audit.core.conflicts.scope import (
+    ReadScope,
     is_destructive,
     read_scope,
     whole_table_scope,
@@ -209,6 +210,7 @@ class _Auditor:
         self.overlap_candidates: list[StaleCandidate] = []
         self.metadata_survivors: dict[int, list[CommitSummary]] = defaultdict(list)
         self.concurrent_commits: list[int] = []
+        self._unchecked_scopes: dict[str | None, ReadScope] = {}
         self.first = history.summaries[0].version if history.summaries else 0
 
     @property
@@ -222,11 +224,7 @@ class _Auditor:
                 continue
             window, truncated = concurrent_window(txn, read_version, self.first)
             # Commits with no concurrent window are never re-checked; keep their scope cheap.
-            scope = (
-                read_scope(txn, self.ctx, read_version)
-                if window
-                else whole_table_scope(txn, "not re-checked")
-            )
+            scope = read_scope(txn, self.ctx, read_version) if window else self._unchecked(txn)
             audit = CommitAudit(
                 txn.version,
                 read_version,
@@ -251,6 +249,14 @@ class _Auditor:
                     self.overlap_candidates.append(candidate)
         for winner_version, txns in sorted(self.metadata_survivors.items()):
             self.findings.append(metadata_change_finding(self.ctx.summary(winner_version), txns))
+
+    def _unchecked(self, txn: CommitSummary) -> ReadScope:
+        """The whole-table scope of a commit with no window: one instance per predicate (a
+        table scope never consults its partition cache), not one per commit (~140 B each)."""
+        scope = whole_table_scope(txn, "not re-checked")
+        if scope.kind != "table":
+            return scope
+        return self._unchecked_scopes.setdefault(scope.predicate, scope)
 
     def _check_window(self, txn: CommitSummary, audit: CommitAudit) -> None:
         read_version = audit.read_version if audit.read_version is not None else txn.version - 1

@@ -7,19 +7,36 @@ protocol in snake_case so a reader of PROTOCOL.md finds them.
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.core.vocab import Engine, FindingKind, ReadVersionFact, Severity
+# The summary record and its packing live in commit_record.py (re-exported here).
+from audit.core.commit_record import (
+    EMPTY_SET,
+    SHARED_EMPTY_DICT,
+    SUMMARY_FIELDS,
+    CommitSummary,
+    pack_parameters,
+    pack_paths,
+    unpack_paths,
+)
+from audit.core.vocab import FindingKind, Severity
+
+__all__ = [
+    "EMPTY_SET",
+    "SHARED_EMPTY_DICT",
+    "SUMMARY_FIELDS",
+    "CommitSummary",
+    "pack_parameters",
+    "pack_paths",
+    "unpack_paths",
+]
 
 PartitionValues = dict[str, "str | None"]
 # A partition as a hashable, sorted tuple of (column, value) pairs; () for unpartitioned tables.
 PartitionKey = tuple[tuple[str, "str | None"], ...]
-
-
-# The one shared empty set: most commits remove nothing and compact nothing, and each empty
-# frozenset costs 216 bytes (CPython does not share them) across 100k-1M summaries.
-EMPTY_SET: frozenset[Any] = frozenset()
 
 
 def partition_key(values: PartitionValues | None) -> PartitionKey:
@@ -147,6 +164,75 @@ class TableState:
         return dict(self.metadata.configuration) if self.metadata else {}
 
 
+class CommitSizes(MutableMapping[int, int]):
+    """version -> bytes, as a dict reads, held in one array of 8-byte slots from the first
+    version set (a dict of 1M entries and their int objects is ~70 MB; this, 8 MB). Versions
+    below the first, or sizes that do not fit, go to a small dict beside it."""
+
+    __slots__ = ("_base", "_sizes", "_other", "_count")
+
+    def __init__(self) -> None:
+        self._base: int | None = None
+        self._sizes = array("q")
+        self._other: dict[int, int] = {}
+        self._count = 0
+
+    def _index(self, version: int) -> int:
+        base = self._base
+        return -1 if base is None or version < base else version - base
+
+    def __getitem__(self, version: int) -> int:
+        index = self._index(version)
+        if 0 <= index < len(self._sizes) and self._sizes[index] >= 0:
+            return self._sizes[index]
+        return self._other[version]
+
+    def __setitem__(self, version: int, size: int) -> None:
+        if self._base is None and type(version) is int:
+            self._base = version
+        index = self._index(version)
+        if index < 0 or type(size) is not int or not 0 <= size < 1 << 62 or index > 1 << 26:
+            if 0 <= index < len(self._sizes) and self._sizes[index] >= 0:
+                self._sizes[index] = -1  # moves to the dict: still counted once
+            else:
+                self._count += version not in self._other
+            self._other[version] = size
+            return
+        sizes = self._sizes
+        if index >= len(sizes):
+            sizes.extend([-1] * (index + 1 - len(sizes)))
+        self._count += sizes[index] < 0 and version not in self._other
+        self._other.pop(version, None)
+        sizes[index] = size
+
+    def __delitem__(self, version: int) -> None:
+        index = self._index(version)
+        if 0 <= index < len(self._sizes) and self._sizes[index] >= 0:
+            self._sizes[index] = -1
+            self._count -= 1
+            return
+        del self._other[version]
+        self._count -= 1
+
+    def __contains__(self, version: object) -> bool:
+        if type(version) is int:
+            index = self._index(version)
+            if 0 <= index < len(self._sizes) and self._sizes[index] >= 0:
+                return True
+        return version in self._other
+
+    def __iter__(self) -> Iterator[int]:
+        base = self._base
+        if base is not None:
+            for index, size in enumerate(self._sizes):
+                if size >= 0:
+                    yield base + index
+        yield from self._other
+
+    def __len__(self) -> int:
+        return self._count
+
+
 @dataclass
 class LogListing:
     """What `_delta_log` holds, after `_last_checkpoint` and the listing were reconciled."""
@@ -161,7 +247,9 @@ class LogListing:
     file_modification_times: dict[int, int] = field(default_factory=dict)  # version -> ms
     # version -> bytes of its NNN.json, recorded as summarize.summarize_log reads each file (so
     # health needs no second listing with a stat per file when every commit was read).
-    commit_sizes: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+    commit_sizes: CommitSizes = field(
+        default_factory=lambda: CommitSizes(), compare=False, repr=False
+    )
 
 
 class ListingVersions:
@@ -187,60 +275,6 @@ class Predicate:
     sql: str | None  # normalised SQL text (expression ids removed), None if unparsable
     columns: frozenset[str]  # lower-cased column names it references
     error: str | None = None  # parse error, if any
-
-
-@dataclass(slots=True)
-class CommitSummary:
-    """One commit as the audit sees it. Built by commit_summary.summarize_commit()."""
-
-    version: int
-    timestamp: (
-        int | None
-    )  # ms since epoch: inCommitTimestamp, else commitInfo.timestamp, else file mtime
-    operation: str | None
-    operation_parameters: dict[str, Any]  # JSON-encoded string values decoded
-    operation_metrics: dict[str, Any]
-    read_version: int | None
-    isolation_level: str | None
-    blind_append: bool | None
-    # How each of read_version / isolation_level / blind_append / timestamp was obtained.
-    facts: dict[str, ReadVersionFact]  # recorded / derived / unknown, for every fact
-    engine: Engine
-    engine_info: str | None
-    txn_id: str | None
-    user_id: str | None
-    user_name: str | None
-    job: dict[str, Any] | None
-    cluster_id: str | None
-    files_added: int  # dataChange adds
-    files_removed: int  # dataChange removes
-    bytes_added: int
-    bytes_removed: int
-    data_change: bool  # any action with dataChange=true
-    # Distinct partitions of the data-changing adds and removes.
-    added_partitions: frozenset[PartitionKey]
-    removed_partitions: frozenset[PartitionKey]
-    removed_paths: frozenset[str]  # dataChange removes (what conflict checks compare)
-    removed_paths_all: frozenset[str]  # every remove, dataChange or not (compaction)
-    added_paths: frozenset[str]
-    predicate: Predicate | None
-    metadata_changed: bool
-    protocol_changed: bool
-    app_ids: dict[str, int]  # txn appId -> version
-    domains: frozenset[str]
-    has_deletion_vectors: bool
-    unknown_actions: tuple[str, ...] = ()
-    # Files without dataChange (OPTIMIZE, REORG, auto compaction): the paths it added, which
-    # hold rows earlier commits wrote, and the partitions of the files it removed.
-    compacted_paths: frozenset[str] = EMPTY_SET
-    compacted_removed_partitions: frozenset[PartitionKey] = EMPTY_SET
-    # Who and what wrote it beyond the fields above (provenance.commit_extra), and the three
-    # times of a commit with an in-commit timestamp (provenance.commit_times); None: nothing.
-    provenance: dict[str, Any] | None = None
-
-    @property
-    def partitions_touched(self) -> frozenset[PartitionKey]:
-        return self.added_partitions | self.removed_partitions
 
 
 # --------------------------------------------------------------------------- audit results

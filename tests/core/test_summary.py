@@ -251,9 +251,12 @@ def test_a_whole_log_s_summaries_share_their_facts_and_parameters(tmp_path):
         write_commit(Path(path), version, info=info)
     summaries = load_history(path).summaries
     first, *rest = summaries[1:]
-    for other in rest:  # equal appends: one dict each for all of them, not one per commit
+    # Equal appends: one dict for all of them after the first (which holds its own as JSON
+    # text, commit_record.pack_parameters), not one per commit.
+    for other in rest:
         assert other.facts is first.facts
-        assert other.operation_parameters is first.operation_parameters
+        assert other.operation_parameters is rest[0].operation_parameters
+        assert other.operation_parameters == first.operation_parameters
         assert other.app_ids is first.app_ids == {}
     assert first.facts == {
         "timestamp": "recorded",

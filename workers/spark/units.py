@@ -26,7 +26,7 @@ import heapq
 import os
 import pickle
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from operator import attrgetter
 from typing import Any
 
@@ -36,7 +36,14 @@ from audit.core import serialize
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log, paused_gc
 from audit.core.log import DeltaLog
-from audit.core.model import EMPTY_SET, CommitSummary, Finding, LogListing, TableState
+from audit.core.model import (
+    EMPTY_SET,
+    SUMMARY_FIELDS,
+    CommitSummary,
+    Finding,
+    LogListing,
+    TableState,
+)
 from audit.core.serialize import arrow_schema
 from audit.core.storage.stores import open_store
 
@@ -293,7 +300,7 @@ def _payload(
 
 # Summaries and audits travel as tuples of their fields: a slots dataclass pickles through
 # Python-level __getstate__/__setstate__, several times slower to load on the driver.
-_SUMMARY_FIELDS = tuple(f.name for f in fields(CommitSummary))
+_SUMMARY_FIELDS = SUMMARY_FIELDS
 # File paths are most of a big commit's bytes, and storage needs none of them.
 _PATH_FIELDS = frozenset({"removed_paths", "removed_paths_all", "added_paths", "compacted_paths"})
 

@@ -151,7 +151,7 @@ def is_destructive(txn: CommitSummary) -> bool:
 
 
 def is_compaction(txn: CommitSummary) -> bool:
-    return not txn.data_change and bool(txn.removed_paths_all)
+    return not txn.data_change and txn.has_removes
 
 
 # --------------------------------------------------------------------------- inferring the scope
@@ -166,7 +166,7 @@ def read_scope(txn: CommitSummary, ctx: TableContext, read_version: int | None =
     removed = txn.removed_partitions | txn.compacted_removed_partitions
     predicate = txn.predicate
     has_predicate = has_condition(txn)
-    if not txn.files_added and not txn.removed_paths_all and not has_predicate:
+    if not txn.files_added and not txn.has_removes and not has_predicate:
         return ReadScope("none", reason="changes no files")
     if not partition_columns:
         return ReadScope(

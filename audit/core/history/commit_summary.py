@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import fields
 from typing import Any
 
 import orjson
@@ -20,12 +19,14 @@ from audit.core.history.digest import FileFacts, Interner
 from audit.core.history.provenance import commit_extra, commit_times, share_key
 from audit.core.model import (
     EMPTY_SET,
+    SUMMARY_FIELDS,
     AddFile,
     Commit,
     CommitSummary,
     PartitionKey,
     Predicate,
     RemoveFile,
+    pack_parameters,
 )
 from audit.core.numbers import log_int
 from audit.core.predicates import parse_predicate
@@ -65,65 +66,26 @@ _FACTS = "facts"
 # partition filter it derived), Spark MERGE in `predicate`: the condition comes first.
 _PREDICATE_PARAMETERS = ("mergePredicate", "predicate", "replaceWhere", "condition")
 
-# The fields summarize_digest passes positionally, in order. Checked at import so a field added
-# to CommitSummary anywhere but the end fails loudly instead of shifting values.
-_SUMMARY_FIELDS = (
-    "version",
-    "timestamp",
-    "operation",
-    "operation_parameters",
-    "operation_metrics",
-    "read_version",
-    "isolation_level",
-    "blind_append",
-    "facts",
-    "engine",
-    "engine_info",
-    "txn_id",
-    "user_id",
-    "user_name",
-    "job",
-    "cluster_id",
-    "files_added",
-    "files_removed",
-    "bytes_added",
-    "bytes_removed",
-    "data_change",
-    "added_partitions",
-    "removed_partitions",
-    "removed_paths",
-    "removed_paths_all",
-    "added_paths",
-    "predicate",
-    "metadata_changed",
-    "protocol_changed",
-    "app_ids",
-    "domains",
-    "has_deletion_vectors",
-    "unknown_actions",
-    "compacted_paths",
-    "compacted_removed_partitions",
-    "provenance",
-)
-if tuple(f.name for f in fields(CommitSummary))[: len(_SUMMARY_FIELDS)] != _SUMMARY_FIELDS:
-    raise ImportError(
-        "CommitSummary fields changed: update commit_summary._SUMMARY_FIELDS and the call"
-    )
+# summarize_digest passes the fields positionally, in SUMMARY_FIELDS order (a call naming 36
+# keywords costs several times the positional one, and this runs once per commit).
+if SUMMARY_FIELDS[-1] != "provenance" or len(SUMMARY_FIELDS) != 36:
+    raise ImportError("CommitSummary fields changed: update summarize_digest's call")
 
 
 def _data_files(
     files: Sequence[AddFile] | Sequence[RemoveFile], interner: Interner
-) -> tuple[int, int, frozenset[PartitionKey], frozenset[str]]:
-    """Count, bytes, distinct partitions and paths of the data-changing files of `files`."""
+) -> tuple[int, int, frozenset[PartitionKey], list[str]]:
+    """Count, bytes, distinct partitions and paths (in action order: the summary packs them,
+    see model.pack_paths) of the data-changing files of `files`."""
     changing = [f for f in files if f.data_change]
     if not changing:
-        return 0, 0, EMPTY, EMPTY
+        return 0, 0, EMPTY, []
     size = 0
     keys: set[PartitionKey] = set()
     for f in changing:
         size += f.size or 0
         keys.add(interner.key(f.partition_values))
-    return len(changing), size, interner.partitions(keys), frozenset(f.path for f in changing)
+    return len(changing), size, interner.partitions(keys), [f.path for f in changing]
 
 
 def file_facts_of(commit: Commit, interner: Interner) -> FileFacts:
@@ -133,7 +95,7 @@ def file_facts_of(commit: Commit, interner: Interner) -> FileFacts:
     files_removed, bytes_removed, removed_partitions, removed_paths = _data_files(removes, interner)
     # Every remove, dataChange or not: the same set when all of them change data.
     removed_paths_all = (
-        removed_paths if files_removed == len(removes) else frozenset(r.path for r in removes)
+        removed_paths if files_removed == len(removes) else [r.path for r in removes]
     )
     compacted_paths, compacted_removed_partitions = _compacted_files(
         adds, files_added, removes, files_removed, interner
@@ -168,7 +130,7 @@ def summarize_digest(
 ) -> CommitSummary:
     """The summary of `commit` whose adds and removes were reduced to `files` (not read)."""
     info = commit.commit_info or {}
-    parameters, predicate = _parameters(info.get("operationParameters"), interner)
+    parameters, predicate, shared = _parameters(info.get("operationParameters"), interner)
     engine = detect_engine(info)
     timestamp, timestamp_fact = _timestamp(info, commit.file_modification_time)
     read_version = _as_int(info.get("readVersion"))
@@ -186,7 +148,7 @@ def summarize_digest(
         commit.version,  # version
         timestamp,  # timestamp
         interner.text(_as_str(info.get("operation"))),  # operation
-        parameters,  # operation_parameters
+        parameters if shared else pack_parameters(parameters),  # operation_parameters
         metrics if isinstance(metrics, dict) else {},  # operation_metrics
         read_version,  # read_version
         interner.text(isolation_level),  # isolation_level
@@ -237,8 +199,9 @@ def _provenance(
     return extra if times is None else {**(extra or {}), **times}
 
 
-def _parameters(raw: Any, interner: Interner) -> tuple[dict[str, Any], Predicate | None]:
-    """The decoded operationParameters and the predicate they carry.
+def _parameters(raw: Any, interner: Interner) -> tuple[dict[str, Any], Predicate | None, bool]:
+    """The decoded operationParameters, the predicate they carry, and whether the dict is
+    one an earlier commit had (shared: the summary keeps it; else it keeps its text).
 
     Most commits of a log repeat a few parameter sets (an append's mode and partitionBy):
     those are decoded and parsed once and shared when the interner shares dicts. Only
@@ -253,10 +216,12 @@ def _parameters(raw: Any, interner: Interner) -> tuple[dict[str, Any], Predicate
             key = tuple(raw.items())
             cached = interner.cached(key)
             if cached is not None:
-                return cached
+                return (*cached, True)
     parameters = decode_parameters(raw)
     result = parameters, _predicate(parameters)
-    return result if key is None else interner.remember(key, result)
+    if key is not None:
+        interner.remember(key, result)
+    return (*result, False)
 
 
 def _facts(
@@ -312,15 +277,13 @@ def _compacted_files(
     removes: Sequence[RemoveFile],
     data_removes: int,
     interner: Interner,
-) -> tuple[frozenset[str], frozenset[PartitionKey]]:
-    """Paths of the adds and partitions of the removes without dataChange (compaction).
+) -> tuple[list[str], frozenset[PartitionKey]]:
+    """Paths (in action order) of the adds and partitions of the removes without dataChange (compaction).
 
     The counts of data-changing files let the common commit (all of them change data) skip
     the second pass.
     """
-    paths = (
-        EMPTY if data_adds == len(adds) else frozenset(a.path for a in adds if not a.data_change)
-    )
+    paths = [] if data_adds == len(adds) else [a.path for a in adds if not a.data_change]
     partitions = (
         EMPTY
         if data_removes == len(removes)

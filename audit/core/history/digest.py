@@ -23,13 +23,22 @@ from audit.core.integrity.refs import FileRef
 from audit.core.log.actions import _file_path, _Malformed
 from audit.core.log.coerce import _partition_values
 from audit.core.log.commits import _SlowPath, load_actions, split_actions
-from audit.core.model import EMPTY_SET, Commit, PartitionKey, PartitionValues, partition_key
+from audit.core.model import (
+    EMPTY_SET,
+    SHARED_EMPTY_DICT,
+    Commit,
+    PartitionKey,
+    PartitionValues,
+    partition_key,
+)
 from audit.core.numbers import INT64_MAX
 
 # Entries of the shared-dict cache before it starts afresh: the common values (a few facts
 # combinations, the parameters of appends) are back after a few commits.
 _SHARED_LIMIT = 4096
-_EMPTY_DICT: dict[Any, Any] = {}
+_EMPTY_DICT = SHARED_EMPTY_DICT  # the summary keeps no copy of it (commit_record.py)
+# No paths: one shared list, never written (the summary packs it to None).
+_NO_PATHS: list[str] = []
 
 
 class Interner:
@@ -91,13 +100,13 @@ class FileFacts(NamedTuple):
     files_added: int  # dataChange adds
     bytes_added: int
     added_partitions: frozenset[PartitionKey]
-    added_paths: frozenset[str]
+    added_paths: list[str]  # paths: in action order, packed by the summary
     files_removed: int  # dataChange removes
     bytes_removed: int
     removed_partitions: frozenset[PartitionKey]
-    removed_paths: frozenset[str]
-    removed_paths_all: frozenset[str]  # every remove, dataChange or not
-    compacted_paths: frozenset[str]  # adds without dataChange
+    removed_paths: list[str]
+    removed_paths_all: list[str]  # every remove, dataChange or not
+    compacted_paths: list[str]  # adds without dataChange
     compacted_removed_partitions: frozenset[PartitionKey]  # removes without dataChange
     has_deletion_vectors: bool
     num_adds: int  # every add, dataChange or not
@@ -154,7 +163,8 @@ def file_facts(
     files_removed, bytes_removed, removed_keys, removed, kept, compacted_keys = _file_side(
         removes, "remove", key, remove_refs
     )
-    removed_paths = frozenset(removed) if files_removed else EMPTY_SET
+    # Paths stay lists in action order: the summary packs them (model.pack_paths).
+    removed_paths = removed if files_removed else _NO_PATHS
     every_remove_changes = not kept
     has_dv = False
     for action in adds:
@@ -166,14 +176,14 @@ def file_facts(
         files_added,
         bytes_added,
         interner.partitions(added_keys),
-        frozenset(added) if files_added else EMPTY_SET,
+        added if files_added else _NO_PATHS,
         files_removed,
         bytes_removed,
         interner.partitions(removed_keys),
         removed_paths,
         # Every remove, dataChange or not: the same set when all of them change data.
-        removed_paths if every_remove_changes else frozenset(removed + kept),
-        frozenset(compacted) if compacted else EMPTY_SET,
+        removed_paths if every_remove_changes else removed + kept,
+        compacted if compacted else _NO_PATHS,
         EMPTY_SET if every_remove_changes else interner.partitions(compacted_keys),
         has_dv,
         len(adds),

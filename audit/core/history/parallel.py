@@ -21,7 +21,6 @@ results are exactly those of the sequential path.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import operator
 import os
 import pickle
@@ -54,8 +53,8 @@ MIN_PARALLEL_COMMITS = 20_000
 # finish together near 0.55-0.57. (0.45 dated from before the parent replayed the records.)
 CHILD_SHARE = 0.55
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(CommitSummary))
-_as_row = operator.attrgetter(*_FIELDS)
+# The summaries' slots as they are held (paths and metrics packed): sent as they are.
+_as_row = operator.attrgetter(*CommitSummary.__slots__)
 # Commits per frame the child sends: the parent holds one frame's bytes and objects at a time
 # on top of the history (the whole payload at once was ~1.2 KB a commit: 650 MB at 1M).
 FRAME_COMMITS = 20_000
@@ -187,7 +186,8 @@ class _Merge:
     def take(self, frame: _Frame) -> int:
         """Merge one frame; the version after its last."""
         columns, metadata, protocol, records, sizes = frame
-        later = [CommitSummary(*row) for row in zip(*columns, strict=True)]
+        from_slots = CommitSummary.from_slots
+        later = [from_slots(row) for row in zip(*columns, strict=True)]
         if self.properties is not None:
             first_change = metadata[0][0] if metadata else None
             rederive_isolation(
