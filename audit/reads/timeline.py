@@ -111,7 +111,8 @@ def _timeline(
         out["findings"] = _finding_dicts(timeline_sql.window_findings(table_id, lo, hi))
     else:
         base, width = _fill_buckets(out, table_id, lo, hi, max_points)
-        _fill_bucket_findings(out, timeline_sql.bucket_findings(table_id, lo, hi), base, width)
+        pins = timeline_sql.bucket_pins(table_id, lo, hi, base, width)
+        _fill_bucket_findings(out, pins, base, width)
     # Schema/protocol/property changes, marked where they happened.
     out["changes"] = timeline_sql.change_marks(table_id, lo, hi)
     return out
@@ -293,10 +294,21 @@ def _level_for(width: int, size: int) -> int:
 def _add_cells(
     stats: dict[int, list[int]], start: int, cells: str, unit: int, base: int, width: int
 ) -> None:
+    """Add a rollup's cells of the `unit` level to the buckets: a bucket is `width // unit`
+    whole cells (`_bucket_grid`), so each is one slice's sum and max, not a Python step per
+    cell (that loop was a third of a cold whole-history timeline)."""
     flat = rollups.unpack_cells(cells, unit)
-    for i in range(0, len(flat), 2):
-        if flat[i]:
-            _add(stats, (start + (i // 2) * unit - base) // width, flat[i], flat[i + 1])
+    counts, maxima = flat[0::2], flat[1::2]
+    per = width // unit
+    first = (start - base) // unit  # the rollup's first cell, counted from base
+    i = 0
+    while i < len(counts):
+        bucket = (first + i) // per
+        j = min((bucket + 1) * per - first, len(counts))
+        n = sum(counts[i:j])
+        if n:
+            _add(stats, bucket, n, max(maxima[i:j]))
+        i = j
 
 
 def _add(stats: dict[int, list[int]], bucket: int, n: int, max_concurrent: int | None) -> None:
@@ -312,23 +324,17 @@ def _add(stats: dict[int, list[int]], bucket: int, n: int, max_concurrent: int |
 # --------------------------------------------------------------------------- findings
 
 
-def _fill_bucket_findings(
-    out: dict[str, Any], findings: list[tuple], base: int, width: int
-) -> None:
-    """Per bucket: the count of open findings (`findings`: FINDING_FIELDS rows, any order),
-    and the one the chart pins (the most severe, then the lowest version and id); only those
+def _fill_bucket_findings(out: dict[str, Any], pins: list[tuple], base: int, width: int) -> None:
+    """Per bucket: the count of open findings and the one the chart pins (the most severe,
+    then the lowest version and id), from `timeline_sql.bucket_pins` (grouped in SQL: reading
+    every open finding of a whole-history window was most of its cold CPU); only the pinned
     are sent, however many the window holds, in (version, id) order."""
     counts: dict[int, int] = {}
-    best: dict[int, tuple[int, int, int]] = {}
     rows: dict[int, tuple] = {}
-    for row in findings:
-        finding_id, version, severity = row[0], row[1], row[3]
-        bucket = (version - base) // width
-        counts[bucket] = counts.get(bucket, 0) + 1
-        key = (-pin_rank(severity), version, finding_id)
-        if bucket not in best or key < best[bucket]:
-            best[bucket] = key
-            rows[bucket] = row
+    for bucket, count, *row in pins:
+        counts[bucket] = count
+        if bucket not in rows or row[0] < rows[bucket][0]:  # same version and rank: lowest id
+            rows[bucket] = tuple(row)
     for entry in out["buckets"]:
         entry[4] = counts.get((entry[0] - base) // width, 0)
     pinned = sorted(rows.values(), key=lambda row: (row[1], row[0]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.db import connection
 
+from audit.core.vocab import SEVERITY_ORDER
 from audit.health.models import TableChange
 from audit.models import OPEN, Commit, CommitRollup, Finding
 from audit.reads.prepared import PreparedRows, fetch_sql
@@ -141,14 +142,6 @@ window_findings = PreparedRows(
     ),
     3,
 )
-# Every open finding of the window, every field (the buckets' counts and pins in one pass:
-# the pinned ones were read again by id before).
-bucket_findings = PreparedRows(
-    lambda table_id, lo, hi: (
-        _open_findings(table_id, lo, hi).order_by().values_list(*FINDING_FIELDS)
-    ),
-    3,
-)
 _changes = PreparedRows(
     lambda table_id, lo, hi: TableChange.objects.filter(
         table_id=table_id, version__gte=lo, version__lte=hi
@@ -164,3 +157,43 @@ def change_marks(table_id: int, lo: int, hi: int) -> list[dict]:
         {"version": version, "kind": kind, "summary": summary}
         for version, kind, summary in _changes(table_id, lo, hi)
     ]
+
+
+# The pinning rule (the most severe, then the lowest version; the lowest id among those) as one
+# integer per finding, so a grouped MIN finds each bucket's pinned (severity, version) in SQL:
+# (ranks above the finding's) * 2**40 + version. Versions are far below 2**40.
+_VERSION_BITS = 2**40
+
+
+def _rank_sql(alias: str) -> str:
+    """pin_rank(severity) in SQL: the vocabulary's rank + 1, 0 for an unknown severity."""
+    whens = " ".join(
+        f"WHEN '{severity.value}' THEN {severity.rank + 1}" for severity in SEVERITY_ORDER
+    )
+    return f"(CASE {alias}.severity {whens} ELSE 0 END)"
+
+
+def _bucket_pins_sql() -> str:
+    table = connection.ops.quote_name(Finding._meta.db_table)
+    version = connection.ops.quote_name("version")
+    top = len(SEVERITY_ORDER)
+    return (
+        f"WITH g AS (SELECT (f.{version} - %s) / %s AS bucket, COUNT(*) AS n, "
+        f"MIN(({top} - {_rank_sql('f')}) * {_VERSION_BITS} + f.{version}) AS k "
+        f"FROM {table} f WHERE f.table_id = %s AND f.status = %s "
+        f"AND f.{version} >= %s AND f.{version} <= %s GROUP BY 1) "
+        f"SELECT g.bucket, g.n, p.id, p.{version}, p.kind, p.severity, p.confirmed, "
+        f"p.related_versions FROM g JOIN {table} p ON p.table_id = %s AND p.status = %s "
+        f"AND p.{version} = g.k %% {_VERSION_BITS} "
+        f"AND {_rank_sql('p')} = {top} - g.k / {_VERSION_BITS}"
+    )  # "%%": the modulo, not a placeholder
+
+
+def bucket_pins(table_id: int, lo: int, hi: int, base: int, width: int) -> list[tuple]:
+    """Per bucket (version - base) // width of [lo, hi] holding open findings: (bucket, open
+    findings, *FINDING_FIELDS) of each candidate for its pin, the findings at its most severe
+    rank's lowest version (one row unless several share that version and severity; the caller
+    keeps the lowest id). The chart's pins without reading every open finding of the window."""
+    status = Finding.Status.OPEN.value
+    params = [base, width, table_id, status, lo, hi, table_id, status]
+    return fetch_sql("bucket_pins", _bucket_pins_sql, params)
