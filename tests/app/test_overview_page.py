@@ -15,6 +15,7 @@ from django.utils import timezone
 from audit.health.models import TableHealth
 from audit.health.store import health_fields
 from audit.models import Finding, Table
+from frontend.views import overview
 from frontend.views.overview import TABLE_SORTS, _overview_content
 from tests.app.overview_reference import overview_content as reference
 from tests.app.test_findings_rows import HOSTILE, findings_of
@@ -102,3 +103,42 @@ def test_it_renders_rows_in_the_readers_time_zone(tables):
     with timezone.override("Asia/Tokyo"):
         tokyo = same("sort=name")
     assert "2026-03-01 23:30:00" in utc and "2026-03-02 08:30:00" in tokyo
+
+
+@pytest.mark.parametrize("n_projects", [1, 2])
+@pytest.mark.parametrize("sort", ["findings", "risk", "small_files"])
+def test_it_gives_a_member_the_tables_of_the_orm_query(tables, member, n_projects, sort):
+    # The unfiltered page comes from SQL compiled once per (sort, page, number of projects)
+    # (overview._prepared_page): the same instances, annotations and health as the ORM's
+    # query for a member's projects, none of another project's tables.
+    from audit.trust.access import visible_project_ids
+    from tests.support.projects import into, join
+
+    into(tables[0], "other")
+    into(Table.objects.get(name="t050"), "third")
+    TableHealth.objects.create(table=tables[1], **health_fields(HEALTH))
+    if n_projects == 2:
+        join(member, "third")
+    projects = visible_project_ids(member)
+    assert len(projects) == n_projects
+    for window in (slice(0, 100), slice(100, 200)):
+        fast = overview._Counted(projects, sort, 0)[window]
+        orm = list(overview._tables(sorted(projects), sort)[window])
+        assert [t.pk for t in fast] == [t.pk for t in orm] and tables[0].pk not in {
+            t.pk for t in fast
+        }
+        for a, b in zip(fast, orm, strict=True):
+            assert a.__dict__.keys() == b.__dict__.keys()
+            assert {k: v for k, v in a.__dict__.items() if k != "_state"} == {
+                k: v for k, v in b.__dict__.items() if k != "_state"
+            }
+            assert _health(a) == _health(b)
+    request = RequestFactory().get(f"/?sort={sort}")
+    request.user = member
+    html = _overview_content(request, False)
+    assert "t050" in html if n_projects == 2 else "t050" not in html
+
+
+def _health(table: Table) -> dict | None:
+    health = overview._has_health(table) and table.health
+    return health and {k: v for k, v in health.__dict__.items() if k != "_state"}
