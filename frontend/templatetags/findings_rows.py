@@ -142,3 +142,16 @@ def select_html(bound: Any) -> SafeString:
         listed.choices = choices  # rendered from the choices just read, not a second query
         found = _SELECTS[key] = mark_safe(bound.as_widget(widget=listed))  # noqa: S308
     return found
+
+
+@register.simple_tag
+def kind_options(kinds: Iterable[str], value: Any) -> SafeString:
+    """The kind dropdown's options as the template's loop wrote them (`<option value="k" >`,
+    `selected` on the chosen one): the loop compared `form.kind.value` with each of ~40 kinds,
+    a tenth of a cold findings page's CPU."""
+    out = []
+    for kind in kinds:
+        text = conditional_escape(kind)
+        chosen = "selected" if value == kind else ""
+        out.append(f'<option value="{text}" {chosen}>{text}</option>')
+    return mark_safe("".join(out))  # noqa: S308 - every kind went through conditional_escape
