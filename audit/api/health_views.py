@@ -64,7 +64,11 @@ FLEET_ORDERINGS = {
 
 def fleet_ordering(queryset, request):
     """Order the tables list by a health column or open findings, worst first."""
-    raw = (request.query_params.get("ordering") or "").strip()
+    return order_fleet(queryset, (request.query_params.get("ordering") or "").strip())
+
+
+def order_fleet(queryset, raw: str):
+    """`queryset` in the order `?ordering=<raw>` names (stripped), a 400 for an unknown one."""
     if not raw:
         return queryset
     key = raw.lstrip("-")

@@ -439,19 +439,28 @@ class DefaultTablesPage:
     than `size` tables, or more projects than placeholders): the caller paginates as before."""
 
     def __init__(self) -> None:
-        self._compiled: dict[tuple[int | None, int], tuple[_Compiled, list[int]]] = {}
+        self._compiled: dict[tuple[int | None, int, tuple], tuple[_Compiled, list[int]]] = {}
         self._lock = threading.Lock()
 
-    def page(self, project_ids: frozenset[int] | None, size: int) -> list[dict] | None:
+    def page(
+        self,
+        project_ids: frozenset[int] | None,
+        size: int,
+        shape: tuple = (),
+        narrow: Callable[[Any], Any] | None = None,
+    ) -> list[dict] | None:
+        """`shape` names what `narrow(queryset)` does to the list (an ordering, a status
+        filter: constants of the SQL, compiled once per shape); `narrow` is called only to
+        compile it."""
         ids = None if project_ids is None else sorted(project_ids)
         if ids is not None and not ids:
             return []  # no project: the ORM's `__in=[]` matches nothing
         if ids is not None and len(ids) > len(PLACEHOLDERS):
             return None
-        key = (None if ids is None else len(ids), size)
+        key = (None if ids is None else len(ids), size, shape)
         entry = self._compiled.get(key)
         if entry is None:
-            entry = self._compile(ids, size)
+            entry = self._compile(ids, size, narrow)
             with self._lock:
                 self._compiled[key] = entry
         compiled, positions = entry
@@ -460,8 +469,12 @@ class DefaultTablesPage:
         return rows if len(rows) <= size else None
 
     @staticmethod
-    def _compile(ids: list[int] | None, size: int) -> tuple[_Compiled, list[int]]:
+    def _compile(
+        ids: list[int] | None, size: int, narrow: Callable[[Any], Any] | None
+    ) -> tuple[_Compiled, list[int]]:
         listed = queries.tables_with_counts().order_by("name", "id")
+        if narrow is not None:
+            listed = narrow(listed)
         arity = 0
         if ids is not None:
             arity = len(ids)
