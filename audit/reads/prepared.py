@@ -221,3 +221,60 @@ class PreparedModels:
             init_list, get_related_populators(klass_info, select, queryset.db),
             tuple((compiler.annotation_col_map or {}).items()),
         )  # fmt: skip
+
+
+class PreparedValues:
+    """`build(key, *placeholders)` -> a `.values(*names)` queryset (its slice part of it),
+    compiled once per `key` and number of values; `(key, *values)` -> its dicts (converters
+    applied, as the ORM's `ValuesIterable`); `.count(key, *values)` -> the count the
+    queryset without its slice gives, by the COUNT query the ORM ran for it once (captured)."""
+
+    def __init__(self, build: Callable[..., QuerySet]):
+        self._build = build
+        self._rows: dict[tuple, tuple] = {}
+        self._counts: dict[tuple, tuple] = {}
+
+    def __call__(self, key: tuple, *values: Any) -> list[dict]:
+        full_key = (len(values), key)
+        compiled = self._rows.get(full_key)
+        if compiled is None:
+            queryset = self._build(key, *PLACEHOLDERS[: len(values)])
+            compiler = queryset.query.get_compiler(queryset.db)
+            sql, params = compiler.as_sql()
+            query = queryset.query
+            names = [*query.extra_select, *query.values_select, *query.annotation_select]
+            compiled = (sql, tuple(params), _positions(params, len(values)), compiler, names)
+            self._rows[_bounded(self._rows, full_key)] = compiled
+        sql, params, positions, compiler, names = compiled
+        with connections["default"].cursor() as cursor:
+            cursor.execute(sql, _substitute(params, positions, values))
+            rows = cursor.fetchall()
+        return [dict(zip(names, row, strict=True)) for row in compiler.results_iter([rows])]
+
+    def count(self, key: tuple, *values: Any) -> int:
+        full_key = (len(values), key)
+        compiled = self._counts.get(full_key)
+        if compiled is None:
+            queryset = self._build(key, *PLACEHOLDERS[: len(values)])
+            captured: list[tuple] = []
+
+            def capture(execute, sql, params, many, context):
+                captured.append((sql, tuple(params or ())))
+                return execute(sql, params, many, context)
+
+            with connections["default"].execute_wrapper(capture):
+                queryset.count()
+            assert len(captured) == 1, captured
+            sql, params = captured[0]
+            compiled = (sql, params, _positions(params, len(values)))
+            self._counts[_bounded(self._counts, full_key)] = compiled
+        sql, params, positions = compiled
+        with connections["default"].cursor() as cursor:
+            cursor.execute(sql, _substitute(params, positions, values))
+            return cursor.fetchone()[0]
+
+
+def _bounded(compiled: dict, key: tuple) -> tuple:
+    if len(compiled) >= 512:
+        compiled.clear()  # a bound against odd pages and kinds, not a policy
+    return key

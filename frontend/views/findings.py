@@ -14,7 +14,9 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from audit.core.vocab import FindingKind
+from audit.models import Finding
 from audit.reads import cache, queries
+from audit.reads.prepared import PLACEHOLDERS, PreparedValues
 from audit.trust import access
 from frontend.forms import FindingFilterForm
 from frontend.templatetags.findings_rows import (
@@ -39,9 +41,52 @@ def _filtered(form: FindingFilterForm, user: Any) -> tuple[Any, str]:
         data = form.cleaned_data
         status = data.get("status") or "open"
         filters = {field: data[field] for field in ("table", "kind", "severity") if data.get(field)}
+    projects = access.visible_project_ids(user)
+    if projects is not None and (not projects or len(projects) > len(PLACEHOLDERS)):
+        return _rows_query((False, status, filters), *sorted(projects or ())), status
+    table = filters.pop("table", None)
+    key = (projects is None, status, table is not None, tuple(sorted(filters.items())))
+    ids = [*([] if table is None else [table.pk]), *sorted(projects or ())]
+    return _PreparedList(key, ids), status
+
+
+def _rows_query(key: tuple, *ids: int) -> Any:
+    """The list's `.values()` query: key = (staff, status, filters) or, from `_PreparedList`,
+    (staff, status, has a table, kind/severity items, page start, page stop) with the table's
+    id first among `ids`."""
+    if len(key) == 3:
+        staff, status, filters = key
+    else:
+        staff, status, has_table, items, start, stop = key
+        filters = {**({"table": ids[0]} if has_table else {}), **dict(items)}
+        ids = ids[1:] if has_table else ids
+    visible = Finding.objects.all()
+    if not staff:
+        visible = visible.filter(table__project_id__in=list(ids))
     fields = ROW_FIELDS if "table" in filters else TABLE_ROW_FIELDS
-    rows = queries.filtered_findings(access.visible_findings(user), filters, status, fields)
-    return rows.values(*(ROW_VALUES if "table" in filters else TABLE_ROW_VALUES)), status
+    rows = queries.filtered_findings(visible, filters, status, fields)
+    rows = rows.values(*(ROW_VALUES if "table" in filters else TABLE_ROW_VALUES))
+    return rows if len(key) == 3 or start is None else rows[start:stop]
+
+
+# The list's rows and count compiled once per filter shape, page and number of projects:
+# building and compiling both ORM queries was ~1.5 ms of each cold findings page.
+_prepared_rows = PreparedValues(_rows_query)
+
+
+class _PreparedList:
+    """What `Paginator` reads of the list (count, a page's slice), by `_prepared_rows`."""
+
+    def __init__(self, key: tuple, ids: list[int]) -> None:
+        self._key, self._ids = key, ids
+
+    def count(self) -> int:
+        return _prepared_rows.count((*self._key, None, None), *self._ids)
+
+    def __getitem__(self, window: slice) -> list[dict]:
+        if window.stop <= window.start:
+            return []  # an empty slice compiles to no SQL at all
+        return _prepared_rows((*self._key, window.start, window.stop), *self._ids)
 
 
 def kind_choices() -> list[str]:
