@@ -45,7 +45,7 @@ from audit.core.anomalies.settings import (
     isolation_setting_findings,
     missing_read_version_finding,
 )
-from audit.core.conflicts.audits import CommitAudits
+from audit.core.conflicts.audits import NO_CONFLICTS, CommitAudits
 from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.dv_recheck import compare, shared_dv_rewrites
 from audit.core.conflicts.findings import metadata_change_finding, missed_conflict_finding
@@ -225,7 +225,14 @@ class _Auditor:
                 continue
             scope = read_scope(txn, self.ctx, read_version)
             audit = CommitAudit(
-                txn.version, read_version, fact, txn.isolation_level, window, scope, truncated
+                txn.version,
+                read_version,
+                fact,
+                txn.isolation_level,
+                window,
+                scope,
+                truncated,
+                NO_CONFLICTS,
             )
             self.commits.add_checked(audit)
             self.concurrent_commits.append(txn.version)
@@ -262,6 +269,8 @@ class _Auditor:
             if self.check_data:
                 verdict = self._dv_recheck(txn, winner, verdict)
             if verdict.any:
+                if audit.conflicts is NO_CONFLICTS:  # most windows find none: share one
+                    audit.conflicts = {}
                 audit.conflicts[w] = verdict
                 why = departure(profile, verdict, winner)
                 if why is not None:

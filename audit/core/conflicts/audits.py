@@ -14,14 +14,14 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from audit.core.conflicts.scope import ReadScope, whole_table_scope
+from audit.core.conflicts.scope import whole_table_scope
 from audit.core.conflicts.verdict import CommitAudit, Recheck
 from audit.core.conflicts.window import NO_WINDOW
 from audit.core.model import CommitSummary
 from audit.core.vocab import ReadVersionFact
 
-# The one empty conflicts dict every unchecked commit shares (never written: only windowed
-# commits are re-checked).
+# The one empty conflicts dict every commit without an exception shares (never written: the
+# audit gives a commit its own dict at its first exception).
 NO_CONFLICTS: dict[int, Recheck] = {}
 _NONE = -(2**63)  # a read version of None in the int64 column
 _FACTS = tuple(ReadVersionFact)
@@ -37,7 +37,6 @@ class CommitAudits(Mapping[int, CommitAudit]):
         self._read_versions = array("q")
         self._facts = bytearray()
         self._checked: dict[int, CommitAudit] = {}
-        self._scopes: dict[str | None, ReadScope] = {}
         self._index: dict[int, int] | None = None  # only if versions came out of order
 
     def add_checked(self, audit: CommitAudit) -> None:
@@ -55,14 +54,6 @@ class CommitAudits(Mapping[int, CommitAudit]):
         self._versions.append(version)
         self._read_versions.append(_NONE if read_version is None else read_version)
         self._facts.append(_FACT_INDEX[ReadVersionFact(fact)])
-
-    def unchecked_scope(self, txn: CommitSummary) -> ReadScope:
-        """The whole-table scope of a commit with no window: one instance per predicate (a
-        table scope never consults its partition cache), not one per commit (~140 B each)."""
-        scope = whole_table_scope(txn, "not re-checked")
-        if scope.kind != "table":
-            return scope
-        return self._scopes.setdefault(scope.predicate, scope)
 
     def _position(self, version: int) -> int:
         if self._index is not None:
@@ -85,7 +76,9 @@ class CommitAudits(Mapping[int, CommitAudit]):
             _FACTS[self._facts[at]],
             txn.isolation_level,
             NO_WINDOW,
-            self.unchecked_scope(txn),
+            # One per rebuilt view, freed with it: a cache by predicate would keep one per
+            # distinct predicate (~24k of 100k bench commits).
+            whole_table_scope(txn, "not re-checked"),
             False,
             NO_CONFLICTS,
         )
