@@ -12,7 +12,6 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 
 from audit.core.conflicts.scope import whole_table_scope
 from audit.core.conflicts.verdict import CommitAudit, Recheck
@@ -109,7 +108,3 @@ class CommitAudits(Mapping[int, CommitAudit]):
     def values(self) -> Iterator[CommitAudit]:  # type: ignore[override]
         for at in range(len(self._versions)):
             yield self._build(at)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Across processes a plain dict: the summaries lookup does not travel.
-        return dict, (dict(self.items()),)
