@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from audit.core.anomalies.duplicate_keys import duplicate_key_findings
@@ -45,16 +45,15 @@ from audit.core.anomalies.settings import (
     isolation_setting_findings,
     missing_read_version_finding,
 )
+from audit.core.conflicts.audits import NO_CONFLICTS, CommitAudits
 from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.dv_recheck import compare, shared_dv_rewrites
 from audit.core.conflicts.findings import metadata_change_finding, missed_conflict_finding
 from audit.core.conflicts.profiles import departure, profile_for
 from audit.core.conflicts.rules import recheck
 from audit.core.conflicts.scope import (
-    ReadScope,
     is_destructive,
     read_scope,
-    whole_table_scope,
 )
 from audit.core.conflicts.verdict import (
     CommitAudit,
@@ -81,7 +80,7 @@ __all__ = ["AuditResult", "audit_history", "key_findings"]
 @dataclass(slots=True)
 class AuditResult:
     findings: list[Finding]
-    commits: dict[int, CommitAudit]
+    commits: Mapping[int, CommitAudit]
     hotspots: list[Hotspot]
 
 
@@ -150,9 +149,6 @@ def _audit_history(
     return AuditResult(findings=findings, commits=auditor.commits, hotspots=hotspots)
 
 
-_NO_CONFLICTS: dict[int, Recheck] = {}
-
-
 def key_findings(
     history: History,
     result: AuditResult,
@@ -204,13 +200,12 @@ class _Auditor:
         self.ctx = ctx
         self.derived = derived
         self.versions = versions
-        self.commits: dict[int, CommitAudit] = {}
+        self.commits = CommitAudits(ctx.summary)
         self.findings: list[Finding] = []
         self.tally = HotspotTally(ctx)
         self.overlap_candidates: list[StaleCandidate] = []
         self.metadata_survivors: dict[int, list[CommitSummary]] = defaultdict(list)
         self.concurrent_commits: list[int] = []
-        self._unchecked_scopes: dict[str | None, ReadScope] = {}
         self.first = history.summaries[0].version if history.summaries else 0
 
     @property
@@ -224,7 +219,11 @@ class _Auditor:
                 continue
             window, truncated = concurrent_window(txn, read_version, self.first)
             # Commits with no concurrent window are never re-checked; keep their scope cheap.
-            scope = read_scope(txn, self.ctx, read_version) if window else self._unchecked(txn)
+            if not window:
+                # Held by column, rebuilt when read (audit/core/conflicts/audits.py).
+                self.commits.add_unchecked(txn, read_version, fact)
+                continue
+            scope = read_scope(txn, self.ctx, read_version)
             audit = CommitAudit(
                 txn.version,
                 read_version,
@@ -233,13 +232,9 @@ class _Auditor:
                 window,
                 scope,
                 truncated,
-                # Only windowed commits get conflicts (_check_window): the others share one
-                # empty dict, never written (64 B a commit, 60 MB at 1M commits).
-                {} if window else _NO_CONFLICTS,
+                NO_CONFLICTS,
             )
-            self.commits[txn.version] = audit
-            if not window:
-                continue
+            self.commits.add_checked(audit)
             self.concurrent_commits.append(txn.version)
             self._check_window(txn, audit)
             # Derived read versions come from find_stale_snapshots, which made their candidates.
@@ -249,14 +244,6 @@ class _Auditor:
                     self.overlap_candidates.append(candidate)
         for winner_version, txns in sorted(self.metadata_survivors.items()):
             self.findings.append(metadata_change_finding(self.ctx.summary(winner_version), txns))
-
-    def _unchecked(self, txn: CommitSummary) -> ReadScope:
-        """The whole-table scope of a commit with no window: one instance per predicate (a
-        table scope never consults its partition cache), not one per commit (~140 B each)."""
-        scope = whole_table_scope(txn, "not re-checked")
-        if scope.kind != "table":
-            return scope
-        return self._unchecked_scopes.setdefault(scope.predicate, scope)
 
     def _check_window(self, txn: CommitSummary, audit: CommitAudit) -> None:
         read_version = audit.read_version if audit.read_version is not None else txn.version - 1
@@ -282,6 +269,8 @@ class _Auditor:
             if self.check_data:
                 verdict = self._dv_recheck(txn, winner, verdict)
             if verdict.any:
+                if audit.conflicts is NO_CONFLICTS:  # most windows find none: share one
+                    audit.conflicts = {}
                 audit.conflicts[w] = verdict
                 why = departure(profile, verdict, winner)
                 if why is not None:

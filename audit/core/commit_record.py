@@ -126,6 +126,34 @@ def pack_parameters(parameters: dict[str, Any]) -> Any:
         return parameters
 
 
+# Two bits a flag: False, True or None (a blind_append nobody could tell).
+_FLAG_CODES: dict[Any, int] = {False: 0, True: 1, None: 2}
+_FLAG_VALUES = (False, True, None)
+
+
+def _pack_flags(values: tuple[Any, ...]) -> Any:
+    """The five flags as one int (a small, shared int object), or the tuple itself if one is
+    not exactly True, False or None (it reads back as given)."""
+    flags = 0
+    for i, value in enumerate(values):
+        if value is not True and value is not False and value is not None:
+            return values
+        flags |= _FLAG_CODES[value] << (2 * i)
+    return flags
+
+
+def _flag(flags: Any, i: int) -> bool | None:
+    if type(flags) is int:
+        return _FLAG_VALUES[(flags >> (2 * i)) & 3]
+    return flags[i]
+
+
+def _set_flag(flags: Any, i: int, value: Any) -> Any:
+    values = [_flag(flags, j) for j in range(5)]
+    values[i] = value
+    return _pack_flags(tuple(values))
+
+
 def _pack_metrics(metrics: Any) -> Any:
     """operationMetrics as their JSON text (a third of the dict's size) when that reads back
     equal: text, integers, booleans and nulls; otherwise the dict itself. None: empty."""
@@ -154,7 +182,9 @@ class CommitSummary:
         "_metrics",
         "read_version",
         "isolation_level",
-        "blind_append",
+        # blind_append, data_change, metadata_changed, protocol_changed, has_deletion_vectors
+        # in one int (_pack_flags): 32 B a commit less than five slots.
+        "_flags",
         # How each of read_version / isolation_level / blind_append / timestamp was obtained.
         "facts",
         "engine",
@@ -164,7 +194,6 @@ class CommitSummary:
         "files_removed",  # dataChange removes
         "bytes_added",
         "bytes_removed",
-        "data_change",  # any action with dataChange=true
         # Distinct partitions of the data-changing adds and removes.
         "added_partitions",
         "removed_partitions",
@@ -172,9 +201,6 @@ class CommitSummary:
         "_removed_paths_all",  # every remove, dataChange or not (compaction)
         "_added_paths",
         "predicate",
-        "metadata_changed",
-        "protocol_changed",
-        "has_deletion_vectors",
         # user_id ... provenance (_RARE_FIELDS), packed; None: all empty. compacted_paths are
         # the adds without dataChange (OPTIMIZE, REORG), compacted_removed_partitions the
         # partitions of the removes without; provenance is who and what wrote it beyond the
@@ -193,7 +219,7 @@ class CommitSummary:
             metrics,
             self.read_version,
             self.isolation_level,
-            self.blind_append,
+            blind_append,
             self.facts,
             self.engine,
             self.engine_info,
@@ -206,23 +232,26 @@ class CommitSummary:
             self.files_removed,
             self.bytes_added,
             self.bytes_removed,
-            self.data_change,
+            data_change,
             self.added_partitions,
             self.removed_partitions,
             removed_paths,
             removed_paths_all,
             added_paths,
             self.predicate,
-            self.metadata_changed,
-            self.protocol_changed,
+            metadata_changed,
+            protocol_changed,
             app_ids,
             domains,
-            self.has_deletion_vectors,
+            has_deletion_vectors,
             unknown_actions,
             compacted_paths,
             compacted_removed_partitions,
             provenance,
         ) = values
+        self._flags = _pack_flags(
+            (blind_append, data_change, metadata_changed, protocol_changed, has_deletion_vectors)
+        )
         self._metrics = _pack_metrics(metrics)
         self._set_paths(removed_paths, removed_paths_all, added_paths)
         self._rare = _pack_rare(
@@ -281,6 +310,46 @@ class CommitSummary:
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         for name, value in zip(self.__slots__, state, strict=True):
             object.__setattr__(self, name, value)
+
+    @property
+    def blind_append(self) -> bool | None:
+        return _flag(self._flags, 0)
+
+    @blind_append.setter
+    def blind_append(self, value: bool | None) -> None:
+        self._flags = _set_flag(self._flags, 0, value)
+
+    @property
+    def data_change(self) -> bool:
+        return _flag(self._flags, 1)  # type: ignore[return-value]
+
+    @data_change.setter
+    def data_change(self, value: bool) -> None:
+        self._flags = _set_flag(self._flags, 1, value)
+
+    @property
+    def metadata_changed(self) -> bool:
+        return _flag(self._flags, 2)  # type: ignore[return-value]
+
+    @metadata_changed.setter
+    def metadata_changed(self, value: bool) -> None:
+        self._flags = _set_flag(self._flags, 2, value)
+
+    @property
+    def protocol_changed(self) -> bool:
+        return _flag(self._flags, 3)  # type: ignore[return-value]
+
+    @protocol_changed.setter
+    def protocol_changed(self, value: bool) -> None:
+        self._flags = _set_flag(self._flags, 3, value)
+
+    @property
+    def has_deletion_vectors(self) -> bool:
+        return _flag(self._flags, 4)  # type: ignore[return-value]
+
+    @has_deletion_vectors.setter
+    def has_deletion_vectors(self, value: bool) -> None:
+        self._flags = _set_flag(self._flags, 4, value)
 
     @property
     def operation_parameters(self) -> dict[str, Any]:

@@ -1,0 +1,110 @@
+"""The audit's per-commit views, held by column for the commits it never re-checks.
+
+Most commits of a long history have no concurrent window (they read the version just before
+their own). Their `CommitAudit` says nothing the summary does not: the read version and where it
+came from, the writer's isolation level, the whole-table scope. A `CommitAudit` object and its
+dict entry per such commit cost ~170 B (~150 MB at 1M commits), so only windowed commits keep
+one; the others keep 17 B of columns and are rebuilt, equal field by field, when read.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping
+
+from audit.core.conflicts.scope import whole_table_scope
+from audit.core.conflicts.verdict import CommitAudit, Recheck
+from audit.core.conflicts.window import NO_WINDOW
+from audit.core.model import CommitSummary
+from audit.core.vocab import ReadVersionFact
+
+# The one empty conflicts dict every commit without an exception shares (never written: the
+# audit gives a commit its own dict at its first exception).
+NO_CONFLICTS: dict[int, Recheck] = {}
+_NONE = -(2**63)  # a read version of None in the int64 column
+_FACTS = tuple(ReadVersionFact)
+_FACT_INDEX = {fact: i for i, fact in enumerate(_FACTS)}
+
+
+class CommitAudits(Mapping[int, CommitAudit]):
+    """version -> CommitAudit in audit order, a read-only mapping once the audit has run."""
+
+    def __init__(self, summary: Callable[[int], CommitSummary | None]):
+        self._summary = summary
+        self._versions = array("q")
+        self._read_versions = array("q")
+        self._facts = bytearray()
+        self._checked: dict[int, CommitAudit] = {}
+        self._index: dict[int, int] | None = None  # only if versions came out of order
+
+    def add_checked(self, audit: CommitAudit) -> None:
+        self._append(audit.version, audit.read_version, audit.read_version_fact)
+        self._checked[audit.version] = audit
+
+    def add_unchecked(self, txn: CommitSummary, read_version: int | None, fact: str) -> None:
+        self._append(txn.version, read_version, fact)
+
+    def _append(self, version: int, read_version: int | None, fact: str) -> None:
+        if self._versions and version <= self._versions[-1] and self._index is None:
+            self._index = {v: i for i, v in enumerate(self._versions)}
+        if self._index is not None:
+            self._index[version] = len(self._versions)
+        self._versions.append(version)
+        self._read_versions.append(_NONE if read_version is None else read_version)
+        self._facts.append(_FACT_INDEX[ReadVersionFact(fact)])
+
+    def _position(self, version: int) -> int:
+        if self._index is not None:
+            return self._index.get(version, -1)
+        at = bisect_left(self._versions, version)
+        return at if at < len(self._versions) and self._versions[at] == version else -1
+
+    def _build(self, at: int) -> CommitAudit:
+        version = self._versions[at]
+        checked = self._checked.get(version)
+        if checked is not None:
+            return checked
+        txn = self._summary(version)
+        if txn is None:  # the summary is gone (cannot happen while the history is held)
+            raise KeyError(version)
+        read_version = self._read_versions[at]
+        return CommitAudit(
+            version,
+            None if read_version == _NONE else read_version,
+            _FACTS[self._facts[at]],
+            txn.isolation_level,
+            NO_WINDOW,
+            # One per rebuilt view, freed with it: a cache by predicate would keep one per
+            # distinct predicate (~24k of 100k bench commits).
+            whole_table_scope(txn, "not re-checked"),
+            False,
+            NO_CONFLICTS,
+        )
+
+    def __getitem__(self, version: int) -> CommitAudit:
+        checked = self._checked.get(version)
+        if checked is not None:
+            return checked
+        at = self._position(version)
+        if at < 0:
+            raise KeyError(version)
+        return self._build(at)
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self._position(version) >= 0
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._versions)
+
+    def __len__(self) -> int:
+        return len(self._versions)
+
+    def items(self) -> Iterator[tuple[int, CommitAudit]]:  # type: ignore[override]
+        # Positional: no lookup per commit.
+        for at, version in enumerate(self._versions):
+            yield version, self._build(at)
+
+    def values(self) -> Iterator[CommitAudit]:  # type: ignore[override]
+        for at in range(len(self._versions)):
+            yield self._build(at)
