@@ -45,6 +45,7 @@ from audit.api.serializers import (
     FINDING_LIST_FIELDS,
     TABLE_LIST_COLUMNS,
     TableSerializer,
+    planned_row,
 )
 from audit.core.vocab import SEVERITY_ORDER, Severity
 from audit.models import Commit, Finding, Table
@@ -413,20 +414,7 @@ def table_rows(rows: list[dict[str, Any]], context: dict[str, Any]) -> list[dict
         elif zone is not None and isinstance(represent.__self__, serializers.DateTimeField):
             represent = _iso_datetime(zone, represent.__self__)
         plan.append((name, attrs, represent))
-    out = []
-    for values in rows:
-        table = TableRow(values)
-        row = {}
-        for name, attrs, represent in plan:
-            if attrs is None:
-                row[name] = represent(table)
-                continue
-            value = table
-            for attr in attrs:
-                value = getattr(value, attr)
-            row[name] = None if value is None else represent(value)
-        out.append(row)
-    return out
+    return [planned_row(plan, TableRow(values)) for values in rows]
 
 
 class DefaultTablesPage:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from datetime import timedelta
+from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -83,6 +84,22 @@ class FleetHealthSerializer(serializers.Serializer):
     checkpoint_lag = serializers.IntegerField(help_text="commits since the last checkpoint")
 
 
+def planned_row(plan: list, instance: Any) -> dict:
+    """One row by a serializer's plan of (name, source attributes or None, to_representation):
+    DRF's field loop without its per-field wrapper. None for a method field: it reads the
+    instance itself. Shared by TableSerializer and the SQL tables list (list_sql.table_rows)."""
+    out = {}
+    for name, attrs, represent in plan:
+        if attrs is None:
+            out[name] = represent(instance)
+            continue
+        value = instance
+        for attr in attrs:
+            value = getattr(value, attr)
+        out[name] = None if value is None else represent(value)
+    return out
+
+
 class TableSerializer(serializers.ModelSerializer):
     version = serializers.IntegerField(
         source="last_seen_version", read_only=True, allow_null=True,
@@ -129,16 +146,7 @@ class TableSerializer(serializers.ModelSerializer):
                 for name, f in self.fields.items()
                 if not f.write_only
             ]
-        out = {}
-        for name, attrs, represent in plan:
-            if attrs is None:  # a method field: it reads the instance itself
-                out[name] = represent(instance)
-                continue
-            value = instance
-            for attr in attrs:
-                value = getattr(value, attr)
-            out[name] = None if value is None else represent(value)
-        return out
+        return planned_row(plan, instance)
 
     class Meta:
         model = Table
