@@ -81,6 +81,13 @@ def decode(data: bytes) -> tuple[LogListing, float] | None:
         return None
     if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
         return None
+    try:
+        return _listing_of(doc)
+    except (KeyError, TypeError, ValueError, IndexError):  # a damaged entry: list afresh
+        return None
+
+
+def _listing_of(doc: dict) -> tuple[LogListing, float]:
     if doc["commits"] is not None:
         versions = list(range(doc["commits"][0], doc["commits"][1] + 1))
     else:
