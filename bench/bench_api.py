@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_api.py [--commits 1000000] [--findings 5000]
         [--database-url sqlite:///var/bench-api.sqlite3 | postgres://postgres@127.0.0.1/bench]
-        [--workers 5] [--connections 20] [--seconds 10] [--rebuild] [--modes off,drf,on]
+        [--workers 5 | --servers 5x4,10x2,20x1] [--connections 20] [--seconds 10] [--rebuild] [--modes off,drf,on]
         [--match <label part>] [--writer]
 
 1. Fills a dedicated database (migrated here; never the dev or test one) with one table of
@@ -35,6 +35,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -292,7 +293,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, mode: str):
+def start_gunicorn(database_url: str, port: int, shape: str, log_path: Path, mode: str):
+    """gunicorn on `port`; `shape` "" (config/gunicorn.conf.py's), "W" (workers), "WxT"
+    (workers x threads) or "WxT:C" (and at most C connections per worker), given on the command
+    line, which overrides the config file."""
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -315,8 +319,14 @@ def start_gunicorn(database_url: str, port: int, workers: int, log_path: Path, m
         "-c", str(ROOT / "config" / "gunicorn.conf.py"),  # what scripts/run.sh runs
         "--bind", f"127.0.0.1:{port}",
     ]  # fmt: skip
-    if workers:
-        args += ["--workers", str(workers)]
+    if shape:
+        sizes, _, per_worker = shape.partition(":")
+        workers, _, threads = sizes.partition("x")
+        args += ["--workers", workers]
+        if threads:
+            args += ["--threads", threads]
+        if per_worker:
+            args += ["--worker-connections", per_worker]
     log = open(log_path, "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(
         args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -369,6 +379,34 @@ def server_cpu_seconds(master_pid: int) -> float:
     return total / ticks
 
 
+def connections_per_worker(master_pid: int, port: int) -> list[int]:
+    """Established client connections each gunicorn worker holds on `port`, most first (from
+    /proc): a keep-alive connection stays on the worker that accepted it."""
+    established = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == port and fields[3] == "01":
+            established.add(fields[9])  # the socket's inode
+    counts = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) != (
+                master_pid
+            ):
+                continue
+            links = [
+                os.readlink(f"/proc/{entry}/fd/{fd}") for fd in os.listdir(f"/proc/{entry}/fd")
+            ]
+        except OSError:
+            continue
+        counts.append(
+            sum(link[8:-1] in established for link in links if link.startswith("socket:["))
+        )
+    return sorted(counts, reverse=True)
+
+
 def cursor_at(version: int) -> str:
     """The `next` cursor a client holds after walking the list down to `version`."""
     return base64.b64encode(f"p={version}".encode()).decode()
@@ -391,7 +429,17 @@ def measure(server, endpoints, header: str, args, use_wrk: bool, mode: str) -> l
             assert status == 200, (label, status, body[:200])
             cpu_before = server_cpu_seconds(server.pid)
             if use_wrk:
+                # Where the connections sit, sampled half-way through the run.
+                spread: list[int] = []
+                timer = threading.Timer(
+                    args.seconds / 2,
+                    lambda into: into.extend(connections_per_worker(server.pid, args.port)),
+                    args=(spread,),
+                )
+                timer.start()
                 stats = run_wrk(url, header, args.connections, args.seconds, lua)
+                timer.join()
+                stats["spread"] = spread
             else:
                 stats = run_python_client(url, header, args.connections, args.seconds)
             stats["rps"] = stats["requests"] / max(stats["seconds"], 1e-9)
@@ -405,7 +453,7 @@ def measure(server, endpoints, header: str, args, use_wrk: bool, mode: str) -> l
                 f"p99 {stats['p99']:7.1f} ms  {stats['rps']:6.0f} req/s  "
                 f"server CPU {stats['cpu_ms']:5.2f} ms/req  "
                 f"non-2xx {stats['non2xx']}  errors {stats['errors']}  ({len(body):,} B)  "
-                f"load {os.getloadavg()[0]:.1f}",
+                f"load {os.getloadavg()[0]:.1f}  connections per worker {stats.get('spread')}",
                 flush=True,
             )
     finally:
@@ -471,19 +519,43 @@ def print_ratios(results: list[tuple]) -> None:
             print(f"{label:44s} on {cpu['on', label]:5.2f} ms  {ratios}")
 
 
+def print_shapes(results: list[tuple]) -> None:
+    """p95 and requests/s of each endpoint under each gunicorn shape, as ratios to the first
+    shape's, measured in this run."""
+    first = results[0][0]
+    base = {label: st for m, label, _, st in results if m == first}
+    print(f"\np95 and requests/s per endpoint, ratio to {first}:")
+    for mode, label, _, st in results:
+        peer = base.get(label)
+        if peer is None or mode == first:
+            continue
+        print(
+            f"{mode:14s} {label:44s} p95 {st['p95']:7.1f} ms ({st['p95'] / max(peer['p95'], 1e-9):4.2f}x)"
+            f"  {st['rps']:6.0f} req/s ({st['rps'] / max(peer['rps'], 1e-9):4.2f}x)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=1_000_000)
     parser.add_argument("--findings", type=int, default=5_000)
     parser.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench-api.sqlite3'}")
     parser.add_argument("--workers", type=int, default=0, help="default: config/gunicorn.conf.py")
+    parser.add_argument(
+        "--servers",
+        default="",
+        help="comma-separated gunicorn shapes measured in turn, each WxT or WxT:C (workers x "
+        "threads, at most C connections a worker), e.g. 5x4,10x2,20x1; default: --workers",
+    )
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument(
         "--modes", default="off,drf,on", help=f"comma-separated: {', '.join(MODES)}"
     )
-    parser.add_argument("--match", default="", help="only endpoints whose label contains this")
+    parser.add_argument(
+        "--match", default="", help="only endpoints whose label contains this (a|b: either)"
+    )
     parser.add_argument(
         "--writer", action="store_true", help="commit to 20 tables every second meanwhile"
     )
@@ -500,42 +572,50 @@ def main() -> None:
     connection.close()
 
     n = args.commits
-    port = free_port()
+    port = args.port = free_port()
     endpoints, pages = endpoint_lists(port, table_id, n)
     t = f"http://127.0.0.1:{port}/api/tables/{table_id}"
-    endpoints = [(label, url) for label, url in endpoints if args.match in label]
-    pages = [(label, url) for label, url in pages if args.match in label]
+    wanted = args.match.split("|")  # any of these label parts
+    endpoints = [(label, url) for label, url in endpoints if any(w in label for w in wanted)]
+    pages = [(label, url) for label, url in pages if any(w in label for w in wanted)]
     use_wrk = shutil.which("wrk") is not None
     results = []
     modes = args.modes.split(",")
     writer = start_writer(args.database_url) if args.writer else None
+    shapes = args.servers.split(",") if args.servers else [str(args.workers or "")]
     for mode in modes:
-        print(f"\n--- {MODES[mode]}")
-        log_path = ROOT / "var" / "bench-api-gunicorn.log"
-        server = start_gunicorn(args.database_url, port, args.workers, log_path, mode)
-        try:
-            results += measure(server, endpoints, token, args, use_wrk, mode)
-            print("dashboard pages, logged in (session cookie):")
-            results += measure(server, pages, session, args, use_wrk, mode)
-            # One request over the whole history (buckets over 1M commits).
-            started = time.perf_counter()
-            fetch(f"{t}/timeline/", token)
-            full = (time.perf_counter() - started) * 1000
-            print(f"{'timeline, whole history (1 request)':44s} {full:7.1f} ms")
-        finally:
-            stop(server)
+        for shape in shapes:
+            # A mode's label names the server's shape when several are compared.
+            label = mode if len(shapes) == 1 else f"{mode} {shape}"
+            print(f"\n--- {MODES[mode]}" + (f", gunicorn {shape}" if len(shapes) > 1 else ""))
+            log_path = ROOT / "var" / "bench-api-gunicorn.log"
+            server = start_gunicorn(args.database_url, port, shape, log_path, mode)
+            try:
+                results += measure(server, endpoints, token, args, use_wrk, label)
+                print("dashboard pages, logged in (session cookie):")
+                results += measure(server, pages, session, args, use_wrk, label)
+                # One request over the whole history (buckets over 1M commits).
+                started = time.perf_counter()
+                fetch(f"{t}/timeline/", token)
+                full = (time.perf_counter() - started) * 1000
+                print(f"{'timeline, whole history (1 request)':44s} {full:7.1f} ms")
+            finally:
+                stop(server)
     if writer is not None:
         writer.terminate()
         print(writer.communicate(timeout=60)[0].strip().splitlines()[-1])
     client = "wrk" if use_wrk else "python threads"
     print(
-        f"\n{vendor}, {n:,} commits, gunicorn {args.workers or 'config/gunicorn.conf.py'} "
+        f"\n{vendor}, {n:,} commits, gunicorn {args.servers or args.workers or 'config/gunicorn.conf.py'} "
         f"gthread workers, {client} "
         f"{args.connections} connections x {args.seconds} s per endpoint, {os.cpu_count()} CPUs"
     )
-    for mode in modes:
+    for mode in dict.fromkeys(m for m, _, _, _ in results):
         worst = max((st["p95"] for m, _, _, st in results if m == mode), default=0.0)
-        print(f"worst p95, {mode}: {worst:.1f} ms (target < 50 ms)")
+        rps = sum(st["rps"] for m, _, _, st in results if m == mode)
+        print(f"worst p95, {mode}: {worst:.1f} ms (target < 50 ms); requests/s summed {rps:,.0f}")
+    if len(shapes) > 1:
+        print_shapes(results)
     print_ratios(results)
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 

@@ -171,6 +171,7 @@ DECLARED: tuple[Setting, ...] = (
     _S("WEB_BIND", "0.0.0.0:8000", str, "gunicorn: the listening address (run.sh: `127.0.0.1:$AUDIT_PORT`)", read_by=GUNICORN),
     _S("WEB_CONCURRENCY", Derived("2 × cores + 1", _cpu_workers), int, "gunicorn: worker processes", read_by=GUNICORN),
     _S("WEB_THREADS", 4, int, "gunicorn: threads per worker", read_by=GUNICORN),
+    _S("WEB_WORKER_CONNECTIONS", Derived("WEB_THREADS + 2", lambda v: v["WEB_THREADS"] + 2), int, "gunicorn: connections a worker holds at once (at most this minus WEB_THREADS of them idle in keep-alive): spreads keep-alive clients over the workers", read_by=GUNICORN),
     _S("WEB_KEEPALIVE", 5, int, "gunicorn: seconds an idle keep-alive connection is kept", read_by=GUNICORN),
     _S("WEB_TIMEOUT", 60, int, "gunicorn: seconds a request may take before its worker is restarted", read_by=GUNICORN),
     _S("WEB_GRACEFUL_TIMEOUT", 30, int, "gunicorn: seconds workers get to finish on SIGTERM", read_by=GUNICORN),

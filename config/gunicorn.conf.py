@@ -7,11 +7,22 @@ WEB_THREADS override). A cached API read costs ~0.2 ms of Python; closing the co
 each response (sync workers) made every request pay a TCP handshake and teardown on both sides,
 which cost more than the answer: at 20 wrk connections on 2 busy cores, gthread + keep-alive
 served ~3x the requests of sync workers at a p50 of 5-7 ms instead of ~21 ms, and the cold path
-did no worse (bench/bench_api.py). A keep-alive connection stays on the worker that
-accepted it; with 2 x cores + 1 workers no core idles for lack of a connection, which 2 workers
-of 4 threads did (about a fifth of the CPU idle). The GIL makes threads of one worker take
-turns: they hide I/O waits, processes give parallelism. Put a buffering reverse proxy in front
-for slow clients on the open internet.
+did no worse (bench/bench_api.py). The GIL makes threads of one worker take turns: they hide
+I/O waits, processes give parallelism.
+
+A keep-alive connection stays on the worker that accepted it, and the worker awake when wrk's
+20 connections arrive accepts most of them: with gunicorn's default of 1,000 connections a
+worker, bench_api.py found [20, 0, 0, 0, 0] or [14, 4, 2, 0, 0] connections on the 5 workers
+(`connections per worker`), so one process, one GIL and one core served nearly every request.
+`worker_connections` = threads + 2 (WEB_WORKER_CONNECTIONS) caps what a worker holds: a full
+worker stops accepting and the others take the rest ([5, 5, 4, 3, 3]). At most 2 of a worker's
+connections are kept idle; a response beyond that closes its connection, so many clients never
+wait on a full worker, they reconnect. Measured in one run at 20 connections, 1M commits,
+SQLite, load 12-22 (loaded: ratios only): caches off 1.57x the requests/s summed over 4
+endpoints and p95 0.46-0.76x on 3 of them (1.10x on the fourth); caches on 2.0x and p95
+0.07-0.36x on 3 of 4 (1.43x on the findings page). 10 x 2 and 20 x 1 without the cap piled up the same way ([19, 1, 0, ...],
+[18, 1, 1, 0, ...]); capped, 10 x 2 matched 5 x 4 and 20 x 1 served fewer requests. Put a
+buffering reverse proxy in front for slow clients on the open internet.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ bind = web["WEB_BIND"]
 workers = web["WEB_CONCURRENCY"]
 worker_class = "gthread"
 threads = web["WEB_THREADS"]
+worker_connections = web["WEB_WORKER_CONNECTIONS"]  # spreads keep-alive clients (docstring)
 keepalive = web["WEB_KEEPALIVE"]  # seconds an idle connection is kept
 timeout = web["WEB_TIMEOUT"]
 graceful_timeout = web["WEB_GRACEFUL_TIMEOUT"]  # on SIGTERM
