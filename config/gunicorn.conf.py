@@ -21,8 +21,10 @@ wait on a full worker, they reconnect. Measured in one run at 20 connections, 1M
 SQLite, load 12-22 (loaded: ratios only): caches off 1.57x the requests/s summed over 4
 endpoints and p95 0.46-0.76x on 3 of them (1.10x on the fourth); caches on 2.0x and p95
 0.07-0.36x on 3 of 4 (1.43x on the findings page). 10 x 2 and 20 x 1 without the cap piled up the same way ([19, 1, 0, ...],
-[18, 1, 1, 0, ...]); capped, 10 x 2 matched 5 x 4 and 20 x 1 served fewer requests. Put a
-buffering reverse proxy in front for slow clients on the open internet.
+[18, 1, 1, 0, ...]); capped, 10 x 2 matched 5 x 4 and 20 x 1 served fewer requests. A
+connection that has sent nothing yet (a browser's preconnect) also counts, for at most
+WEB_KEEPALIVE seconds: put a buffering reverse proxy in front for slow clients on the open
+internet, and raise WEB_WORKER_CONNECTIONS if many idle sockets reach gunicorn directly.
 """
 
 from __future__ import annotations
