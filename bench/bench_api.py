@@ -552,7 +552,9 @@ def main() -> None:
         "--servers",
         default="",
         help="comma-separated gunicorn shapes measured in turn, each WxT or WxT:C (workers x "
-        "threads, at most C connections a worker), e.g. 5x4,10x2,20x1; default: --workers",
+        "threads, at most C connections a worker; without C, the config's WEB_THREADS + 2; "
+        "gunicorn's own default, before the cap: C = 1000), e.g. 5x4:1000,5x4,10x2:3; "
+        "default: --workers",
     )
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--seconds", type=int, default=10)
