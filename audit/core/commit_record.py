@@ -313,7 +313,10 @@ class CommitSummary:
 
     @property
     def blind_append(self) -> bool | None:
-        return _flag(self._flags, 0)
+        flags = self._flags  # inlined _flag: read on every rule's visit
+        if type(flags) is int:
+            return _FLAG_VALUES[flags & 3]
+        return flags[0]
 
     @blind_append.setter
     def blind_append(self, value: bool | None) -> None:
@@ -321,7 +324,10 @@ class CommitSummary:
 
     @property
     def data_change(self) -> bool:
-        return _flag(self._flags, 1)  # type: ignore[return-value]
+        flags = self._flags  # inlined _flag: read on every rule's visit
+        if type(flags) is int:
+            return _FLAG_VALUES[(flags >> 2) & 3]  # type: ignore[return-value]
+        return flags[1]
 
     @data_change.setter
     def data_change(self, value: bool) -> None:
@@ -329,7 +335,10 @@ class CommitSummary:
 
     @property
     def metadata_changed(self) -> bool:
-        return _flag(self._flags, 2)  # type: ignore[return-value]
+        flags = self._flags  # inlined _flag: read on every rule's visit
+        if type(flags) is int:
+            return _FLAG_VALUES[(flags >> 4) & 3]  # type: ignore[return-value]
+        return flags[2]
 
     @metadata_changed.setter
     def metadata_changed(self, value: bool) -> None:
@@ -337,7 +346,10 @@ class CommitSummary:
 
     @property
     def protocol_changed(self) -> bool:
-        return _flag(self._flags, 3)  # type: ignore[return-value]
+        flags = self._flags  # inlined _flag: read on every rule's visit
+        if type(flags) is int:
+            return _FLAG_VALUES[(flags >> 6) & 3]  # type: ignore[return-value]
+        return flags[3]
 
     @protocol_changed.setter
     def protocol_changed(self, value: bool) -> None:
@@ -345,7 +357,10 @@ class CommitSummary:
 
     @property
     def has_deletion_vectors(self) -> bool:
-        return _flag(self._flags, 4)  # type: ignore[return-value]
+        flags = self._flags  # inlined _flag: read on every rule's visit
+        if type(flags) is int:
+            return _FLAG_VALUES[(flags >> 8) & 3]  # type: ignore[return-value]
+        return flags[4]
 
     @has_deletion_vectors.setter
     def has_deletion_vectors(self, value: bool) -> None:
@@ -396,6 +411,11 @@ class CommitSummary:
     @added_paths.setter
     def added_paths(self, value: Any) -> None:
         self._added_paths = pack_paths(value)
+
+    @property
+    def has_rare_fields(self) -> bool:
+        """False when user_id ... provenance (_RARE_FIELDS) are all empty (most commits)."""
+        return self._rare is not None
 
     @property
     def has_removes(self) -> bool:

@@ -10,6 +10,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
+from audit.core.conflicts.audits import CommitAudits
 from audit.core.history.provenance import provenance_of
 from audit.core.history.summary import paused_gc
 from audit.core.jsonsafe import json_text
@@ -64,11 +65,10 @@ class CommitEntries:
 
     def chunks(self) -> Iterator[list[dict[str, Any]]]:
         summaries, audits = self._summaries, self._audits
+        # The audit's columns for the commits it never re-checked: no view built per commit.
+        view = audits.brief if isinstance(audits, CommitAudits) else audits.get
         for start in range(0, len(summaries), self.CHUNK):
-            yield [
-                commit_entry(s, audits.get(s.version))
-                for s in summaries[start : start + self.CHUNK]
-            ]
+            yield [commit_entry(s, view(s.version)) for s in summaries[start : start + self.CHUNK]]
 
 
 def write_json(report: dict[str, Any], out: IO[bytes]) -> None:

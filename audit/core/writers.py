@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from audit.core import severity as sev
+from audit.core.conflicts.audits import has_window
 from audit.core.cycles import render_partitions
 from audit.core.model import CommitSummary, Finding
 from audit.core.numbers import log_int
@@ -198,7 +199,7 @@ def storm_members(
         key = _burst_key(s)
         if key is not None:
             retries = _retries(s)
-            contended = retries > 0 or _concurrent(commits.get(s.version))
+            contended = retries > 0 or has_window(commits, s.version)
             groups[key].append(StormMember(s.version, s.timestamp, retries, contended))
     return groups
 
@@ -228,10 +229,6 @@ def _bursts(members: list[StormMember]) -> Iterable[list[StormMember]]:
         run.append(s)
     if len(run) >= RETRY_STORM_MIN_COMMITS:
         yield run
-
-
-def _concurrent(audit: Any) -> bool:
-    return audit is not None and len(audit.concurrent_versions) > 0
 
 
 def _storm_finding(

@@ -11,6 +11,7 @@ from audit.core.anomalies.facts import (
     MissingReadVersionFacts,
     commits_span,
 )
+from audit.core.conflicts.audits import read_version_facts
 from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.scope import is_blind
 from audit.core.conflicts.verdict import CommitAudit
@@ -36,12 +37,19 @@ def isolation_setting_facts(
 ) -> Iterator[IsolationSettingFacts]:
     """Per (engine, spelling) the table was written with but the engine does not parse."""
     seen: dict[tuple[str, str], list[int]] = {}
+    understood: dict[tuple[str, str], bool] = {}  # a table has few (engine, spelling) pairs
     for version in commits:
         txn = ctx.summary(version)
         if txn is None or not txn.data_change:
             continue
         value = ctx.properties_at(version - 1 if version > 0 else 0).get("delta.isolationLevel")
-        if value is None or setting_understood(txn.engine, str(value)):
+        if value is None:
+            continue
+        pair = (txn.engine, str(value))
+        known = understood.get(pair)
+        if known is None:
+            known = understood[pair] = setting_understood(*pair)
+        if known:
             continue
         seen.setdefault((txn.engine, str(value)), []).append(version)
     for (engine, value), versions in sorted(seen.items(), key=lambda kv: kv[1][0]):
@@ -69,18 +77,17 @@ def isolation_setting_findings(
 def missing_read_version_facts(
     ctx: TableContext, commits: dict[int, CommitAudit]
 ) -> MissingReadVersionFacts | None:
-    unknown = [
-        v
-        for v, a in commits.items()
-        if a.read_version_fact == ReadVersionFact.UNKNOWN
-        and v > 0  # version 0 creates the table: there was nothing to read
-        and (s := ctx.summary(v)) is not None
-        and s.data_change
-        and not is_blind(s)
-    ]
-    derived = sorted(
-        v for v, a in commits.items() if a.read_version_fact == ReadVersionFact.DERIVED
-    )
+    unknown: list[int] = []
+    derived: list[int] = []
+    # From the audit's columns: no per-commit view is built (most commits have none).
+    for v, fact in read_version_facts(commits):
+        if fact == ReadVersionFact.UNKNOWN:
+            # Version 0 creates the table: there was nothing to read.
+            if v > 0 and (s := ctx.summary(v)) is not None and s.data_change and not is_blind(s):
+                unknown.append(v)
+        elif fact == ReadVersionFact.DERIVED:
+            derived.append(v)
+    derived.sort()
     if not unknown and not derived:
         return None
     return MissingReadVersionFacts(unknown, derived)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import NamedTuple
 
 from audit.core.conflicts.scope import whole_table_scope
 from audit.core.conflicts.verdict import CommitAudit, Recheck
@@ -25,6 +26,15 @@ NO_CONFLICTS: dict[int, Recheck] = {}
 _NONE = -(2**63)  # a read version of None in the int64 column
 _FACTS = tuple(ReadVersionFact)
 _FACT_INDEX = {fact: i for i, fact in enumerate(_FACTS)}
+
+
+class CommitBrief(NamedTuple):
+    """What the report reads of a commit the audit never re-checked (no view to build)."""
+
+    read_version: int | None
+    read_version_fact: ReadVersionFact
+    concurrent_versions: range = NO_WINDOW
+    profile: str = ""
 
 
 class CommitAudits(Mapping[int, CommitAudit]):
@@ -52,7 +62,8 @@ class CommitAudits(Mapping[int, CommitAudit]):
             self._index[version] = len(self._versions)
         self._versions.append(version)
         self._read_versions.append(_NONE if read_version is None else read_version)
-        self._facts.append(_FACT_INDEX[ReadVersionFact(fact)])
+        # A ReadVersionFact or its text: both find the enum's index (a str enum hashes as text).
+        self._facts.append(_FACT_INDEX[fact])
 
     def _position(self, version: int) -> int:
         if self._index is not None:
@@ -82,6 +93,28 @@ class CommitAudits(Mapping[int, CommitAudit]):
             NO_CONFLICTS,
         )
 
+    def brief(self, version: int) -> CommitAudit | CommitBrief | None:
+        """The commit's view if it was re-checked, else its columns; None if not audited."""
+        checked = self._checked.get(version)
+        if checked is not None:
+            return checked
+        at = self._position(version)
+        if at < 0:
+            return None
+        read_version = self._read_versions[at]
+        return CommitBrief(None if read_version == _NONE else read_version, _FACTS[self._facts[at]])
+
+    def windowed(self, version: int) -> bool:
+        """Did the commit have concurrent writers? (Only re-checked commits have a window.)"""
+        checked = self._checked.get(version)
+        return checked is not None and len(checked.concurrent_versions) > 0
+
+    def read_version_facts(self) -> Iterator[tuple[int, ReadVersionFact]]:
+        """(version, read-version fact) in audit order, from the columns."""
+        facts = _FACTS
+        for version, code in zip(self._versions, self._facts, strict=True):
+            yield version, facts[code]
+
     def __getitem__(self, version: int) -> CommitAudit:
         checked = self._checked.get(version)
         if checked is not None:
@@ -108,3 +141,18 @@ class CommitAudits(Mapping[int, CommitAudit]):
     def values(self) -> Iterator[CommitAudit]:  # type: ignore[override]
         for at in range(len(self._versions)):
             yield self._build(at)
+
+
+def read_version_facts(commits: Mapping[int, CommitAudit]) -> Iterable[tuple[int, str]]:
+    """(version, read-version fact) of every audited commit, without building the views."""
+    if isinstance(commits, CommitAudits):
+        return commits.read_version_facts()
+    return ((v, a.read_version_fact) for v, a in commits.items())
+
+
+def has_window(commits: Mapping[int, CommitAudit], version: int) -> bool:
+    """Did the audited commit `version` have concurrent writers?"""
+    if isinstance(commits, CommitAudits):
+        return commits.windowed(version)
+    audit = commits.get(version)
+    return audit is not None and len(audit.concurrent_versions) > 0

@@ -157,6 +157,12 @@ def share_key(extra: dict[str, Any] | None) -> Any:
 def provenance_of(summary: CommitSummary) -> dict[str, Any]:
     """The report's `provenance` of one commit: who and what wrote it, absent fields omitted."""
     out: dict[str, Any] = {}
+    if not summary.has_rare_fields:  # most commits: no user, job, cluster, txn or extra
+        if summary.engine_info:
+            out["engine"] = summary.engine_info
+        if summary.txn_id:
+            out["txn_id"] = summary.txn_id
+        return out
     for name, value in (
         ("user_name", summary.user_name),
         ("user_id", summary.user_id),

@@ -66,9 +66,13 @@ def summarize_log(
         if commit.protocol is not None:
             protocol_timeline.append((version, commit.protocol))
         metadata = metadata_timeline[-1][1] if metadata_timeline else None
-        append(
-            summarize_digest(commit, files, metadata.configuration if metadata else {}, interner)
+        summary = summarize_digest(
+            commit, files, metadata.configuration if metadata else {}, interner
         )
+        # Most commits read the commit before: hold that version's int, not a copy (28 B).
+        if summaries and summary.read_version == summaries[-1].version:
+            summary.read_version = summaries[-1].version
+        append(summary)
     return summaries
 
 

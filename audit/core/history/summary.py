@@ -99,6 +99,8 @@ def _value_at(timeline: list[tuple[int, Any]], version: int) -> Any:
     """The value in force at `version` (the last change at or before it; else the first known)."""
     if not timeline:
         return None
+    if version >= timeline[-1][0]:  # the latest change: most lookups of a long history
+        return timeline[-1][1]
     index = bisect.bisect_right(timeline, version, key=_change_version) - 1
     return timeline[max(index, 0)][1]
 
