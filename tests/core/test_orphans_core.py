@@ -7,7 +7,13 @@ from pathlib import Path
 
 from deltalake import DeltaTable, write_deltalake
 
-from audit.core.data.orphans import in_flight_bound_ms, referenced_paths, scan_orphans
+from audit.core.data.orphans import (
+    in_flight_bound_ms,
+    list_data_files,
+    referenced_among,
+    referenced_paths,
+    scan_orphans,
+)
 from audit.core.history.summary import load_history
 from audit.core.storage.stores import ArrowStore, open_store
 from tests.support.killed_writer import kill_a_writer
@@ -69,3 +75,33 @@ def test_the_listing_is_bounded_and_says_so(tmp_path):
         min_age_ms=0,
     )
     assert via_arrow.files == 3
+
+
+def test_referenced_among_is_the_referenced_set_cut_to_the_listing(tmp_path):
+    write_deltalake(str(tmp_path), rows(5), partition_by=["day"])
+    write_deltalake(str(tmp_path), rows(5, start=10), mode="append")
+    DeltaTable(str(tmp_path)).delete("id = 1")
+    kill_a_writer(tmp_path)
+    history = load_history(str(tmp_path))
+    listed = list_data_files(open_store(str(tmp_path))).paths()
+    whole = referenced_paths(history, str(tmp_path))
+    among = referenced_among(history, str(tmp_path), listed)
+    assert among == whole & listed and len(among) < len(listed)
+    assert referenced_among(history, str(tmp_path), set()) == set()
+
+
+def test_the_in_flight_bound_reads_the_read_versions_stamp_with_or_without_gaps(tmp_path):
+    class Commit:
+        def __init__(self, version, read_version, timestamp):
+            self.version, self.read_version, self.timestamp = version, read_version, timestamp
+
+    class History:
+        def __init__(self, summaries):
+            self.summaries = summaries
+
+    hour = 3_600_000
+    contiguous = [Commit(3, None, 0), Commit(4, 3, 5 * hour), Commit(5, 2, 9 * hour)]
+    assert in_flight_bound_ms(History(contiguous), floor_ms=1) == 10 * hour
+    gapped = [Commit(3, None, 0), Commit(5, 3, 7 * hour), Commit(6, 4, 8 * hour)]
+    assert in_flight_bound_ms(History(gapped), floor_ms=1) == 14 * hour
+    assert in_flight_bound_ms(History([]), floor_ms=7) == 7

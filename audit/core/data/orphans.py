@@ -101,17 +101,62 @@ def referenced_paths(history: Any, root: str) -> set[str]:
     return {_relative(p, root) for p in paths}
 
 
+def referenced_among(history: Any, root: str, listed: set[str]) -> set[str]:
+    """The listed files that an add or remove of the history (or the live state) names: what
+    `referenced_paths` & `listed` is, holding only listed paths (at a million commits the whole
+    referenced set was ~150 MB at the audit's peak, for a question about the files on disk)."""
+    found: set[str] = set()
+    if not listed:
+        return found
+    for s in history.summaries:
+        for group in (s.added_paths, s.removed_paths_all, s.compacted_paths):
+            _add_listed(group, root, listed, found)
+    _add_listed(history.state.files, root, listed, found)
+    return found
+
+
+def _add_listed(paths: Any, root: str, listed: set[str], found: set[str]) -> None:
+    for path in paths:
+        if path in listed:
+            found.add(path)
+            continue
+        relative = _relative(path, root)
+        if relative in listed:
+            found.add(relative)
+
+
 def in_flight_bound_ms(history: Any, floor_ms: int = MIN_IN_FLIGHT_MS) -> int:
     """The longest a commit of this table was seen in flight (read -> commit), doubled; at
     least `floor_ms`. Files younger than this may belong to a commit still running."""
-    stamps = {s.version: s.timestamp for s in history.summaries}
+    summaries = history.summaries
+    stamp_of = _timestamp_lookup(summaries)
     longest = 0
-    for s in history.summaries:
+    for s in summaries:
         read = s.read_version
-        if read is None or s.timestamp is None or stamps.get(read) is None:
+        if read is None or s.timestamp is None:
             continue
-        longest = max(longest, s.timestamp - stamps[read])
+        read_stamp = stamp_of(read)
+        if read_stamp is not None:
+            longest = max(longest, s.timestamp - read_stamp)
     return max(floor_ms, 2 * longest)
+
+
+def _timestamp_lookup(summaries: Any) -> Any:
+    """version -> timestamp. A log's available versions are contiguous (a cleaned-up log
+    starts later, it has no holes): index the list instead of a dict of every version."""
+    if not summaries:
+        return lambda version: None
+    first = summaries[0].version
+    if any(s.version != first + i for i, s in enumerate(summaries)):
+        stamps = {s.version: s.timestamp for s in summaries}
+        return stamps.get
+    count = len(summaries)
+
+    def stamp_of(version: int) -> int | None:
+        index = version - first
+        return summaries[index].timestamp if 0 <= index < count else None
+
+    return stamp_of
 
 
 def _hidden(name: str) -> bool:
@@ -121,22 +166,27 @@ def _hidden(name: str) -> bool:
     return name.startswith(("_", ".")) or name.startswith("deletion_vector_")
 
 
-def scan_orphans(
+@dataclass
+class DataListing:
+    """The data folders' files as listed (path relative to the root, size, mtime)."""
+
+    files: list[tuple[str, int, int]] = field(default_factory=list)
+    listed_dirs: int = 0
+    truncated: bool = False
+
+    def paths(self) -> set[str]:
+        return {path for path, _, _ in self.files}
+
+
+def list_data_files(
     store: LogStore,
-    referenced: set[str],
     *,
-    now_ms: int,
-    min_age_ms: int,
     max_files: int = MAX_FILES,
     max_dirs: int = MAX_DIRS,
     max_depth: int = MAX_DEPTH,
-    seen: set[str] | None = None,
-) -> OrphanScan:
-    """List the data folders of `store` breadth-first, within the bounds; never writes.
-
-    `seen`, when given, receives every data file path listed (the time-travel check reads the
-    same listing instead of making its own)."""
-    scan = OrphanScan(min_age_ms=min_age_ms)
+) -> DataListing:
+    """List the data folders of `store` breadth-first, within the bounds; never writes."""
+    listing = DataListing()
     walk = FolderWalk(store, stats=True, max_listings=max_dirs)
     for directory, depth, entries in walk:
         if isinstance(entries, DeltaAuditError):
@@ -149,25 +199,49 @@ def scan_orphans(
                 if depth + 1 < max_depth:
                     walk.descend(path, depth + 1)
                 else:
-                    scan.truncated = True
+                    listing.truncated = True
                 continue
-            if scan.listed_files >= max_files:
-                scan.truncated = True
-                scan.listed_dirs = walk.listings
-                return scan
-            scan.listed_files += 1
-            if seen is not None:
-                seen.add(path)
-            if path in referenced:
-                continue
-            mtime = entry.modification_time or 0
-            if now_ms - mtime < min_age_ms:
-                scan.in_flight_files += 1
-                continue
-            scan.add(path, entry.size or 0, mtime)
-    scan.listed_dirs = walk.listings
-    scan.truncated = scan.truncated or walk.truncated
+            if len(listing.files) >= max_files:
+                listing.truncated = True
+                listing.listed_dirs = walk.listings
+                return listing
+            listing.files.append((path, entry.size or 0, entry.modification_time or 0))
+    listing.listed_dirs = walk.listings
+    listing.truncated = listing.truncated or walk.truncated
+    return listing
+
+
+def judge_orphans(
+    listing: DataListing, referenced: set[str], *, now_ms: int, min_age_ms: int
+) -> OrphanScan:
+    """The listed files no commit references, older than the in-flight bound."""
+    scan = OrphanScan(min_age_ms=min_age_ms)
+    scan.listed_files = len(listing.files)
+    scan.listed_dirs = listing.listed_dirs
+    scan.truncated = listing.truncated
+    for path, size, mtime in listing.files:
+        if path in referenced:
+            continue
+        if now_ms - mtime < min_age_ms:
+            scan.in_flight_files += 1
+            continue
+        scan.add(path, size, mtime)
     return scan
+
+
+def scan_orphans(
+    store: LogStore,
+    referenced: set[str],
+    *,
+    now_ms: int,
+    min_age_ms: int,
+    max_files: int = MAX_FILES,
+    max_dirs: int = MAX_DIRS,
+    max_depth: int = MAX_DEPTH,
+) -> OrphanScan:
+    """List the data folders of `store` and judge their files against `referenced`."""
+    listing = list_data_files(store, max_files=max_files, max_dirs=max_dirs, max_depth=max_depth)
+    return judge_orphans(listing, referenced, now_ms=now_ms, min_age_ms=min_age_ms)
 
 
 def orphan_finding(scan: OrphanScan, version: int) -> Finding:

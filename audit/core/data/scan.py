@@ -20,9 +20,10 @@ from audit.core.data.orphans import (
     OrphanScan,
     _relative,
     in_flight_bound_ms,
+    judge_orphans,
+    list_data_files,
     orphan_finding,
-    referenced_paths,
-    scan_orphans,
+    referenced_among,
 )
 from audit.core.health.timestamps import TimestampFacts, timestamp_facts
 from audit.core.health.timetravel import (
@@ -69,17 +70,15 @@ def scan_data(
     max_depth: int = MAX_DEPTH,
 ) -> DataScan:
     """List the data folders once (within the bounds) and judge orphans and missing files."""
-    seen: set[str] = set()
-    orphans = scan_orphans(
-        store,
-        referenced_paths(history, root),
+    listing = list_data_files(store, max_files=max_files, max_dirs=max_dirs, max_depth=max_depth)
+    seen = listing.paths()
+    orphans = judge_orphans(
+        listing,
+        referenced_among(history, root, seen),
         now_ms=now_ms,
         min_age_ms=in_flight_bound_ms(history, min_age_floor_ms),
-        max_files=max_files,
-        max_dirs=max_dirs,
-        max_depth=max_depth,
-        seen=seen,
     )
+    del listing
     reach = reachability(
         history,
         seen,
