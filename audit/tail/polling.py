@@ -2,6 +2,8 @@
 
 Each pass (beat, every AUDIT_TAIL_INTERVAL_SECONDS) decides per table, cheapest first:
 
+- a table with a change notice no tail step has answered for two intervals (its step found the
+  table busy, expired in the queue or died with its worker: notifications.py) is due at once;
 - an idle table (no commit for AUDIT_IDLE_AFTER_SECONDS, by the commits' own timestamps) is
   skipped until AUDIT_IDLE_INTERVAL_SECONDS have passed since it was last looked at; its first
   new commit makes it active again, back at the base interval;
@@ -48,13 +50,21 @@ def tables_due(now: datetime | None = None) -> list[int]:
             "table_findings_dirty",
             "last_commit_at",
             "probed_at",
+            "notified_at",
         )
     )
     findings_before = now - timedelta(seconds=settings.AUDIT_TABLE_FINDINGS_SECONDS)
     idle_visit_before = now - timedelta(seconds=settings.AUDIT_IDLE_INTERVAL_SECONDS)
+    # The drain dispatched a step at once; one still unanswered after this is redone.
+    unanswered_before = now - timedelta(seconds=2 * settings.AUDIT_TAIL_INTERVAL_SECONDS)
     notified = [root for root, _queue in notify_queues()]
     due, visited, probes = [], [], []
-    for table_id, uri, status, last_seen, last_tail_at, dirty, last_commit_at, probed_at in rows:
+    for row in rows:
+        table_id, uri, status, last_seen, last_tail_at, dirty, last_commit_at, probed_at = row[:8]
+        notice = row[8]
+        if notice is not None and notice < unanswered_before and status == Table.Status.OK:
+            due.append(table_id)  # (a table in error is retried at its visits, below)
+            continue
         # Tables whose store sends change notifications are not probed: treated as idle,
         # they only get the (rare) full check, the safety net for a lost notification.
         on_notice = bool(notified) and under_notified_root(uri, notified)
