@@ -169,6 +169,10 @@ class Table(models.Model):
     last_tail_at = models.DateTimeField(null=True, blank=True)
     # When a tail pass last looked at the table (probe or tick): spaces out idle tables' visits.
     probed_at = models.DateTimeField(null=True, blank=True)
+    # When a change notification last named a new commit of the table, until a tail step that
+    # listed the log after it clears it (audit/tail/notifications.py): a notice whose step was
+    # busy, expired or killed stays here, and the next tail pass dispatches the table again.
+    notified_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Table-level findings (hotspots, ignored settings, ...) need the whole history: they are
     # recomputed by a full audit, debounced, whenever new commits made them stale.

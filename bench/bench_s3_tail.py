@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_s3_tail.py [--tables 200] [--workers 1] [--samples 60]
         [--rate 1] [--interval 1] [--database-url postgres://postgres@127.0.0.1:5432/bench]
-        [--kill]
+        [--kill] [--notify]
 
 N one-commit tables are copied to moto's S3 server (in this process; requests counted at the
 server: tests/e2e/s3count.py) and registered in bulk; W `celery -A workers worker` processes
@@ -11,6 +11,12 @@ database row lock (workers/locks.py) and ingest them. The bench then counts the 
 requests over an idle window (requests per idle table per day), and appends `--samples`
 commits at `--rate` per second to random tables, measuring per commit the time from the end of
 the write (the commit file is visible) to its Commit row being in the database.
+
+`--notify`: the bucket sends its commit-file events to an SQS queue on the same server
+(s3:ObjectCreated:*, suffix .json: docs/tailing.md) and the workers get AUDIT_NOTIFY_QUEUES, so
+commits are tailed on notice and tables are only fully checked every
+AUDIT_IDLE_FULL_CHECK_SECONDS (`--idle-full-check`); without it, polling (the peer). SQS
+requests are counted at the server like S3's.
 
 `--kill` SIGKILLs the last worker's process group when half the samples are written and starts
 a replacement. Every run ends with the end-state check: every table holds each written version
@@ -70,10 +76,22 @@ def _args() -> argparse.Namespace:
         "--full-check", type=float, default=30.0, help="AUDIT_FULL_CHECK_SECONDS (default 30)"
     )
     parser.add_argument("--compare", type=int, default=20, help="tables checked against the CLI")
+    parser.add_argument(
+        "--ingest-timeout", type=float, default=900.0, help="seconds the initial ingest may take"
+    )
+    parser.add_argument(
+        "--notify", action="store_true", help="tail on S3 event notifications (SQS), not polling"
+    )
+    parser.add_argument(
+        "--idle-full-check",
+        type=float,
+        default=600.0,
+        help="AUDIT_IDLE_FULL_CHECK_SECONDS (the net under notifications; default 600)",
+    )
     return parser.parse_args()
 
 
-def _environment(args, server, bucket: str, database_url: str) -> dict[str, str]:
+def _environment(args, server, bucket: str, database_url: str, queue: str | None) -> dict[str, str]:
     return {
         **server.env,
         "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -83,6 +101,8 @@ def _environment(args, server, bucket: str, database_url: str) -> dict[str, str]
         "CELERY_TASK_DEFAULT_QUEUE": f"bench-{uuid.uuid4().hex[:8]}",
         "AUDIT_TAIL_INTERVAL_SECONDS": str(args.interval),
         "AUDIT_FULL_CHECK_SECONDS": str(args.full_check),
+        "AUDIT_IDLE_FULL_CHECK_SECONDS": str(args.idle_full_check),
+        "AUDIT_NOTIFY_QUEUES": f"s3://{bucket}={queue}" if queue else "",
         # The pool's shared listings (audit/tail/shared.py), in another Redis database.
         "AUDIT_LOG_SHARE_URL": "" if args.no_share else "redis://127.0.0.1:6379/12",
         "AUDIT_ALLOWED_ROOTS": f"s3://{bucket}",
@@ -118,7 +138,7 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def _wait_ingested(n: int, timeout: float = 900) -> float:
+def _wait_ingested(n: int, timeout: float) -> float:
     from audit.models import Table
 
     started = time.perf_counter()
@@ -136,7 +156,8 @@ def _idle(server, bucket: str, uris: list[str], window: float) -> tuple[str, flo
         time.sleep(window)
     idle = sum(1 for u in uris if u.rsplit("/", 1)[-1].startswith("i"))
     on_idle = [r for r in seen if r[1].startswith(f"/{bucket}/i")]
-    on_active = len(seen) - len(on_idle)
+    sqs = sum(1 for r in seen if r[0] == "SQS")
+    on_active = len(seen) - len(on_idle) - sqs
     day = 86400 / window
     lines = [
         f"no writes for {window:g}s: {len(seen) / window:.0f} requests/s at the server "
@@ -151,6 +172,13 @@ def _idle(server, bucket: str, uris: list[str], window: float) -> tuple[str, flo
         lines.append(
             f"  active table, no new commit: {on_active / (len(uris) - idle) * day:,.0f} "
             f"requests per table per day at interval {os.environ['AUDIT_TAIL_INTERVAL_SECONDS']}s"
+        )
+    if os.environ["AUDIT_NOTIFY_QUEUES"]:
+        full = float(os.environ["AUDIT_IDLE_FULL_CHECK_SECONDS"])
+        lines.append(
+            f"  SQS (one ReceiveMessage per drain, the whole lake): {sqs * day:,.0f} requests a "
+            f"day, {sqs * day / len(uris):,.1f} per table per day; the net, a full check every "
+            f"{full:g}s: {86400 / full:,.0f} LIST per table per day (fewer in a {window:g}s window)"
         )
     return "\n".join(lines), len(seen) / window
 
@@ -193,9 +221,11 @@ def _start(pool, name: str, *, beat: bool) -> None:
 def _report(args, writer: s3_fleet.Writer, cpu: float | None, wall: float, idle_cpu: float) -> None:
     latencies = [w.stored - w.landed for w in writer.written if w.stored is not None]
     load = os.getloadavg()
+    mode = "notifications (SQS)" if args.notify else "polling"
+    mode += ", one worker SIGKILLed" if args.kill else ""
     print(
         f"tail latency, {args.tables} tables on S3, {args.workers} worker(s), interval "
-        f"{args.interval:g}s, {args.rate:g} commits/s{' , one worker SIGKILLed' if args.kill else ''}: "
+        f"{args.interval:g}s, {args.rate:g} commits/s, {mode}: "
         f"p50 {statistics.median(latencies):.2f}s  p95 {_percentile(latencies, 0.95):.2f}s  "
         f"max {max(latencies):.2f}s  ({len(latencies)} commits)"
     )
@@ -219,7 +249,9 @@ def main() -> int:
     server = CountingS3(uncounted_key=s3_fleet.WRITER_KEY)
     bucket = f"bench-{uuid.uuid4().hex[:10]}"
     database_url, admin = s3_fleet.throwaway_database(args.database_url, work)
-    env = _environment(args, server, bucket, database_url)
+    server.create_bucket(bucket)
+    queue = server.notify_queue(bucket) if args.notify else None
+    env = _environment(args, server, bucket, database_url, queue)
     os.environ.update(env)
     import django
 
@@ -230,10 +262,9 @@ def main() -> int:
     from tests.support.workers import Workers
 
     call_command("migrate", verbosity=0)
-    server.create_bucket(bucket)
     pool = Workers(work, env)
     try:
-        _bench(args, server, bucket, pool)
+        _bench(args, server, bucket, pool, queue)
     finally:
         pool.stop_all()
         server.stop()
@@ -243,18 +274,23 @@ def main() -> int:
     return 0
 
 
-def _bench(args, server, bucket: str, pool) -> None:
+def _bench(args, server, bucket: str, pool, queue: str | None) -> None:
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     started = time.perf_counter()
     idle = int(args.tables * args.idle_share)
     uris = s3_fleet.write_fleet(server, bucket, args.tables, idle=idle)
+    if queue is not None:
+        # The fleet's creation events predate its registration: a lake's tables are registered
+        # once, not with thousands of creation events pending. Commits from here on are noticed.
+        server.boto("sqs").purge_queue(QueueUrl=queue)
     ids = s3_fleet.register_fleet(uris)
     print(
         f"{args.tables} tables written to S3 and registered in {time.perf_counter() - started:.1f}s"
     )
     for i in range(1, args.workers + 1):
         _start(pool, f"w{i}", beat=i == 1)
-    print(f"initial ingest by {args.workers} worker(s): {_wait_ingested(args.tables):.1f}s")
+    took = _wait_ingested(args.tables, args.ingest_timeout)
+    print(f"initial ingest by {args.workers} worker(s): {took:.1f}s")
     # Settle: every table's first incremental tick and the table-level findings refresh after
     # the ingest (AUDIT_TABLE_FINDINGS_SECONDS=10) are done before idle costs are counted.
     time.sleep(max(3 * args.interval, 15))
@@ -281,7 +317,8 @@ def _bench(args, server, bucket: str, pool) -> None:
     # Idle polling is HEADs and LISTs; what storing commits adds shows as GETs.
     print(
         f"the tail's requests during the run: {len(during)} ({dict(kinds)}); "
-        f"{kinds['GET'] / max(stored, 1):.1f} GET per stored commit"
+        f"{kinds['GET'] / max(stored, 1):.1f} GET per stored commit, "
+        f"{(len(during) - kinds['SQS']) / max(stored, 1):.1f} S3 requests per stored commit"
     )
     print(s3_fleet.check_end_state(writer, args.tables, args.compare))
 

@@ -104,21 +104,22 @@ def drain_notifications() -> str:
     """Tail the tables S3 event notifications name (AUDIT_NOTIFY_QUEUES; notifications.py)."""
     from audit.tail import notifications
 
-    uris: set[str] = set()
+    dispatched: set[int] = set()
+
+    def dispatch(uris: set[str]) -> None:
+        # No expiry: a notice is not superseded by the next pass the way a probe is. Should
+        # the step be lost anyway, the notice recorded on the row has the next pass redo it.
+        for table_id in notifications.note_commits(uris):
+            if table_id not in dispatched:
+                tail_table.delay(table_id)
+                dispatched.add(table_id)
+
     for _root, queue_url in notifications.notify_queues():
         try:
-            uris |= notifications.drain(queue_url)
+            notifications.drain(queue_url, on_tables=dispatch)
         except Exception as err:  # a queue outage must not stop the other queues
             log.warning("cannot read notifications from %s: %s", queue_url, type(err).__name__)
-    ids = list(
-        Table.objects.filter(uri__in=uris)
-        .exclude(status__in=(Table.Status.PAUSED, Table.Status.GONE))
-        .values_list("id", flat=True)
-    )
-    expires = max(settings.AUDIT_TAIL_INTERVAL_SECONDS * 5, 10.0)
-    for table_id in ids:
-        tail_table.apply_async((table_id,), expires=expires)
-    return f"notified {len(ids)} tables"
+    return f"notified {len(dispatched)} tables"
 
 
 @shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=5, acks_late=True)

@@ -115,10 +115,14 @@ def _prune(table: Table) -> None:
 
 
 def tables_due(now: Any = None) -> list[int]:
+    """Tables not scanned for AUDIT_ORPHAN_SCAN_SECONDS, once their history is stored: a scan
+    during the initial ingest or a backfill reads the whole log ahead of the tail, and with
+    thousands of new tables those scans queued ahead of the ingest and starved it."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.AUDIT_ORPHAN_SCAN_SECONDS)
     return list(
-        Table.objects.annotate(last_scan=Max("orphan_scans__scanned_at"))
+        Table.objects.exclude(status__in=(Table.Status.INGESTING, Table.Status.BACKFILLING))
+        .annotate(last_scan=Max("orphan_scans__scanned_at"))
         .filter(Q(last_scan__isnull=True) | Q(last_scan__lt=cutoff))
         .order_by("id")
         .values_list("id", flat=True)

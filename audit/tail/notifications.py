@@ -3,10 +3,14 @@
 Configure `AUDIT_NOTIFY_QUEUES` as `<root-uri>=<sqs-queue-url>` pairs (comma-separated), with
 the bucket's event notifications sending `s3:ObjectCreated:*` (suffix `.json`) for that root to
 the queue. Beat then runs `workers.tasks.drain_notifications` every tail interval: it receives
-the queue's messages, keeps commit files (`.../_delta_log/<20 digits>.json`), dispatches a tail
-step for each registered table they belong to, and deletes the messages. Tables under a
-notified root are not probed between notifications; they still get a full check every
-AUDIT_IDLE_FULL_CHECK_SECONDS, the safety net for a lost notification.
+the queue's messages, keeps commit files (`.../_delta_log/<20 digits>.json`), records the notice
+on each registered table they belong to (`Table.notified_at`), dispatches a tail step for it,
+and only then deletes the messages (a drain killed before that leaves them to be received
+again). The notice stays on the row until a tail step that listed the log after it succeeds,
+so a step that found the table busy (its holder may have listed before the commit), expired in
+a backed-up queue or died with its worker is dispatched again by the next tail pass
+(polling.tables_due). Tables under a notified root are not probed between notifications; they
+still get a full check every AUDIT_IDLE_FULL_CHECK_SECONDS, the safety net for a lost message.
 
 The queue is read with boto3 and the standard AWS variables (AWS_ENDPOINT_URL, credentials,
 region). Message bodies are untrusted: anything that is not an S3 event is dropped.
@@ -16,11 +20,16 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 from urllib.parse import unquote_plus
 
 import orjson
 from django.conf import settings
+from django.utils import timezone
+
+from audit.models import Table
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +90,17 @@ def _client() -> Any:
     return boto3.client("sqs")
 
 
-def drain(queue_url: str, *, client: Any = None, max_batches: int = 10) -> set[str]:
-    """Receive and delete up to `max_batches` x 10 messages; the table URIs they name."""
+def drain(
+    queue_url: str,
+    *,
+    client: Any = None,
+    max_batches: int = 10,
+    on_tables: Callable[[set[str]], None] | None = None,
+) -> set[str]:
+    """Receive and delete up to `max_batches` x 10 messages; the table URIs they name.
+
+    `on_tables` gets each batch's URIs before the batch is deleted: if it raises, the messages
+    come back after the queue's visibility timeout instead of being lost."""
     client = client or _client()
     uris: set[str] = set()
     for _ in range(max_batches):
@@ -92,8 +110,12 @@ def drain(queue_url: str, *, client: Any = None, max_batches: int = 10) -> set[s
         messages = reply.get("Messages") or []
         if not messages:
             break
+        batch: set[str] = set()
         for message in messages:
-            uris |= tables_in_event(message.get("Body") or "")
+            batch |= tables_in_event(message.get("Body") or "")
+        if on_tables is not None and batch:
+            on_tables(batch)
+        uris |= batch
         client.delete_message_batch(
             QueueUrl=queue_url,
             Entries=[
@@ -101,3 +123,20 @@ def drain(queue_url: str, *, client: Any = None, max_batches: int = 10) -> set[s
             ],
         )
     return uris
+
+
+def note_commits(uris: set[str]) -> list[int]:
+    """Record a notice on the registered, tailed tables at these URIs; their ids."""
+    tables = Table.objects.filter(uri__in=uris).exclude(
+        status__in=(Table.Status.PAUSED, Table.Status.GONE)
+    )
+    ids = list(tables.values_list("id", flat=True))
+    if ids:
+        Table.objects.filter(id__in=ids).update(notified_at=timezone.now())
+    return ids
+
+
+def clear_notice(table_id: int, listed_after: datetime) -> None:
+    """A step that listed the log after `listed_after` has seen every commit noticed before it;
+    a notice that came later stays (the commit may have landed after the listing)."""
+    Table.objects.filter(id=table_id, notified_at__lte=listed_after).update(notified_at=None)

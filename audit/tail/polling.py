@@ -2,6 +2,8 @@
 
 Each pass (beat, every AUDIT_TAIL_INTERVAL_SECONDS) decides per table, cheapest first:
 
+- a table with a change notice no tail step has answered for two intervals (its step found the
+  table busy, expired in the queue or died with its worker: notifications.py) is due at once;
 - an idle table (no commit for AUDIT_IDLE_AFTER_SECONDS, by the commits' own timestamps) is
   skipped until AUDIT_IDLE_INTERVAL_SECONDS have passed since it was last looked at; its first
   new commit makes it active again, back at the base interval;
@@ -16,7 +18,9 @@ default 5 s interval, 17,280 visits a day become about 2,100 (see bench/bench_ob
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Q
@@ -34,53 +38,99 @@ def is_idle(last_commit_at: datetime | None, now: datetime) -> bool:
     return last_commit_at < now - timedelta(seconds=after)
 
 
+_FIELDS = (
+    "id",
+    "uri",
+    "status",
+    "last_seen_version",
+    "last_tail_at",
+    "table_findings_dirty",
+    "last_commit_at",
+    "probed_at",
+    "notified_at",
+)
+_SKIP, _DUE, _PROBE, _LOOKED = "skip", "due", "probe", "looked"
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """What one pass compares each table's row against."""
+
+    now: datetime
+    notified_roots: list[str]
+    findings_before: datetime
+    idle_visit_before: datetime
+    unanswered_before: datetime
+
+    @classmethod
+    def at(cls, now: datetime) -> _Pass:
+        return cls(
+            now=now,
+            notified_roots=[root for root, _queue in notify_queues()],
+            findings_before=now - timedelta(seconds=settings.AUDIT_TABLE_FINDINGS_SECONDS),
+            idle_visit_before=now - timedelta(seconds=settings.AUDIT_IDLE_INTERVAL_SECONDS),
+            # The drain dispatched a step at once; one still unanswered after this is redone.
+            unanswered_before=now - timedelta(seconds=2 * settings.AUDIT_TAIL_INTERVAL_SECONDS),
+        )
+
+
 def tables_due(now: datetime | None = None) -> list[int]:
-    now = now or timezone.now()
+    this = _Pass.at(now or timezone.now())
     rows = (
         Table.objects.exclude(status__in=(Table.Status.PAUSED, Table.Status.GONE))
-        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
-        .values_list(
-            "id",
-            "uri",
-            "status",
-            "last_seen_version",
-            "last_tail_at",
-            "table_findings_dirty",
-            "last_commit_at",
-            "probed_at",
-        )
+        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=this.now))
+        .values_list(*_FIELDS, named=True)
     )
-    findings_before = now - timedelta(seconds=settings.AUDIT_TABLE_FINDINGS_SECONDS)
-    idle_visit_before = now - timedelta(seconds=settings.AUDIT_IDLE_INTERVAL_SECONDS)
-    notified = [root for root, _queue in notify_queues()]
     due, visited, probes = [], [], []
-    for table_id, uri, status, last_seen, last_tail_at, dirty, last_commit_at, probed_at in rows:
-        # Tables whose store sends change notifications are not probed: treated as idle,
-        # they only get the (rare) full check, the safety net for a lost notification.
-        on_notice = bool(notified) and under_notified_root(uri, notified)
-        idle = on_notice or is_idle(last_commit_at, now)
-        if idle and probed_at is not None and probed_at > idle_visit_before:
-            continue  # backed off: looked at less than AUDIT_IDLE_INTERVAL_SECONDS ago
-        visited.append(table_id)
-        full_every = (
-            max(settings.AUDIT_FULL_CHECK_SECONDS, settings.AUDIT_IDLE_FULL_CHECK_SECONDS)
-            if idle
-            else settings.AUDIT_FULL_CHECK_SECONDS
-        )
-        needs_full_check = (
-            status != Table.Status.OK
-            or last_tail_at is None
-            or last_tail_at < now - timedelta(seconds=full_every)
-        )
-        needs_findings = dirty and last_tail_at is not None and last_tail_at < findings_before
-        if needs_full_check or needs_findings:
-            due.append(table_id)
-        elif not on_notice:
-            probes.append((table_id, uri, (last_seen if last_seen is not None else -1) + 1))
+    for row in rows:
+        verdict = _verdict(row, this)
+        if verdict == _SKIP:
+            continue
+        visited.append(row.id)
+        if verdict == _DUE:
+            due.append(row.id)
+        elif verdict == _PROBE:
+            last_seen = row.last_seen_version
+            probes.append((row.id, row.uri, (last_seen if last_seen is not None else -1) + 1))
     due += _probe(probes)
     if visited:
-        Table.objects.filter(id__in=visited).update(probed_at=now)
+        Table.objects.filter(id__in=visited).update(probed_at=this.now)
     return due
+
+
+def _verdict(row: Any, this: _Pass) -> str:
+    """Skip the table, tail it (due), probe it for its next commit, or only note the look."""
+    if (
+        row.notified_at is not None
+        and row.notified_at < this.unanswered_before
+        and row.status == Table.Status.OK  # a table in error is retried at its visits, below
+    ):
+        return _DUE
+    # Tables whose store sends change notifications are not probed: treated as idle,
+    # they only get the (rare) full check, the safety net for a lost notification.
+    on_notice = bool(this.notified_roots) and under_notified_root(row.uri, this.notified_roots)
+    idle = on_notice or is_idle(row.last_commit_at, this.now)
+    if idle and row.probed_at is not None and row.probed_at > this.idle_visit_before:
+        return _SKIP  # backed off: looked at less than AUDIT_IDLE_INTERVAL_SECONDS ago
+    full_every = (
+        max(settings.AUDIT_FULL_CHECK_SECONDS, settings.AUDIT_IDLE_FULL_CHECK_SECONDS)
+        if idle
+        else settings.AUDIT_FULL_CHECK_SECONDS
+    )
+    last_tail_at = row.last_tail_at
+    needs_full_check = (
+        row.status != Table.Status.OK
+        or last_tail_at is None
+        or last_tail_at < this.now - timedelta(seconds=full_every)
+    )
+    needs_findings = (
+        row.table_findings_dirty
+        and last_tail_at is not None
+        and last_tail_at < this.findings_before
+    )
+    if needs_full_check or needs_findings:
+        return _DUE
+    return _LOOKED if on_notice else _PROBE
 
 
 def _probe(probes: list[tuple[int, str, int]]) -> list[int]:

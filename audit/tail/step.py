@@ -32,6 +32,7 @@ from audit.ingest.plan import ChunkPlan, TailResult, plan_next_chunk
 from audit.ingest.tables import LockLost, keep_lock, mark_error, mark_up_to_date, update_table
 from audit.models import Table
 from audit.tail import logs as tailing
+from audit.tail.notifications import clear_notice
 from audit.trust.paths import allowed_roots, check_registered
 
 log = logging.getLogger(__name__)
@@ -77,10 +78,11 @@ def tail_once(
         _record_gap_if_any(table, log_, lock_token)
         plan = plan_next_chunk(log_.listing, table.last_seen_version, chunk)
         if plan is None:
-            return _idle_step(table, log_, lock_token)
+            return _idle_step(table, log_, lock_token, step_started)
         result = _store_chunks(table, log_, plan, lock_token, step_started, chunk, budget)
         if not result.more:
             _refresh_table_findings_if_due(table, log_, result, lock_token)
+            clear_notice(table.id, step_started)  # listed after it: every noticed commit stored
         return result
     except DeltaAuditError as err:
         return _record_error(table, err, lock_token)
@@ -111,7 +113,9 @@ def _record_error(table: Table, err: DeltaAuditError, lock_token: str | None) ->
     return TailResult(table.id, "error", message=message)
 
 
-def _idle_step(table: Table, log_: DeltaLog, lock_token: str | None) -> TailResult:
+def _idle_step(
+    table: Table, log_: DeltaLog, lock_token: str | None, step_started: datetime
+) -> TailResult:
     """Nothing new to store: refresh the table-level findings if due, record the check."""
     result = TailResult(table.id, "ok", last_seen_version=table.last_seen_version)
     if table_findings_due(table):
@@ -119,6 +123,7 @@ def _idle_step(table: Table, log_: DeltaLog, lock_token: str | None) -> TailResu
             table, log_, table.last_seen_version, lock_token=lock_token
         )
     mark_up_to_date(table, log_.listing, lock_token=lock_token)
+    clear_notice(table.id, step_started)
     return result
 
 

@@ -40,6 +40,10 @@ def killed(tmp_path, settings) -> Table:
 
 
 def test_the_scan_stores_counts_and_opens_then_resolves_the_finding(killed, tmp_path):
+    for waiting in (Table.Status.INGESTING, Table.Status.BACKFILLING):
+        Table.objects.filter(id=killed.id).update(status=waiting)
+        assert orphan_scans.tables_due() == []  # scanned once its history is stored
+    Table.objects.filter(id=killed.id).update(status=Table.Status.OK)
     assert orphan_scans.tables_due() == [killed.id]
     result = orphan_tasks.scan_table_orphans(killed.id)  # the task body, in process
     assert "3 orphan files" in result

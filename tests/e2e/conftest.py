@@ -10,6 +10,7 @@ import pytest
 
 # Object-store protocol servers (moto S3, Azurite), session-scoped: see tests/e2e/objstore.py.
 from tests.e2e.objstore import azurite_server, s3_server  # noqa: F401
+from tests.e2e.s3count import CountingS3
 from tests.support.django_state import forget_api_tokens_and_cached_pages  # noqa: F401 - autouse
 from tests.support.workers import REDIS_URL, Workers, database_url, redis_reachable
 
@@ -34,3 +35,12 @@ def celery_workers(transactional_db, tmp_path) -> Iterator[Workers]:
     workers = Workers(tmp_path, env)
     yield workers
     workers.stop_all()
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[CountingS3]:
+    """moto's S3 (and SQS) server in this process, counting the requests it serves: one per
+    test module, so a module's counts never include another's traffic."""
+    server = CountingS3()
+    yield server
+    server.stop()

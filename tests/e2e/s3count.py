@@ -2,7 +2,9 @@
 
 Requests are counted AT THE SERVER (a WSGI middleware in front of moto's app), so every
 client is measured the same way: our obstore/pyarrow reads, deltalake's Rust client, boto3.
-Used by the tests of the incremental tail and by bench/bench_objstore.py.
+Used by the tests of the incremental tail and by bench/bench_objstore.py. The same server
+answers SQS (moto dispatches on the request): `notify_queue` makes a bucket send its commit-file
+events to a queue, and SQS requests are counted as the kind "SQS".
 """
 
 from __future__ import annotations
@@ -34,10 +36,12 @@ class CountingS3:
         def counting(environ: dict[str, Any], start_response: Any) -> Any:
             if skip is not None and skip in environ.get("HTTP_AUTHORIZATION", ""):
                 return app(environ, start_response)
+            # SQS (JSON protocol) names its action in a header; its path says nothing.
+            sqs = environ.get("HTTP_X_AMZ_TARGET", "").startswith("AmazonSQS.")
             with self._lock:
                 self.requests.append(
                     (
-                        environ["REQUEST_METHOD"],
+                        "SQS" if sqs else environ["REQUEST_METHOD"],
                         environ.get("PATH_INFO", ""),
                         environ.get("QUERY_STRING", ""),
                     )
@@ -87,16 +91,36 @@ class CountingS3:
         )
         client.create_bucket(Bucket=name)
 
-    def boto(self) -> Any:
+    def boto(self, service: str = "s3") -> Any:
         import boto3
 
         return boto3.client(
-            "s3",
+            service,
             endpoint_url=self.endpoint,
             aws_access_key_id=ACCESS_KEY,
             aws_secret_access_key=SECRET_KEY,
             region_name=REGION,
         )
+
+    def notify_queue(self, bucket: str) -> str:
+        """A new SQS queue receiving the bucket's `s3:ObjectCreated:*` events for `.json` keys
+        (what docs/tailing.md asks of a real bucket); its URL. moto queues a test event first."""
+        sqs = self.boto("sqs")
+        queue = sqs.create_queue(QueueName=bucket)["QueueUrl"]
+        attributes = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])
+        self.boto().put_bucket_notification_configuration(
+            Bucket=bucket,
+            NotificationConfiguration={
+                "QueueConfigurations": [
+                    {
+                        "QueueArn": attributes["Attributes"]["QueueArn"],
+                        "Events": ["s3:ObjectCreated:*"],
+                        "Filter": {"Key": {"FilterRules": [{"Name": "suffix", "Value": ".json"}]}},
+                    }
+                ]
+            },
+        )
+        return queue
 
     @contextlib.contextmanager
     def counting(self) -> Iterator[list[tuple[str, str, str]]]:
@@ -109,7 +133,7 @@ class CountingS3:
             seen.extend(self.requests[start:])
 
     def kinds(self, requests: list[tuple[str, str, str]]) -> Counter[str]:
-        """HEAD / GET (object) / LIST counts."""
+        """HEAD / GET (object) / LIST / SQS counts."""
         out: Counter[str] = Counter()
         for method, _path, query in requests:
             out["LIST" if "list-type" in query else method] += 1

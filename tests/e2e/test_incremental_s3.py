@@ -14,17 +14,9 @@ from audit.models import Commit, Table
 from audit.tail import logs as tailing
 from audit.tail.logs import has_commit
 from audit.tail.step import tail_once
-from tests.e2e.s3count import CountingS3
 from tests.support.tables import rows
 
 # --------------------------------------------------------------------------- on S3
-
-
-@pytest.fixture(scope="module")
-def s3():
-    server = CountingS3()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

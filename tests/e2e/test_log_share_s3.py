@@ -17,20 +17,12 @@ import pytest
 from audit.core.log import open_log as list_in_full
 from audit.tail import logs as tailing
 from audit.tail import shared
-from tests.e2e.s3count import CountingS3
 from tests.support.paths import ROOT
 from tests.support.workers import REDIS_URL, redis_reachable
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 COMMITS = 1_100  # two listing pages
-
-
-@pytest.fixture(scope="module")
-def s3():
-    server = CountingS3()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

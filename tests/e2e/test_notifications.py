@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import orjson
@@ -10,13 +9,12 @@ import pytest
 from deltalake import write_deltalake
 
 from audit.ingest.tables import register_table
-from audit.models import Commit
-from audit.tail import logs as tailing
+from audit.models import Commit, Table
 from audit.tail import notifications
-from audit.tail.step import tail_once
 from tests.e2e.s3count import CountingS3
 from tests.support.tables import rows
 from tests.support.waiting import wait_for
+from workers import locks
 
 
 def _record(bucket: str, key: str, name: str = "ObjectCreated:Put") -> dict:
@@ -45,43 +43,11 @@ def test_commit_files_in_events_name_their_tables():
     )
 
 
-@pytest.fixture(scope="module")
-def s3():
-    server = CountingS3()
-    yield server
-    server.stop()
-
-
 def _notified_bucket(s3: CountingS3) -> tuple[str, str]:
     """A bucket sending commit-file events to a new SQS queue: (bucket, queue url)."""
-    import boto3
-
-    sqs = boto3.client(
-        "sqs",
-        endpoint_url=s3.endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="k",
-        aws_secret_access_key="s",
-    )
     bucket = f"lake2-n-{uuid.uuid4().hex[:10]}"
-    queue = sqs.create_queue(QueueName=bucket)["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
     s3.create_bucket(bucket)
-    s3.boto().put_bucket_notification_configuration(
-        Bucket=bucket,
-        NotificationConfiguration={
-            "QueueConfigurations": [
-                {
-                    "QueueArn": arn,
-                    "Events": ["s3:ObjectCreated:*"],
-                    "Filter": {"Key": {"FilterRules": [{"Name": "suffix", "Value": ".json"}]}},
-                }
-            ]
-        },
-    )
-    return bucket, queue
+    return bucket, s3.notify_queue(bucket)
 
 
 def test_drain_reads_and_deletes_the_queue(s3, monkeypatch):
@@ -96,40 +62,70 @@ def test_drain_reads_and_deletes_the_queue(s3, monkeypatch):
     assert notifications.drain(queue) == set()
 
 
+def test_a_batch_is_deleted_only_after_its_tables_are_noted(s3, monkeypatch):
+    for name, value in s3.env.items():
+        monkeypatch.setenv(name, value)
+    bucket, queue = _notified_bucket(s3)
+    notifications.drain(queue)  # the bucket's test event
+    write_deltalake(f"s3://{bucket}/t", rows(), storage_options=s3.options)
+
+    def fail(uris: set[str]) -> None:
+        raise ConnectionError("database away")
+
+    with pytest.raises(ConnectionError):
+        notifications.drain(queue, on_tables=fail)
+    attributes = s3.boto("sqs").get_queue_attributes(
+        QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"  # received, kept
+
+
+def _queue_empty(s3: CountingS3, queue: str) -> bool:
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    got = s3.boto("sqs").get_queue_attributes(QueueUrl=queue, AttributeNames=names)
+    return all(got["Attributes"][name] == "0" for name in names)
+
+
 @pytest.mark.services
 @pytest.mark.slow
-@pytest.mark.timeout(180)
-def test_worker_tails_a_notified_root_without_probing(s3, monkeypatch, settings, celery_workers):
+@pytest.mark.timeout(240)
+def test_worker_tails_many_notified_tables_without_probing(
+    s3, monkeypatch, settings, celery_workers
+):
+    """25 tables (three receive batches) tailed on notice alone, one of them busy (claimed by
+    another worker) when its commit lands: a later pass redoes the notice it could not answer."""
     for name, value in s3.env.items():
         monkeypatch.setenv(name, value)
     bucket, queue = _notified_bucket(s3)
     root = f"s3://{bucket}"
     settings.AUDIT_ALLOWED_ROOTS = [root]
-    uri = f"{root}/events"
-    write_deltalake(uri, rows(), storage_options=s3.options)
-    tailing.forget_all()
-    table, _ = register_table(uri)
-    assert tail_once(table.id).status == "ok"
+    uris = [f"{root}/t{i:02d}" for i in range(25)]
+    for uri in uris:
+        write_deltalake(uri, rows(), storage_options=s3.options)
+    tables = [register_table(uri)[0] for uri in uris]
     celery_workers.start(
         "w1",
         **s3.env,
         AUDIT_ALLOWED_ROOTS=root,
         AUDIT_NOTIFY_QUEUES=f"{root}={queue}",
-        # No polling would find the commit within the test: only the notification can.
+        # No polling would find the commits within the test: only the notifications can.
         AUDIT_FULL_CHECK_SECONDS="3600",
         AUDIT_IDLE_FULL_CHECK_SECONDS="3600",
         AUDIT_TABLE_FINDINGS_SECONDS="3600",
     )
-    time.sleep(3)  # worker start-up; it drains the bucket's test event
+    ingested = Table.objects.filter(last_seen_version=0, notified_at__isnull=True)
+    wait_for(lambda: ingested.count() == len(tables), 90, message=celery_workers.logs())
+    wait_for(lambda: _queue_empty(s3, queue), 30, message="the worker never drained the queue")
+    busy = tables[0]
+    token = locks.acquire(busy.id, ttl=4)  # another worker's step, listed before the commit
+    assert token is not None
     with s3.counting() as seen:
-        write_deltalake(uri, rows(start=5), mode="append", storage_options=s3.options)
-        landed = time.monotonic()
-        wait_for(
-            lambda: Commit.objects.filter(table=table, version=1).exists(),
-            60,
-            message=celery_workers.logs(),
-        )
-        took = time.monotonic() - landed
-    assert took < 10, took
-    probes = [r for r in seen if r[0] == "HEAD" and "/events/_delta_log/" in r[1]]
+        for i, uri in enumerate(uris):
+            write_deltalake(uri, rows(start=5 + i), mode="append", storage_options=s3.options)
+        stored = Commit.objects.filter(table__in=tables, version=1)
+        wait_for(lambda: stored.count() == len(tables), 90, message=celery_workers.logs())
+    probes = [r for r in seen if r[0] == "HEAD" and "/_delta_log/" in r[1]]
     assert probes == [], probes  # tailed on notice, not by probing the next commit file
+    assert (
+        Table.objects.filter(id__in=[t.id for t in tables], notified_at__isnull=False).count() == 0
+    )

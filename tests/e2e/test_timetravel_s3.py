@@ -16,14 +16,6 @@ from audit.core.data.scan import scan_data
 from audit.core.history.summary import load_history
 from audit.core.storage.stores import open_store
 from audit.core.vocab import FindingKind
-from tests.e2e.s3count import CountingS3
-
-
-@pytest.fixture(scope="module")
-def s3():
-    server = CountingS3()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
