@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("audit", "0013_orphan_scan_time_travel"),
+        ("audit", "0014_finding_table_distinct"),
     ]
 
     operations = [
