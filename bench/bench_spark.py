@@ -118,9 +118,15 @@ def cpu_split(root: int) -> dict[str, float]:
 
 
 def spark_path(
-    master: str, uris: list[str], chunk: int, conf: dict[str, str], cpu_root: int
+    master: str,
+    uris: list[str],
+    chunk: int,
+    conf: dict[str, str],
+    cpu_root: int,
+    sampler: PeakRss | None = None,
 ) -> tuple[float, float, float, int, int]:
-    """(session s, job wall s, job CPU s, commits, findings) of one fleet job on `master`."""
+    """(session s, job wall s, job CPU s, commits, findings) of one fleet job on `master`.
+    A `sampler` thread's own CPU (it runs in the driver's process) is left out of the figures."""
     from workers.spark.job import prepare_executors
 
     started = time.perf_counter()
@@ -129,6 +135,7 @@ def spark_path(
     prepare_executors(spark)  # ship the core, probe the executors: part of the session cost
     session = time.perf_counter() - started
     cpu, roles = tree_cpu(cpu_root), cpu_split(cpu_root)
+    sampled = sampler.cpu if sampler is not None else 0.0
     started = time.perf_counter()
     commits = findings = 0
     for outcome in audit_fleet(spark, uris, chunk_commits=chunk, check_data=False):
@@ -137,9 +144,11 @@ def spark_path(
         commits += len(outcome.history.summaries)
         findings += len(outcome.audit.findings)
     job = time.perf_counter() - started
-    cpu = tree_cpu(cpu_root) - cpu
+    sampled = (sampler.cpu if sampler is not None else 0.0) - sampled
+    cpu = tree_cpu(cpu_root) - cpu - sampled
     if cpu_root == os.getpid():
         after = cpu_split(cpu_root)
+        after["driver"] -= sampled
         print(
             "  CPU s by role: " + ", ".join(f"{k} {after[k] - roles[k]:.1f}" for k in after),
             flush=True,
@@ -193,7 +202,9 @@ def masters_of(names: str, cluster: Any) -> list[tuple[str, str, dict[str, str],
     return out
 
 
-def big_table(out: Path, commits: int, chunk: int, cores: int) -> None:
+def big_table(
+    out: Path, commits: int, chunk: int, cores: int, paths: str = "python,split,one"
+) -> None:
     """One long history: split into version ranges over the tasks vs audited in one task,
     against the Python path (one process, no Spark) in the same run.
 
@@ -215,17 +226,23 @@ def big_table(out: Path, commits: int, chunk: int, cores: int) -> None:
         f"{'path':<22} {'session s':>9} {'wall s':>8} {'cpu s':>8} {'commits':>10} "
         f"{'findings':>9} {'µs/commit':>10} {'peak GB':>8} {'tree GB':>8}"
     )
-    py, py_cpu, py_commits, findings, py_rss = python_in_child(path)
-    assert py_commits == commits
-    show(("python (1 process)", None, py, py_cpu, commits, findings), py_rss, py_rss)
+    py, py_cpu, findings = 1.0, 1.0, None
+    if "python" in paths:
+        py, py_cpu, py_commits, findings, py_rss = python_in_child(path)
+        assert py_commits == commits
+        show(("python (1 process)", None, py, py_cpu, commits, findings), py_rss, py_rss)
     split = max(1, min(chunk, -(-commits // (cores * 4))))
-    for label, size in ((f"split, {split:,}/range", split), ("one task", commits)):
+    runs = ((f"split, {split:,}/range", split, "split"), ("one task", commits, "one"))
+    for label, size, _ in (r for r in runs if r[2] in paths.split(",")):
         with PeakRss(os.getpid()) as peak:
-            row = spark_path(f"local[{cores}]", [str(path)], size, {}, os.getpid())
+            row = spark_path(f"local[{cores}]", [str(path)], size, {}, os.getpid(), peak)
         show((label, *row), peak.driver, peak.tree)
+        findings = row[4] if findings is None else findings
         assert row[3:] == (commits, findings), "split and one task disagree with python"
         print(
             f"  {label} vs python: {py / row[1]:.2f}x faster (wall), CPU {row[2] / py_cpu:.2f}x "
+            if "python" in paths
+            else f"  {label}: "
             f"python's; driver peak {peak.driver / 2**30:.2f} GB; load average {_load()}",
             flush=True,
         )
@@ -259,10 +276,12 @@ def python_in_child(path: Path) -> tuple[float, float, int, int, int]:
 
 class PeakRss:
     """Peak RSS of this (driver) process, reset on entry (/proc/self/clear_refs), and of its
-    whole process tree (the JVM and its Python workers), sampled every 0.1 s."""
+    whole process tree (the JVM and its Python workers), sampled every 0.1 s; the tree is
+    found again once a second (a walk of /proc costs ~5-10 ms: every sample, it was ~5-10% of
+    a core charged to the driver). `cpu`: the sampler thread's own CPU seconds so far."""
 
     def __init__(self, root: int):
-        self.root, self.driver, self.tree = root, 0, 0
+        self.root, self.driver, self.tree, self.cpu = root, 0, 0, 0.0
         self._stop = threading.Event()
 
     def __enter__(self) -> PeakRss:
@@ -279,8 +298,13 @@ class PeakRss:
         self.driver = _status_kb(self.root, "VmHWM") * 1024
 
     def _sample(self) -> None:
+        pids, samples = _tree(self.root), 0
         while not self._stop.wait(0.1):
-            self.tree = max(self.tree, sum(_status_kb(p, "VmRSS") for p in _tree(self.root)) * 1024)
+            samples += 1
+            if samples % 10 == 0:
+                pids = _tree(self.root)
+            self.tree = max(self.tree, sum(_status_kb(p, "VmRSS") for p in pids) * 1024)
+            self.cpu = time.thread_time()
 
 
 def _status_kb(pid: int, key: str) -> int:
@@ -324,17 +348,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--big", type=int, default=1_000_000, help="commits of the long table")
     parser.add_argument("--big-only", action="store_true", help="only the long table")
     parser.add_argument(
+        "--big-paths", default="python,split,one", help="of the long table: python,split,one"
+    )
+    parser.add_argument(
         "--masters", default="local[1],local[2],standalone,connect", help="comma-separated"
     )
     parser.add_argument("--no-checkpoints", action="store_true")
     parser.add_argument("--out", default="/tmp/delta-audit-bench-fleet")
     args = parser.parse_args(argv)
     if args.big_only:
-        big_table(Path(args.out), args.big, args.chunk, 2)
+        big_table(Path(args.out), args.big, args.chunk, 2, args.big_paths)
         return 0
     uris = fleet(args)
     if args.big:
-        big_table(Path(args.out), args.big, args.chunk, 2)
+        big_table(Path(args.out), args.big, args.chunk, 2, args.big_paths)
     if not args.no_checkpoints:
         core, on_spark, adds, spark_adds = checkpoint_reads(uris)
         print(

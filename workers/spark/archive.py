@@ -12,7 +12,15 @@ import zipfile
 from pathlib import Path
 
 # Modules of workers/spark/ that run on a cluster (the others need Django or Celery).
-JOB_MODULES = ("job.py", "units.py", "archive.py", "probe.py", "output.py", "entry.py")
+JOB_MODULES = (
+    "job.py",
+    "units.py",
+    "transport.py",
+    "archive.py",
+    "probe.py",
+    "output.py",
+    "entry.py",
+)
 # The zip's `workers` and `workers.spark` packages hold only the Django-free job modules: the
 # real workers/__init__.py starts the Celery app, which a cluster has no use for (nor Celery).
 _WORKERS_STUB = b'"""The Spark job modules of Delta Audit (shipped zip: no Celery, no Django)."""\n'

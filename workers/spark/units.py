@@ -27,7 +27,6 @@ import os
 import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
-from operator import attrgetter
 from typing import Any
 
 import pyarrow as pa
@@ -37,8 +36,6 @@ from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log, paused_gc
 from audit.core.log import DeltaLog
 from audit.core.model import (
-    EMPTY_SET,
-    SUMMARY_FIELDS,
     CommitSummary,
     Finding,
     LogListing,
@@ -46,6 +43,7 @@ from audit.core.model import (
 )
 from audit.core.serialize import arrow_schema
 from audit.core.storage.stores import open_store
+from workers.spark import transport
 
 TABLE, RANGE, TABLE_LEVEL = "table", "range", "tablelevel"
 RESULT_SCHEMA = pa.schema(
@@ -187,19 +185,18 @@ def unit_rows(
 
 def _pieces(payload: dict[str, Any], row_commits: int) -> list[dict[str, Any]]:
     """The payload cut into rows of at most `row_commits` summaries (and as many audits)."""
-    summaries, audits = payload.get("summaries", []), payload.get("audits", [])
-    count = max(1, -(-max(len(summaries), len(audits)) // max(row_commits, 1)))
+    summaries, audits = payload.get("summaries"), payload.get("audits")
+    sizes = [transport.count(c) for c in (summaries, audits) if c]
+    count = max(1, -(-max(sizes, default=0) // max(row_commits, 1)))
     if count == 1:
         return [payload]
-    s_step, a_step = -(-len(summaries) // count), -(-len(audits) // count)
-    pieces = [
-        {
-            "summaries": summaries[i * s_step : (i + 1) * s_step],
-            "audits": audits[i * a_step : (i + 1) * a_step],
-            "paths": payload.get("paths", True),  # each row is decoded on its own
-        }
-        for i in range(count)
-    ]
+    pieces = []
+    for i in range(count):
+        piece: dict[str, Any] = {"paths": payload.get("paths", True)}  # decoded on its own
+        for key, columns in (("summaries", summaries), ("audits", audits)):
+            step = -(-transport.count(columns) // count) if columns else 0
+            piece[key] = transport.slice_columns(columns, i * step, (i + 1) * step) if step else []
+        pieces.append(piece)
     pieces[0] = {**payload, **pieces[0]}
     return pieces
 
@@ -285,87 +282,26 @@ def _payload(
     versions: tuple[int, int] | None,
     paths: bool,
 ) -> dict[str, Any]:
-    """What the driver gets back, as the objects it needs (pickled: exact, and several times
-    cheaper to build and read than JSON rows)."""
+    """What the driver gets back: the commits' summaries and audits by column (transport.py),
+    the findings as objects (pickled: exact, and several times cheaper than JSON rows)."""
     lo, hi = versions if versions is not None else (None, None)
     kept = [s for s in history.summaries if lo is None or lo <= s.version <= hi]
     return {
         "table": None if versions is not None else table_payload(history),
-        "summaries": [_summary_values(s, paths) for s in kept],
+        "summaries": transport.summary_columns(kept, paths),
         "paths": paths,
-        "audits": [_audit_values(a) for s in kept if (a := result.commits.get(s.version))],
+        "audits": transport.audit_columns(result.commits, lo, hi),
         "findings": [f for f in result.findings if keep(f)],
     }
-
-
-# Summaries and audits travel as tuples of their fields: a slots dataclass pickles through
-# Python-level __getstate__/__setstate__, several times slower to load on the driver.
-_SUMMARY_FIELDS = SUMMARY_FIELDS
-# File paths are most of a big commit's bytes, and storage needs none of them.
-_PATH_FIELDS = frozenset({"removed_paths", "removed_paths_all", "added_paths", "compacted_paths"})
-
-
-# One C call per commit (operator.attrgetter) instead of a Python loop over 36 fields.
-_ALL_VALUES = attrgetter(*_SUMMARY_FIELDS)
-_BARE_VALUES = attrgetter(*(n for n in _SUMMARY_FIELDS if n not in _PATH_FIELDS))
-
-
-def _bare_layout() -> list[tuple[int, int] | int]:
-    """How a summary without paths is put back together: runs of its values (start, end)
-    and, between them, how many EMPTY_SET path fields."""
-    layout: list[tuple[int, int] | int] = []
-    taken = 0
-    for name in _SUMMARY_FIELDS:
-        if name in _PATH_FIELDS:
-            if layout and isinstance(layout[-1], int):
-                layout[-1] += 1
-            else:
-                layout.append(1)
-        else:
-            if layout and isinstance(layout[-1], tuple):
-                layout[-1] = (layout[-1][0], taken + 1)
-            else:
-                layout.append((taken, taken + 1))
-            taken += 1
-    return layout
-
-
-_BARE_LAYOUT = _bare_layout()
-
-
-def _summary_values(s: CommitSummary, paths: bool) -> tuple[Any, ...]:
-    return _ALL_VALUES(s) if paths else _BARE_VALUES(s)
-
-
-def _summary_of(values: tuple[Any, ...], paths: bool) -> CommitSummary:
-    if paths:
-        return CommitSummary(*values)
-    args: tuple[Any, ...] = ()
-    for part in _BARE_LAYOUT:
-        args += values[part[0] : part[1]] if isinstance(part, tuple) else (EMPTY_SET,) * part
-    return CommitSummary(*args)
-
-
-def _audit_values(a: Any) -> tuple[Any, ...]:
-    """What storage reads of a CommitAudit (serialize.AuditedCommit's fields, in order)."""
-    return (
-        a.version,
-        a.read_version,
-        a.read_version_fact,
-        a.isolation_level,
-        list(a.concurrent_versions),
-        dict(a.verdicts),
-        a.window_truncated,
-    )
 
 
 def decode_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """The driver's side of _payload, in place, as each row arrives (summaries as
     CommitSummary, audits as serialize.AuditedCommit): so a split table's objects are built
     while its other ranges still run, not all at once when the last one is in."""
-    paths = payload.get("paths", True)
-    payload["summaries"] = [_summary_of(values, paths) for values in payload.get("summaries", ())]
-    payload["audits"] = [serialize.AuditedCommit(*values) for values in payload.get("audits", ())]
+    summaries, audits = payload.get("summaries"), payload.get("audits")
+    payload["summaries"] = transport.summaries_from_columns(summaries) if summaries else []
+    payload["audits"] = transport.audits_from_columns(audits) if audits else []
     return payload
 
 

@@ -115,6 +115,24 @@ class CommitAudits(Mapping[int, CommitAudit]):
         for version, code in zip(self._versions, self._facts, strict=True):
             yield version, facts[code]
 
+    def by_column(
+        self,
+    ) -> tuple[
+        array, list[int | None], list[ReadVersionFact], list[str | None], dict[int, CommitAudit]
+    ]:
+        """Every commit's version, read version, its fact and isolation level (audit order),
+        and the re-checked commits' own views: what a transport needs, without building a view
+        per commit (the Spark job's results, workers/spark/transport.py)."""
+        isolation = []
+        for version in self._versions:
+            checked = self._checked.get(version)
+            txn = checked if checked is not None else self._summary(version)
+            if txn is None:  # as _build: cannot happen while the history is held
+                raise KeyError(version)
+            isolation.append(txn.isolation_level)
+        reads = [None if r == _NONE else r for r in self._read_versions]
+        return self._versions, reads, [_FACTS[i] for i in self._facts], isolation, self._checked
+
     def __getitem__(self, version: int) -> CommitAudit:
         checked = self._checked.get(version)
         if checked is not None:

@@ -105,7 +105,7 @@ def range_partial(
 ) -> RangePartial:
     """The partial of a windowed audit of [start, end] (`result`: its AuditResult)."""
     ctx = TableContext(history)
-    commits = {v: a for v, a in result.commits.items() if start <= v <= end}
+    commits = _own_audits(result.commits, start, end)
     isolation = {
         (f.engine, f.value, f.used): Run.of(f.versions)
         for f in isolation_setting_facts(ctx, commits)
@@ -130,6 +130,29 @@ def range_partial(
         dict(storm_members(own, commits)),
         integrity,
     )
+
+
+@dataclass(slots=True)
+class _Unchecked:
+    """What a partial reads of a commit the audit never re-checked (no concurrent window)."""
+
+    read_version_fact: str
+    concurrent_versions: range = range(0)
+
+
+def _own_audits(commits: Any, start: int, end: int) -> dict[int, Any]:
+    """The audits of versions [start, end] as the partial reads them: the re-checked commits'
+    own views, a light one for the others (building every commit's full view, read scope and
+    all, was a third of a partial's cost)."""
+    by_column = getattr(commits, "by_column", None)
+    if by_column is None:
+        return {v: a for v, a in commits.items() if start <= v <= end}
+    versions, _, facts, _, checked = by_column()
+    return {
+        v: checked.get(v) or _Unchecked(fact)
+        for v, fact in zip(versions, facts, strict=True)
+        if start <= v <= end
+    }
 
 
 def merged_findings(
