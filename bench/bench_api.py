@@ -427,7 +427,7 @@ def print_shapes(results: list[tuple]) -> None:
         )
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=1_000_000)
     parser.add_argument("--findings", type=int, default=5_000)
@@ -453,55 +453,40 @@ def main() -> None:
     parser.add_argument(
         "--writer", action="store_true", help="commit to 20 tables every second meanwhile"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    (ROOT / "var").mkdir(exist_ok=True)
-    setup_django(args.database_url)
-    table_id = build(args.commits, args.findings, args.rebuild)
-    token = f"Authorization: Token {token_for_bench_user()}"
-    session = f"Cookie: {session_cookie_for_bench_user()}"
-    from django.db import connection
 
-    vendor = connection.vendor
-    connection.close()
-
-    n = args.commits
-    port = args.port = free_port()
-    endpoints, pages = endpoint_lists(port, table_id, n)
-    t = f"http://127.0.0.1:{port}/api/tables/{table_id}"
-    wanted = args.match.split("|")  # any of these label parts
-    endpoints = [(label, url) for label, url in endpoints if any(w in label for w in wanted)]
-    pages = [(label, url) for label, url in pages if any(w in label for w in wanted)]
+def run_modes(args, shapes, endpoints, pages, headers, timeline_url) -> list[tuple]:
+    """Every (mode, server shape) in turn: a fresh gunicorn, the API endpoints with the token,
+    the pages with the session cookie, and one whole-history timeline request."""
+    token, session = headers
     use_wrk = shutil.which("wrk") is not None
     results = []
-    modes = args.modes.split(",")
-    writer = start_writer(args.database_url) if args.writer else None
-    shapes = args.servers.split(",") if args.servers else [str(args.workers or "")]
-    for mode in modes:
+    for mode in args.modes.split(","):
         for shape in shapes:
             # A mode's label names the server's shape when several are compared.
             label = mode if len(shapes) == 1 else f"{mode} {shape}"
             print(f"\n--- {MODES[mode]}" + (f", gunicorn {shape}" if len(shapes) > 1 else ""))
             log_path = ROOT / "var" / "bench-api-gunicorn.log"
-            server = start_gunicorn(args.database_url, port, shape, log_path, mode)
+            server = start_gunicorn(args.database_url, args.port, shape, log_path, mode)
             try:
                 results += measure(server, endpoints, token, args, use_wrk, label)
                 print("dashboard pages, logged in (session cookie):")
                 results += measure(server, pages, session, args, use_wrk, label)
-                # One request over the whole history (buckets over 1M commits).
                 started = time.perf_counter()
-                fetch(f"{t}/timeline/", token)
+                fetch(timeline_url, token)
                 full = (time.perf_counter() - started) * 1000
                 print(f"{'timeline, whole history (1 request)':44s} {full:7.1f} ms")
             finally:
                 stop(server)
-    if writer is not None:
-        writer.terminate()
-        print(writer.communicate(timeout=60)[0].strip().splitlines()[-1])
-    client = "wrk" if use_wrk else "python threads"
+    return results
+
+
+def print_summary(args, vendor: str, results: list[tuple], shapes: list[str]) -> None:
+    client = "wrk" if shutil.which("wrk") is not None else "python threads"
     print(
-        f"\n{vendor}, {n:,} commits, gunicorn {args.servers or args.workers or 'config/gunicorn.conf.py'} "
-        f"gthread workers, {client} "
+        f"\n{vendor}, {args.commits:,} commits, gunicorn "
+        f"{args.servers or args.workers or 'config/gunicorn.conf.py'} gthread workers, {client} "
         f"{args.connections} connections x {args.seconds} s per endpoint, {os.cpu_count()} CPUs"
     )
     for mode in dict.fromkeys(m for m, _, _, _ in results):
@@ -512,6 +497,35 @@ def main() -> None:
         print_shapes(results)
     print_ratios(results)
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+def main() -> None:
+    args = parse_args()
+    (ROOT / "var").mkdir(exist_ok=True)
+    setup_django(args.database_url)
+    table_id = build(args.commits, args.findings, args.rebuild)
+    headers = (
+        f"Authorization: Token {token_for_bench_user()}",
+        f"Cookie: {session_cookie_for_bench_user()}",
+    )
+    from django.db import connection
+
+    vendor = connection.vendor
+    connection.close()
+
+    port = args.port = free_port()
+    endpoints, pages = endpoint_lists(port, table_id, args.commits)
+    wanted = args.match.split("|")  # any of these label parts
+    endpoints = [(label, url) for label, url in endpoints if any(w in label for w in wanted)]
+    pages = [(label, url) for label, url in pages if any(w in label for w in wanted)]
+    writer = start_writer(args.database_url) if args.writer else None
+    shapes = args.servers.split(",") if args.servers else [str(args.workers or "")]
+    timeline_url = f"http://127.0.0.1:{port}/api/tables/{table_id}/timeline/"
+    results = run_modes(args, shapes, endpoints, pages, headers, timeline_url)
+    if writer is not None:
+        writer.terminate()
+        print(writer.communicate(timeout=60)[0].strip().splitlines()[-1])
+    print_summary(args, vendor, results, shapes)
 
 
 if __name__ == "__main__":
