@@ -109,7 +109,9 @@ def _verdict(row: Any, this: _Pass) -> str:
     # Tables whose store sends change notifications are not probed: treated as idle,
     # they only get the (rare) full check, the safety net for a lost notification.
     on_notice = bool(this.notified_roots) and under_notified_root(row.uri, this.notified_roots)
-    idle = on_notice or is_idle(row.last_commit_at, this.now)
+    # A table never stored yet (its ingest still to run, or its first step expired in the
+    # queue) is no idle table: backed off, a fleet's first wave took a minute per retry.
+    idle = (on_notice and row.last_tail_at is not None) or is_idle(row.last_commit_at, this.now)
     if idle and row.probed_at is not None and row.probed_at > this.idle_visit_before:
         return _SKIP  # backed off: looked at less than AUDIT_IDLE_INTERVAL_SECONDS ago
     full_every = (

@@ -74,3 +74,18 @@ def test_locked_paused_and_broken_tables_are_not_redone_on_notice(notified):
     assert note_commits({str(path)}) == [table.id]
     Table.objects.filter(id=table.id).update(status=Table.Status.PAUSED)
     assert note_commits({str(path)}) == []  # paused tables are not tailed on notice either
+
+
+def test_a_table_not_yet_stored_under_a_notified_root_is_due_every_pass(
+    delta_table_factory, settings
+):
+    path = delta_table_factory("fresh")
+    settings.AUDIT_NOTIFY_QUEUES = [f"{path.parent}=http://127.0.0.1:9/queue"]
+    settings.AUDIT_TAIL_INTERVAL_SECONDS = 1.0
+    table, _ = register_table(str(path))
+    now = timezone.now()
+    assert tables_due(now) == [table.id]
+    # Its step expired in the queue: the next pass dispatches it again, not a minute later.
+    assert tables_due(now + timedelta(seconds=1)) == [table.id]
+    assert tail_once(table.id).status == "ok"
+    assert tables_due(now + timedelta(seconds=2)) == []  # stored: now it waits for notices
