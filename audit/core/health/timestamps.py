@@ -30,7 +30,7 @@ SKEW_MS = 3_600_000  # file time and recorded time further apart than this disag
 MAX_INTERVALS = 20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommitTime:
     version: int
     recorded: int | None  # the in-commit timestamp, else commitInfo.timestamp
