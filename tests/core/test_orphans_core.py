@@ -99,6 +99,9 @@ def test_the_in_flight_bound_reads_the_read_versions_stamp_with_or_without_gaps(
         def __init__(self, summaries):
             self.summaries = summaries
 
+        def summary(self, version):
+            return next((s for s in self.summaries if s.version == version), None)
+
     hour = 3_600_000
     contiguous = [Commit(3, None, 0), Commit(4, 3, 5 * hour), Commit(5, 2, 9 * hour)]
     assert in_flight_bound_ms(History(contiguous), floor_ms=1) == 10 * hour

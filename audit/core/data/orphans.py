@@ -128,35 +128,17 @@ def _add_listed(paths: Any, root: str, listed: set[str], found: set[str]) -> Non
 def in_flight_bound_ms(history: Any, floor_ms: int = MIN_IN_FLIGHT_MS) -> int:
     """The longest a commit of this table was seen in flight (read -> commit), doubled; at
     least `floor_ms`. Files younger than this may belong to a commit still running."""
-    summaries = history.summaries
-    stamp_of = _timestamp_lookup(summaries)
     longest = 0
-    for s in summaries:
+    for s in history.summaries:
         read = s.read_version
         if read is None or s.timestamp is None:
             continue
-        read_stamp = stamp_of(read)
+        # History.summary finds a version by position: no dict of every version's time.
+        read_commit = history.summary(read)
+        read_stamp = read_commit.timestamp if read_commit is not None else None
         if read_stamp is not None:
             longest = max(longest, s.timestamp - read_stamp)
     return max(floor_ms, 2 * longest)
-
-
-def _timestamp_lookup(summaries: Any) -> Any:
-    """version -> timestamp. A log's available versions are contiguous (a cleaned-up log
-    starts later, it has no holes): index the list instead of a dict of every version."""
-    if not summaries:
-        return lambda version: None
-    first = summaries[0].version
-    if any(s.version != first + i for i, s in enumerate(summaries)):
-        stamps = {s.version: s.timestamp for s in summaries}
-        return stamps.get
-    count = len(summaries)
-
-    def stamp_of(version: int) -> int | None:
-        index = version - first
-        return summaries[index].timestamp if 0 <= index < count else None
-
-    return stamp_of
 
 
 def _hidden(name: str) -> bool:
