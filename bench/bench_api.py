@@ -102,44 +102,22 @@ def _iso(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}+00:00"
 
 
-def build(n_commits: int, n_findings: int, rebuild: bool) -> int:
-    from django.core.management import call_command
-    from django.db import connection, transaction
-    from django.utils import timezone
+def warn_if_autovacuum_off() -> None:
+    from django.db import connection
 
-    from audit.ingest.rollup_store import rebuild_rollups
-    from audit.models import Commit, Finding, Table
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW autovacuum")
+        if cursor.fetchone()[0] != "on":
+            # Nothing sets the visibility map: index-only scans read the heap (e.g. 2,000
+            # heap fetches in a 2,000-version timeline count), unlike a production server.
+            print("PostgreSQL runs with autovacuum off: tables are never vacuumed here")
 
-    call_command("migrate", verbosity=0)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW autovacuum")
-            if cursor.fetchone()[0] != "on":
-                # Nothing sets the visibility map: index-only scans read the heap (e.g. 2,000
-                # heap fetches in a 2,000-version timeline count), unlike a production server.
-                print("PostgreSQL runs with autovacuum off: tables are never vacuumed here")
-    table = Table.objects.filter(uri=TABLE_URI).first()
-    if table is not None and not rebuild and table.last_seen_version == n_commits - 1:
-        print(f"reusing table {table.id} with {n_commits:,} commits")
-        store_health(table, n_commits)
-        return table.id
-    Table.objects.filter(uri=TABLE_URI).delete()
-    now = timezone.now()
-    table = Table.objects.create(
-        uri=TABLE_URI, name="bench 1M", status="ok", last_seen_version=n_commits - 1,
-        latest_version_in_log=n_commits - 1, first_available_version=0, last_commit_at=now,
-    )  # fmt: skip
-    started = time.perf_counter()
-    rows = commit_rows(table.id, n_commits)
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            _copy_postgres(cursor, rows)
-        else:
-            _insert_sqlite(cursor, rows)
-    print(f"stored {n_commits:,} commits in {time.perf_counter() - started:.1f} s")
-    started = time.perf_counter()
-    rollups = rebuild_rollups(table.id)  # the ingest maintains them; a bulk load rebuilds them
-    print(f"rebuilt {rollups:,} timeline rollups in {time.perf_counter() - started:.1f} s")
+
+def generated_findings(table, n_commits: int, n_findings: int, now) -> list:
+    from audit.models import Finding
+
     rng = random.Random(11)
     severities = ["info", "warning", "critical"]
     kinds = ["write_serializable_reorder", "never_existed_snapshot", "conflict_hotspot"]
@@ -162,6 +140,42 @@ def build(n_commits: int, n_findings: int, rebuild: bool) -> int:
                 status="open" if rng.random() < 0.8 else "resolved",
             )  # fmt: skip
         )
+    return findings
+
+
+def build(n_commits: int, n_findings: int, rebuild: bool) -> int:
+    from django.core.management import call_command
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from audit.ingest.rollup_store import rebuild_rollups
+    from audit.models import Commit, Finding, Table
+
+    call_command("migrate", verbosity=0)
+    warn_if_autovacuum_off()
+    table = Table.objects.filter(uri=TABLE_URI).first()
+    if table is not None and not rebuild and table.last_seen_version == n_commits - 1:
+        print(f"reusing table {table.id} with {n_commits:,} commits")
+        store_health(table, n_commits)
+        return table.id
+    Table.objects.filter(uri=TABLE_URI).delete()
+    now = timezone.now()
+    table = Table.objects.create(
+        uri=TABLE_URI, name="bench 1M", status="ok", last_seen_version=n_commits - 1,
+        latest_version_in_log=n_commits - 1, first_available_version=0, last_commit_at=now,
+    )  # fmt: skip
+    started = time.perf_counter()
+    rows = commit_rows(table.id, n_commits)
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            _copy_postgres(cursor, rows)
+        else:
+            _insert_sqlite(cursor, rows)
+    print(f"stored {n_commits:,} commits in {time.perf_counter() - started:.1f} s")
+    started = time.perf_counter()
+    rollups = rebuild_rollups(table.id)  # the ingest maintains them; a bulk load rebuilds them
+    print(f"rebuilt {rollups:,} timeline rollups in {time.perf_counter() - started:.1f} s")
+    findings = generated_findings(table, n_commits, n_findings, now)
     Finding.objects.bulk_create(findings, batch_size=2000)
     store_health(table, n_commits)
     with connection.cursor() as cursor:
