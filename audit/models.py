@@ -173,6 +173,11 @@ class Table(models.Model):
     # listed the log after it clears it (audit/tail/notifications.py): a notice whose step was
     # busy, expired or killed stays here, and the next tail pass dispatches the table again.
     notified_at = models.DateTimeField(null=True, blank=True)
+    # When an orphan scan of the table last stored a row (its error included), and when a pass
+    # last queued one (audit/health/orphan_scans.py): each pass queues a share of the lake,
+    # longest unscanned first, so scans spread over the interval instead of one burst an hour.
+    orphans_scanned_at = models.DateTimeField(null=True, blank=True)
+    orphans_queued_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Table-level findings (hotspots, ignored settings, ...) need the whole history: they are
     # recomputed by a full audit, debounced, whenever new commits made them stale.

@@ -13,12 +13,14 @@ TRANSIENT_ERRORS = (OperationalError, InterfaceError)
 
 @shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=3)
 def scan_all_orphans() -> str:
-    due = orphan_scans.tables_due()
+    due = orphan_scans.queue_due()
     for table_id in due:
         # The lowest priority (Redis serves 0 first, 9 last; brokers without priorities ignore
-        # it): a pass queues a scan for every table at once, and thousands of them ahead of
-        # the tail steps held commits back for as long as the scans took.
-        scan_table_orphans.apply_async((table_id,), expires=600, priority=9)
+        # it): thousands of scans ahead of the tail steps held commits back for as long as the
+        # scans took. A pass now queues only its share (`scans_per_pass`), still behind the tail.
+        scan_table_orphans.apply_async(
+            (table_id,), expires=orphan_scans.QUEUED_SCAN_EXPIRES, priority=9
+        )
     return f"dispatched {len(due)} orphan scans"
 
 

@@ -12,13 +12,14 @@ is ever deleted from a table.
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from audit.core.data.orphans import HOUR_MS
@@ -54,11 +55,14 @@ def scan_table(table: Table) -> OrphanScan:
             max_depth=settings.AUDIT_ORPHAN_MAX_DEPTH,
         )
     except DeltaAuditError as err:
-        return OrphanScan.objects.create(
-            table=table, scanned_at=now, error=scrub_error(str(err))[:2000]
-        )
+        with transaction.atomic():
+            _mark_scanned(table, now)
+            return OrphanScan.objects.create(
+                table=table, scanned_at=now, error=scrub_error(str(err))[:2000]
+            )
     data = found.orphans.as_dict()
     with transaction.atomic():
+        _mark_scanned(table, now)
         row = OrphanScan.objects.create(
             table=table,
             scanned_at=now,
@@ -114,19 +118,56 @@ def _prune(table: Table) -> None:
         OrphanScan.objects.filter(id__in=ids).delete()
 
 
+def _mark_scanned(table: Table, now: Any) -> None:
+    Table.objects.filter(id=table.id).update(orphans_scanned_at=now)
+
+
+# A queued scan's task expires after this long (workers/orphan_tasks.py): until then the table
+# is not queued again; a scan that expired unrun or died is queued by a later pass.
+QUEUED_SCAN_EXPIRES = 600.0
+# Each pass queues up to this many times its even share of the lake, so a backlog (a fresh
+# lake, an upgrade, workers that were down) drains in half the interval, still spread out.
+CATCH_UP = 2
+
+
+def scans_per_pass(tables: int, pass_seconds: float, scan_seconds: float) -> int:
+    """How many scans one pass queues: the share of `tables` that scanning each every
+    `scan_seconds` in passes `pass_seconds` apart needs, times CATCH_UP (at least one)."""
+    if tables <= 0:
+        return 0
+    share = tables * pass_seconds / max(scan_seconds, pass_seconds)
+    return max(1, math.ceil(CATCH_UP * share))
+
+
 def tables_due(now: Any = None) -> list[int]:
-    """Tables not scanned for AUDIT_ORPHAN_SCAN_SECONDS, once their history is stored: a scan
-    during the initial ingest or a backfill reads the whole log ahead of the tail, and with
-    thousands of new tables those scans queued ahead of the ingest and starved it."""
+    """This pass's share of the tables not scanned for AUDIT_ORPHAN_SCAN_SECONDS, the longest
+    unscanned (never first) first, none already queued and not yet expired. Only once a
+    table's history is stored: a scan during the initial ingest or a backfill reads the whole
+    log ahead of the tail, and with thousands of new tables those scans starved the ingest.
+    Before the share, every due table was queued at once: 2,000 scans an hour in one burst,
+    each reading its table's whole log."""
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.AUDIT_ORPHAN_SCAN_SECONDS)
-    return list(
-        Table.objects.exclude(status__in=(Table.Status.INGESTING, Table.Status.BACKFILLING))
-        .annotate(last_scan=Max("orphan_scans__scanned_at"))
-        .filter(Q(last_scan__isnull=True) | Q(last_scan__lt=cutoff))
-        .order_by("id")
-        .values_list("id", flat=True)
+    scan_seconds = settings.AUDIT_ORPHAN_SCAN_SECONDS
+    stored = Table.objects.exclude(status__in=(Table.Status.INGESTING, Table.Status.BACKFILLING))
+    budget = scans_per_pass(stored.count(), settings.AUDIT_ORPHAN_PASS_SECONDS, scan_seconds)
+    unscanned = Q(orphans_scanned_at__isnull=True) | Q(
+        orphans_scanned_at__lt=now - timedelta(seconds=scan_seconds)
     )
+    not_queued = Q(orphans_queued_at__isnull=True) | Q(
+        orphans_queued_at__lt=now - timedelta(seconds=QUEUED_SCAN_EXPIRES)
+    )
+    due = stored.filter(unscanned, not_queued).order_by(
+        F("orphans_scanned_at").asc(nulls_first=True), "id"
+    )
+    return list(due.values_list("id", flat=True)[:budget])
+
+
+def queue_due(now: Any = None) -> list[int]:
+    """This pass's tables (`tables_due`), marked queued: the caller sends their scans."""
+    now = now or timezone.now()
+    due = tables_due(now)
+    Table.objects.filter(id__in=due).update(orphans_queued_at=now)
+    return due
 
 
 # --------------------------------------------------------------------------- the query layer

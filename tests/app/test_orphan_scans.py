@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
 import time
+from datetime import timedelta
 
 import pytest
 from deltalake import write_deltalake
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.core.log import open_log
@@ -102,7 +106,73 @@ def test_api_and_page_show_the_orphans_next_to_the_same_hours(killed, client, me
 def test_beat_schedules_the_scan(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["scan-orphans"]
     assert entry["task"] == "workers.orphan_tasks.scan_all_orphans"
+    assert entry["schedule"] == settings.AUDIT_ORPHAN_PASS_SECONDS == 60
     assert "workers.orphan_tasks" in settings.CELERY_IMPORTS
+
+
+def _lake(n: int) -> list[int]:
+    made = Table.objects.bulk_create(
+        Table(uri=f"file:///lake/t{i}", name=f"t{i}", status=Table.Status.OK) for i in range(n)
+    )
+    return [t.id for t in made]
+
+
+def test_it_spreads_a_lakes_scans_over_the_interval(settings):
+    settings.AUDIT_ORPHAN_SCAN_SECONDS, settings.AUDIT_ORPHAN_PASS_SECONDS = 3600, 60
+    ids = _lake(90)  # 90 tables, a scan each an hour, a pass a minute: 1.5 a pass, 3 to catch up
+    start, scanned_at, sizes = timezone.now(), {}, []
+    for n in range(60):  # an hour of passes, each queued scan done before the next pass
+        now = start + timedelta(seconds=60 * n)
+        queued = orphan_scans.queue_due(now)
+        sizes.append(len(queued))
+        Table.objects.filter(id__in=queued).update(orphans_scanned_at=now)
+        scanned_at.update(dict.fromkeys(queued, n))
+    assert max(sizes) == 3 and sorted(scanned_at) == ids  # never a burst; every table scanned
+    assert [scanned_at[i] for i in ids] == sorted(scanned_at[i] for i in ids)  # in id order
+    assert max(scanned_at.values()) == 29  # the backlog drained in half the interval
+    assert sum(sizes[30:]) == 0  # then nothing until each is an hour old
+    assert orphan_scans.queue_due(start + timedelta(seconds=3660)) == ids[:3]  # oldest first
+
+
+def test_it_queues_a_scan_that_never_ran_again_once_its_task_expired(settings):
+    settings.AUDIT_ORPHAN_SCAN_SECONDS, settings.AUDIT_ORPHAN_PASS_SECONDS = 3600, 60
+    (table_id,) = _lake(1)
+    Table.objects.filter(id=table_id).update(status=Table.Status.INGESTING)
+    now = timezone.now()
+    assert orphan_scans.queue_due(now) == []  # its history is not stored yet
+    Table.objects.filter(id=table_id).update(status=Table.Status.OK)
+    assert orphan_scans.queue_due(now) == [table_id]
+    expires = orphan_scans.QUEUED_SCAN_EXPIRES
+    assert orphan_scans.queue_due(now + timedelta(seconds=expires - 1)) == []  # still queued
+    assert orphan_scans.queue_due(now + timedelta(seconds=expires + 1)) == [table_id]
+
+
+def test_a_stored_scan_error_or_not_marks_the_table_scanned(killed, tmp_path):
+    before = timezone.now()
+    orphan_scans.scan_table(killed)
+    killed.refresh_from_db()
+    assert killed.orphans_scanned_at >= before
+    assert orphan_scans.tables_due() == []
+    shutil.rmtree(tmp_path / "t" / "_delta_log")
+    later = timezone.now() + timedelta(seconds=3601)
+    assert orphan_scans.tables_due(later) == [killed.id]
+    assert orphan_scans.scan_table(killed).error
+    killed.refresh_from_db()
+    assert killed.orphans_scanned_at > before and orphan_scans.tables_due() == []
+
+
+def test_the_upgrade_takes_each_tables_latest_stored_scan(killed):
+    from django.apps import apps
+
+    migration = importlib.import_module("audit.migrations.0016_table_orphans_scanned_at")
+    newest = timezone.now() - timedelta(minutes=5)
+    OrphanScan.objects.create(table=killed, scanned_at=newest - timedelta(hours=2))
+    OrphanScan.objects.create(table=killed, scanned_at=newest)
+    (other_id,) = _lake(1)
+    Table.objects.update(orphans_scanned_at=None)
+    migration.scanned_from_rows(apps, None)
+    assert Table.objects.get(id=killed.id).orphans_scanned_at == newest
+    assert Table.objects.get(id=other_id).orphans_scanned_at is None
 
 
 def test_the_scan_opens_and_resolves_missing_data_file_from_the_same_listing(tmp_path, settings):
