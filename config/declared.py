@@ -101,6 +101,7 @@ DECLARED: tuple[Setting, ...] = (
     _S("AUDIT_FULL_LISTING_SECONDS", 3600.0, float, "a complete listing of each log (notices log cleanup) at least this often"),
     _S("AUDIT_LOG_CACHE_MB", 128.0, float, "per worker process: MB of immutable log files kept between ticks"),
     _S("AUDIT_LOG_CACHE_TABLES", 2000, int, "per worker process: tables whose log listing is kept between ticks"),
+    _S("AUDIT_STATE_CACHE_FILES", 400_000, int, "per worker process: live files of replayed table states kept between ticks (0: none)"),
     _S("AUDIT_IDLE_AFTER_SECONDS", 3600.0, float, "a table without commits this long is idle (`0` = no idle backoff)"),
     _S("AUDIT_IDLE_INTERVAL_SECONDS", 60.0, float, "how often an idle table is probed"),
     _S("AUDIT_IDLE_FULL_CHECK_SECONDS", 600.0, float, "how often an idle table gets a worker tick"),
@@ -151,6 +152,7 @@ DECLARED: tuple[Setting, ...] = (
     _S("EMAIL_TIMEOUT", 10, int, "seconds an SMTP connection may take"),
     # --- orphan data files ---
     _S("AUDIT_ORPHAN_SCAN_SECONDS", 3600.0, float, "how often each table's data folders are listed for orphan files"),
+    _S("AUDIT_ORPHAN_PASS_SECONDS", 60.0, float, "how often beat's orphan pass queues its share of the tables due a scan (at most AUDIT_ORPHAN_SCAN_SECONDS)"),
     _S("AUDIT_ORPHAN_MIN_AGE_SECONDS", 3600.0, float, "younger files (or than twice the longest in-flight commit seen) are not orphans yet"),
     _S("AUDIT_ORPHAN_FINDING_BYTES", 1 << 30, int, "orphan bytes from which a table gets an `orphan_files` finding"),
     _S("AUDIT_ORPHAN_MAX_FILES", 200_000, int, "files one orphan listing reads at most"),

@@ -22,6 +22,7 @@ from django.conf import settings
 
 from audit.core.errors import DeltaAuditError
 from audit.core.history.incremental import ByteCache, TailedLog
+from audit.core.history.state_cache import StateCache
 from audit.core.log import DeltaLog, commit_file_name
 from audit.core.storage.stores import open_store
 from audit.tail import shared
@@ -29,6 +30,7 @@ from audit.tail import shared
 _lock = threading.Lock()
 _logs: OrderedDict[str, tuple[TailedLog, float]] = OrderedDict()  # uri -> (log, listed at)
 _cache: ByteCache | None = None
+_states: StateCache | None = None
 
 
 def _byte_cache() -> ByteCache:
@@ -36,6 +38,13 @@ def _byte_cache() -> ByteCache:
     if _cache is None:
         _cache = ByteCache(int(settings.AUDIT_LOG_CACHE_MB * 2**20))
     return _cache
+
+
+def _state_cache() -> StateCache | None:
+    global _states
+    if _states is None and settings.AUDIT_STATE_CACHE_FILES > 0:
+        _states = StateCache(settings.AUDIT_STATE_CACHE_FILES)
+    return _states
 
 
 def open_log(uri: str) -> DeltaLog:
@@ -49,7 +58,7 @@ def open_log(uri: str) -> DeltaLog:
     if entry is None:
         entry = _from_the_pool(uri)
     if entry is None:
-        log_ = TailedLog(open_store(uri), _byte_cache())
+        log_ = TailedLog(open_store(uri), _byte_cache(), _state_cache())
         _remember(uri, log_, now)
         shared.publish(log_.listing, now)
         return log_
@@ -81,7 +90,7 @@ def _from_the_pool(uri: str) -> tuple[TailedLog, float] | None:
     if found is None:
         return None
     listing, listed_at = found
-    return TailedLog.resume(open_store(uri), listing, _byte_cache()), listed_at
+    return TailedLog.resume(open_store(uri), listing, _byte_cache(), _state_cache()), listed_at
 
 
 def _remember(uri: str, log_: TailedLog, listed_at: float) -> None:
@@ -98,14 +107,17 @@ def forget(uri: str) -> None:
         entry = _logs.pop(uri, None)
     if entry is not None and _cache is not None:
         _cache.drop_table(entry[0].uri)
+    if entry is not None and _states is not None:
+        _states.drop_table(entry[0].uri)
     shared.drop(uri)  # after an error the pool starts over from a full listing too
 
 
 def forget_all() -> None:
-    global _cache
+    global _cache, _states
     with _lock:
         _logs.clear()
         _cache = None
+        _states = None
 
 
 def has_commit(uri: str, version: int) -> bool:

@@ -26,10 +26,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from audit.core.log import LOG_DIR, DeltaLog, commit_file_name, list_log
+from audit.core.history.state_cache import StateCache
+from audit.core.log import LOG_DIR, DeltaLog, apply_commit, commit_file_name, list_log
 from audit.core.log.layout import _COMPACTION
 from audit.core.log.listing import _complete_checkpoints
-from audit.core.model import LogListing
+from audit.core.log.replay import replay_origin
+from audit.core.model import LogListing, TableState
 from audit.core.numbers import INT64_MAX, log_int
 from audit.core.storage.store import FileEntry, LogStore
 from audit.core.storage.stores import LocalStore
@@ -174,8 +176,11 @@ class CachingStore:
 class TailedLog(DeltaLog):
     """A DeltaLog kept between tail ticks: incremental refreshes, cached reads."""
 
-    def __init__(self, store: LogStore, cache: ByteCache | None = None):
+    def __init__(
+        self, store: LogStore, cache: ByteCache | None = None, states: StateCache | None = None
+    ):
         self.cache = cache
+        self.states = states
         if cache is not None and not isinstance(store, LocalStore):
             store = CachingStore(store, cache)  # type: ignore[assignment]
         super().__init__(store)
@@ -183,12 +188,17 @@ class TailedLog(DeltaLog):
 
     @classmethod
     def resume(
-        cls, store: LogStore, listing: LogListing, cache: ByteCache | None = None
+        cls,
+        store: LogStore,
+        listing: LogListing,
+        cache: ByteCache | None = None,
+        states: StateCache | None = None,
     ) -> TailedLog:
         """A log picked up from a listing another process made (audit.tail.shared): no listing
         here; the caller's `refresh()` lists only what was written after it."""
         log_ = cls.__new__(cls)
         log_.cache = cache
+        log_.states = states
         if cache is not None and not isinstance(store, LocalStore):
             store = CachingStore(store, cache)  # type: ignore[assignment]
         log_.store = store
@@ -212,10 +222,31 @@ class TailedLog(DeltaLog):
             return False
         return not self.has_commit(known.commit_versions[0])
 
+    def snapshot(self, version: int | None = None) -> TableState:
+        """The state at `version` (default: latest), from the state the last call replayed
+        when the replay would start from the same checkpoint (audit.core.history.state_cache):
+        a tail step asks for the state before its window on every tick."""
+        if self.states is None:
+            return super().snapshot(version)
+        target = self.listing.latest_version if version is None else version
+        origin = replay_origin(self.listing, target)
+        state = self.states.take(self.uri, origin, self.listing, target)
+        if state is None:
+            state = super().snapshot(version)
+        else:
+            for commit in self.iter_commits(state.version + 1, target):
+                apply_commit(state, commit)
+            state.version = target
+        self.states.put(self.uri, origin, state)
+        return state
+
     def relist(self) -> LogListing:
-        """A full listing; cached bytes of this table are dropped (the log may be a new one)."""
+        """A full listing; cached bytes and the kept state of this table are dropped (the log
+        may be a new one)."""
         if self.cache is not None:
             self.cache.drop_table(self.uri)
+        if self.states is not None:
+            self.states.drop_table(self.uri)
         self.full_listings += 1
         self.listing = list_log(self.store)
         return self.listing

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import os
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -188,6 +189,29 @@ def initial_state(store: LogStore, listing: LogListing, version: int) -> TableSt
     if first_error is not None:
         raise first_error
     raise _unavailable(listing, version)
+
+
+def replay_origin(listing: LogListing, version: int) -> int:
+    """The checkpoint `initial_state` starts `version`'s replay from when it is readable (-1:
+    none, the replay starts at version 0). A state replayed from it and then advanced commit
+    by commit to any later version is what replaying that version gives, while this answer
+    stays the same for it (audit.core.history.state_cache)."""
+    for cp in sorted((v for v in listing.checkpoints if v <= version), reverse=True):
+        return cp if _commits_present(listing, cp + 1, version) else -1
+    return -1
+
+
+def copy_state(state: TableState) -> TableState:
+    """A state `apply_commit` can advance without changing `state`: its dicts and lists are
+    copied; the actions in them are shared (nothing changes an action once read)."""
+    return replace(
+        state,
+        files=dict(state.files),
+        txns=dict(state.txns),
+        domain_metadata=dict(state.domain_metadata),
+        clustering_columns=list(state.clustering_columns),
+        identity_columns=list(state.identity_columns),
+    )
 
 
 def _replay(store: LogStore, listing: LogListing, version: int | None) -> TableState:
