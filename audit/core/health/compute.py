@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -250,10 +251,9 @@ def compute_health(
 
 def size_histogram(sizes: Any) -> list[dict[str, int]]:
     """Power-of-two buckets, contiguous from the smallest to the largest non-empty one."""
-    counts: dict[int, int] = {}
-    for size in sizes:
-        exponent = max(int(size) - 1, 0).bit_length()  # smallest 2**e >= size
-        counts[exponent] = counts.get(exponent, 0) + 1
+    # The smallest 2**e >= size; counted by Counter's C loop (a tail step computes the health
+    # of every live file: this and the two loops below were most of a step on 20,000 files).
+    counts = Counter(max(int(size) - 1, 0).bit_length() for size in sizes)
     if not counts:
         return []
     return [{"le": 1 << e, "count": counts.get(e, 0)} for e in range(min(counts), max(counts) + 1)]
@@ -289,7 +289,16 @@ def num_records(files: list[AddFile]) -> tuple[int | None, int]:
     no stats) and the number of files without stats, in one pass."""
     total: int | None = 0
     without = 0
+    first_key = _NUM_RECORDS.match
     for f in files:
+        stats = f.stats
+        found = first_key(stats) if stats else None
+        digits = found.group(1) if found is not None else ""
+        if 0 < len(digits) <= 18 and not f.deletion_vector:
+            # record_count's common case, inline: 18 digits are always in the int64 range.
+            if total is not None:
+                total += int(digits)
+            continue
         count = record_count(f)
         if count is None:
             without += 1
@@ -309,12 +318,18 @@ def _sortable(key: tuple) -> tuple:
     return tuple((name, value is None, value or "") for name, value in key)
 
 
+_NO_VALUES: dict[str, str | None] = {}
+
+
 def partition_health(files: list[AddFile], columns: list[str]) -> dict[str, Any]:
     if not columns:
         return {"count": 0, "top": [], "skew": None}
     totals: dict[tuple, list[int]] = {}
     for f in files:
-        entry = totals.setdefault(partition_key(f.partition_values), [0, 0])
+        values = f.partition_values or _NO_VALUES
+        # partition_key without a sort of one item (most tables have one partition column).
+        key = tuple(values.items()) if len(values) < 2 else partition_key(values)
+        entry = totals.setdefault(key, [0, 0])
         entry[0] += 1
         entry[1] += f.size or 0
     # Null partition values sort after the others (None and str do not compare).
