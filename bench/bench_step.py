@@ -10,7 +10,8 @@ process on a fresh SQLite database: registers the table, stores its history, the
 times appends a commit and runs `audit.tail.step.tail_once`, the worker's step. It prints the
 median and mean process CPU of those steps (the appends not counted) and the ratios.
 
-Cases: `now` (this checkout); `cache-off` (this checkout with AUDIT_STATE_CACHE_FILES=0: every
+SQLite by default; `--postgres postgres://postgres@127.0.0.1:5432` uses a fresh database
+`bench_step` on that server per case. Cases: `now` (this checkout); `cache-off` (this checkout with AUDIT_STATE_CACHE_FILES=0: every
 step re-reads the checkpoint); `baseline` (another checkout, `git archive <rev> | tar -x -C
 /tmp/old`, with `--baseline-root`). Cases alternate over `--rounds`.
 """
@@ -90,10 +91,22 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps(times))
 
 
+def fresh_postgres(server: str, name: str) -> str:
+    """`server` (postgres://user@host:port) with an empty database `name`; its URL."""
+    import psycopg
+
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{server}/{name}"
+
+
 def run_case(label: str, root: Path, table: Path, args: argparse.Namespace) -> list[float]:
     env = dict(os.environ, AUDIT_ALLOWED_ROOTS=str(table.parent))
     with tempfile.TemporaryDirectory() as tmp:
         env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
+        if args.postgres:
+            env["DATABASE_URL"] = fresh_postgres(args.postgres, "bench_step")
         if label == "cache-off":
             env["AUDIT_STATE_CACHE_FILES"] = "0"
         copy = Path(tmp) / "t"  # each case its own copy: the steps append to it
@@ -115,6 +128,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--peers", default="cache-off")
     parser.add_argument("--baseline-root")
+    parser.add_argument(
+        "--postgres", help="e.g. postgres://postgres@127.0.0.1:5432 (default: SQLite)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-root", help=argparse.SUPPRESS)
     parser.add_argument("--table", help=argparse.SUPPRESS)
@@ -135,7 +151,10 @@ def main() -> None:
             for label, root in cases.items():
                 steps[label] += run_case(label, root, table, args)
     now = statistics.median(steps["now"])
-    print(f"{args.files} live files, {args.commits} commits, {args.steps} steps x {args.rounds}")
+    database = "PostgreSQL" if args.postgres else "SQLite"
+    print(
+        f"{args.files} live files, {args.commits} commits, {args.steps} steps x {args.rounds}, {database}"
+    )
     for label, times in steps.items():
         median = statistics.median(times)
         print(f"{label:10} median {median:7.1f} ms  mean {statistics.mean(times):7.1f} ms"
