@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -29,13 +30,18 @@ from audit.core.health.compute import (
     ACTIVITY_DAYS,
     Activity,
     compute_health,
+    file_totals,
     log_sizes,
     small_file_limit,
+    totals_fit,
 )
+from audit.core.health.file_totals import FileTotals
 from audit.core.health.tombstones import snapshot_from_history
+from audit.core.history.state_cache import KeptFiles
 from audit.core.history.summary import History
 from audit.core.history.unpublished import table_publish_lag
 from audit.core.log import LOG_DIR, commit_file_name, parse_commit
+from audit.core.model import TableState
 from audit.core.vocab import OperationClass
 from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.models import Commit, Table
@@ -240,7 +246,8 @@ def store_table_health(
         and isinstance(prev_log.get("bytes"), int)
     )
     sizes = {} if incremental else log_sizes(history.get_log())
-    health = compute_health(snapshot, listing, sizes, stored_activity(table_id))
+    totals = _file_totals(table_id, snapshot.state)
+    health = compute_health(snapshot, listing, sizes, stored_activity(table_id), totals)
     if incremental:
         assert chunk is not None
         health["log"]["bytes"] = prev_log["bytes"] + chunk[1]
@@ -249,6 +256,32 @@ def store_table_health(
         health["publish_lag"] = lag
     TableHealth.objects.update_or_create(table_id=table_id, defaults=health_fields(health))
     return health
+
+
+def _kept_totals() -> KeptFiles | None:
+    global _kept
+    if _kept is None and settings.AUDIT_STATE_CACHE_FILES > 0:
+        _kept = KeptFiles(settings.AUDIT_STATE_CACHE_FILES)
+    return _kept
+
+
+_kept: KeptFiles | None = None
+
+
+def _file_totals(table_id: int, state: TableState) -> FileTotals:
+    """The per-file sums of the health of `state`: those this process stored last for the
+    table, moved by the files that differ (a step's commits change a few of 20,000), else
+    summed afresh. Kept per process with the files they sum (AUDIT_STATE_CACHE_FILES)."""
+    kept = _kept_totals()
+    previous = kept.take(table_id) if kept is not None else None
+    if previous is not None and totals_fit(previous[1], state):
+        files, totals = previous
+        totals.advance(files, state.files)
+    else:
+        totals = file_totals(state)
+    if kept is not None:
+        kept.put(table_id, (dict(state.files), totals), len(state.files))
+    return totals
 
 
 def health_fields(health: dict[str, Any]) -> dict[str, Any]:

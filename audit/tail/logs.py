@@ -108,7 +108,7 @@ def forget(uri: str) -> None:
     if entry is not None and _cache is not None:
         _cache.drop_table(entry[0].uri)
     if entry is not None and _states is not None:
-        _states.drop_table(entry[0].uri)
+        _states.take(entry[0].uri)
     shared.drop(uri)  # after an error the pool starts over from a full listing too
 
 

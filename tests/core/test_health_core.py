@@ -19,9 +19,9 @@ from audit.core.health.compute import (
     health_at,
     parse_interval_ms,
     quiet_window,
-    size_histogram,
 )
 from audit.core.health.diff import diff_versions
+from audit.core.health.file_totals import size_histogram
 from audit.core.history.summary import load_history
 from audit.core.log import open_log
 from tests.support.health_tables import (

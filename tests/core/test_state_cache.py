@@ -106,8 +106,8 @@ def test_it_is_bounded_by_the_files_it_holds(tmp_path):
         tables.append(TailedLog(open_store(str(path)), None, None))
     states = StateCache(max_files=16)  # 4 live files a table: four tables fit
     for log in tables:
-        states.put(log.uri, -1, log.snapshot())
+        states.put_state(log.uri, -1, log.snapshot())
     assert states.files == 16 and list(states._items) == [log.uri for log in tables[1:]]
     small = StateCache(max_files=12)  # a table over a quarter of the bound is not kept
-    small.put(tables[0].uri, -1, tables[0].snapshot())
+    small.put_state(tables[0].uri, -1, tables[0].snapshot())
     assert small.files == 0 and not small._items

@@ -9,8 +9,6 @@ the conflict matrix, resolved for this table's settings, says the two can confli
 from __future__ import annotations
 
 import re
-import statistics
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +21,11 @@ from audit.core.advice.matrix import (
     uses_zorder,
     verdict_for,
 )
+from audit.core.health.file_totals import FileTotals
 from audit.core.health.tombstones import Snapshot, snapshot_at
 from audit.core.history.summary import History
 from audit.core.log import LOG_DIR, DeltaLog
-from audit.core.model import AddFile, CommitSummary, LogListing, TableState, partition_key
+from audit.core.model import CommitSummary, LogListing, TableState
 from audit.core.numbers import log_int
 from audit.core.vocab import IsolationLevel, OperationClass, Verdict
 
@@ -37,7 +36,6 @@ HOUR_MS = 3600 * 1000
 DEFAULT_DELETED_FILE_RETENTION = "interval 7 days"
 DEFAULT_LOG_RETENTION = "interval 30 days"
 DEFAULT_CHECKPOINT_INTERVAL = 10  # Delta's default (Spark); delta-rs uses 100
-TOP_PARTITIONS = 20
 # Recommendation thresholds: enough small files to matter, and a real share of the table.
 SMALL_FILES_MIN = 10
 SMALL_FILES_RATIO = 0.25
@@ -214,137 +212,50 @@ def log_sizes(log: DeltaLog) -> dict[int, int]:
     return out
 
 
+def file_totals(state: TableState) -> FileTotals:
+    """The per-file sums of `state`'s live files (the health's file sections)."""
+    limit = small_file_limit(state.properties)
+    return FileTotals.of(state.files.values(), limit, bool(state.partition_columns))
+
+
+def totals_fit(totals: FileTotals, state: TableState) -> bool:
+    """Whether sums kept for another version of the table still apply to `state` (the same
+    small-file limit, partitioned or not): then `advance` brings them to its files."""
+    limit = small_file_limit(state.properties)
+    return totals.limit == limit and totals.partitioned == bool(state.partition_columns)
+
+
 def compute_health(
-    snapshot: Snapshot, listing: LogListing, sizes: dict[int, int], activity: Activity
+    snapshot: Snapshot,
+    listing: LogListing,
+    sizes: dict[int, int],
+    activity: Activity,
+    totals: FileTotals | None = None,
 ) -> dict[str, Any]:
-    """The health document of one version (field names are the API's and the CLI's)."""
+    """The health document of one version (field names are the API's and the CLI's).
+    `totals`: the sums of the state's files when the caller kept them (`FileTotals.advance`)."""
     state = snapshot.state
     props = state.properties
-    files = list(state.files.values())
-    limit = small_file_limit(props)
-    small = [f for f in files if (f.size or 0) < limit]
-    records, without_stats = num_records(files)
+    files = (totals or file_totals(state)).sections()
     health: dict[str, Any] = {
         "version": state.version,
         "timestamp": snapshot.timestamp,
-        "num_files": len(files),
-        "total_bytes": sum(f.size or 0 for f in files),
-        "num_records": records,
+        "num_files": files["num_files"],
+        "total_bytes": files["total_bytes"],
+        "num_records": files["num_records"],
         "target_file_size": target_file_size(props),
-        "file_size_histogram": size_histogram(f.size or 0 for f in files),
-        "small_files": {
-            "count": len(small),
-            "bytes": sum(f.size or 0 for f in small),
-            "threshold": limit,
-        },
-        "files_without_stats": without_stats,
-        "partitions": partition_health(files, state.partition_columns),
+        "file_size_histogram": files["file_size_histogram"],
+        "small_files": files["small_files"],
+        "files_without_stats": files["files_without_stats"],
+        "partitions": files["partitions"],
         "tombstones": tombstone_health(snapshot, props),
         "checkpoint": checkpoint_health(listing, state.version, props),
         "log": log_health(listing, state.version, sizes, props),
-        "deletion_vectors": dv_health(files),
+        "deletion_vectors": files["deletion_vectors"],
     }
     health["partition_skew"] = health["partitions"].pop("skew")
     health["recommendations"] = recommendations(health, state, activity)
     return health
-
-
-def size_histogram(sizes: Any) -> list[dict[str, int]]:
-    """Power-of-two buckets, contiguous from the smallest to the largest non-empty one."""
-    # The smallest 2**e >= size; counted by Counter's C loop (a tail step computes the health
-    # of every live file: this and the two loops below were most of a step on 20,000 files).
-    counts = Counter(max(int(size) - 1, 0).bit_length() for size in sizes)
-    if not counts:
-        return []
-    return [{"le": 1 << e, "count": counts.get(e, 0)} for e in range(min(counts), max(counts) + 1)]
-
-
-_NUM_RECORDS = re.compile(r'\s*\{\s*"numRecords"\s*:\s*([0-9]+)\s*[,}]')
-
-
-def record_count(add: AddFile) -> int | None:
-    """`numRecords` of a file's stats.
-
-    Spark and delta-rs write it as the first key: then it is read without parsing the whole
-    stats JSON (a 400k-file table would otherwise parse 400k documents of min/max values to
-    read one integer). Any other layout is parsed properly, so a column that happens to be
-    named numRecords inside minValues is never mistaken for it.
-    """
-    stats = add.stats
-    if not stats:
-        return None
-    m = _NUM_RECORDS.match(stats)
-    if m:
-        return log_int(m.group(1))
-    try:
-        parsed = orjson.loads(stats)
-    except orjson.JSONDecodeError:
-        return None
-    value = parsed.get("numRecords") if isinstance(parsed, dict) else None
-    return log_int(value) if type(value) is int else None
-
-
-def num_records(files: list[AddFile]) -> tuple[int | None, int]:
-    """Rows in the live files (minus rows their deletion vectors delete; None when a file has
-    no stats) and the number of files without stats, in one pass."""
-    total: int | None = 0
-    without = 0
-    first_key = _NUM_RECORDS.match
-    for f in files:
-        stats = f.stats
-        found = first_key(stats) if stats else None
-        digits = found.group(1) if found is not None else ""
-        if 0 < len(digits) <= 18 and not f.deletion_vector:
-            # record_count's common case, inline: 18 digits are always in the int64 range.
-            if total is not None:
-                total += int(digits)
-            continue
-        count = record_count(f)
-        if count is None:
-            without += 1
-            total = None
-        elif total is not None:
-            total += count - deleted_rows(f)
-    return total, without
-
-
-def deleted_rows(add: AddFile) -> int:
-    """Rows the file's deletion vector deletes (0 without one)."""
-    dv = add.deletion_vector or {}
-    return log_int(dv.get("cardinality")) or 0
-
-
-def _sortable(key: tuple) -> tuple:
-    return tuple((name, value is None, value or "") for name, value in key)
-
-
-_NO_VALUES: dict[str, str | None] = {}
-
-
-def partition_health(files: list[AddFile], columns: list[str]) -> dict[str, Any]:
-    if not columns:
-        return {"count": 0, "top": [], "skew": None}
-    totals: dict[tuple, list[int]] = {}
-    for f in files:
-        values = f.partition_values or _NO_VALUES
-        # partition_key without a sort of one item (most tables have one partition column).
-        key = tuple(values.items()) if len(values) < 2 else partition_key(values)
-        entry = totals.setdefault(key, [0, 0])
-        entry[0] += 1
-        entry[1] += f.size or 0
-    # Null partition values sort after the others (None and str do not compare).
-    ranked = sorted(totals.items(), key=lambda kv: (-kv[1][1], _sortable(kv[0])))
-    byte_counts = [v[1] for v in totals.values()]
-    median = statistics.median(byte_counts) if byte_counts else 0
-    skew = round(max(byte_counts) / median, 3) if median else None
-    return {
-        "count": len(totals),
-        "top": [
-            {"values": dict(key), "num_files": n, "bytes": b}
-            for key, (n, b) in ranked[:TOP_PARTITIONS]
-        ],
-        "skew": skew,
-    }
 
 
 def tombstone_health(snapshot: Snapshot, props: dict[str, str]) -> dict[str, Any]:
@@ -396,11 +307,6 @@ def log_health(
         "oldest_version": versions[0] if versions else None,
         "log_retention": props.get("delta.logRetentionDuration", DEFAULT_LOG_RETENTION),
     }
-
-
-def dv_health(files: list[AddFile]) -> dict[str, int]:
-    with_dv = [f for f in files if f.deletion_vector]
-    return {"files": len(with_dv), "deleted_rows": sum(deleted_rows(f) for f in with_dv)}
 
 
 # --------------------------------------------------------------------------- recommendations

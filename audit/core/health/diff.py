@@ -15,7 +15,7 @@ from audit.core.health.changes import (
     protocol_change,
     protocol_dict,
 )
-from audit.core.health.compute import deleted_rows, num_records
+from audit.core.health.file_totals import deleted_rows, num_records
 from audit.core.history.commit_summary import summarize_commit
 from audit.core.log import DeltaLog, apply_commit
 from audit.core.model import AddFile, TableState, partition_key

@@ -230,14 +230,14 @@ class TailedLog(DeltaLog):
             return super().snapshot(version)
         target = self.listing.latest_version if version is None else version
         origin = replay_origin(self.listing, target)
-        state = self.states.take(self.uri, origin, self.listing, target)
+        state = self.states.take_state(self.uri, origin, self.listing, target)
         if state is None:
             state = super().snapshot(version)
         else:
             for commit in self.iter_commits(state.version + 1, target):
                 apply_commit(state, commit)
             state.version = target
-        self.states.put(self.uri, origin, state)
+        self.states.put_state(self.uri, origin, state)
         return state
 
     def relist(self) -> LogListing:
@@ -246,7 +246,7 @@ class TailedLog(DeltaLog):
         if self.cache is not None:
             self.cache.drop_table(self.uri)
         if self.states is not None:
-            self.states.drop_table(self.uri)
+            self.states.take(self.uri)
         self.full_listings += 1
         self.listing = list_log(self.store)
         return self.listing
