@@ -6,15 +6,13 @@ vectors with odd cardinalities, sizes of 0 and None, partitions of 0, 1 and 2 co
 from __future__ import annotations
 
 import random
-import statistics
 
 from audit.core.health.file_totals import (
-    TOP_PARTITIONS,
     FileTotals,
-    _sortable,
     deleted_rows,
     num_records,
     partition_health,
+    ranked_partitions,
     record_count,
     size_histogram,
 )
@@ -77,22 +75,13 @@ def _reference_histogram(sizes):
 
 
 def _reference_partitions(files):
+    """The per-partition totals keyed by partition_key (the ranking is shared)."""
     totals: dict[tuple, list[int]] = {}
     for f in files:
         entry = totals.setdefault(partition_key(f.partition_values), [0, 0])
         entry[0] += 1
         entry[1] += f.size or 0
-    ranked = sorted(totals.items(), key=lambda kv: (-kv[1][1], _sortable(kv[0])))
-    byte_counts = [v[1] for v in totals.values()]
-    median = statistics.median(byte_counts) if byte_counts else 0
-    return {
-        "count": len(totals),
-        "top": [
-            {"values": dict(key), "num_files": n, "bytes": b}
-            for key, (n, b) in ranked[:TOP_PARTITIONS]
-        ],
-        "skew": round(max(byte_counts) / median, 3) if median else None,
-    }
+    return ranked_partitions(totals)
 
 
 def test_they_answer_what_the_plain_loops_answered():

@@ -26,7 +26,7 @@ import heapq
 import os
 import pickle
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -35,6 +35,7 @@ from audit.core import serialize
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log, paused_gc
 from audit.core.log import DeltaLog
+from audit.core.log.replay import copy_state
 from audit.core.model import (
     CommitSummary,
     Finding,
@@ -118,14 +119,7 @@ class ListedLog(DeltaLog):
         state = self._snapshots.get(version)
         if state is None:
             state = self._snapshots[version] = super().snapshot(version)
-        return replace(
-            state,
-            files=dict(state.files),
-            txns=dict(state.txns),
-            domain_metadata=dict(state.domain_metadata),
-            clustering_columns=list(state.clustering_columns),
-            identity_columns=list(state.identity_columns),
-        )
+        return copy_state(state)
 
 
 @dataclass(frozen=True)
