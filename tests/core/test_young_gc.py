@@ -24,7 +24,7 @@ def _dropped_cycle() -> weakref.ref:
 
 def _churn() -> None:
     """Allocate enough containers that the collector's youngest generation runs, if enabled."""
-    kept = [[] for _ in range(5_000)]
+    kept = [[] for _ in range(50_000)]
     del kept
 
 
