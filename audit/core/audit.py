@@ -17,6 +17,7 @@ cached per (predicate, partition columns) in the TableContext.
 from __future__ import annotations
 
 import bisect
+import contextlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -92,15 +93,17 @@ def audit_history(
     read_roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
     key_columns: list[str] | tuple[str, ...] = (),
+    pause_gc: bool = True,
 ) -> AuditResult:
     """Audit a history. `versions=(lo, hi)` keeps only commits whose (read, commit] interval
     overlaps [lo, hi] (the incremental re-audit of a window). Data files are read only inside
     `read_roots` (None: the table's own root only; audit/core/storage/roots.py). A witness keeps at most
     `sample_rows` matching rows (0: counts and file names only; None: the witness's default).
     `key_columns`: the table's declared key, looked for twice among the live rows (full audits
-    that read data only)."""
+    that read data only). `pause_gc=False`: the caller runs the collector its own way
+    (`young_gc`)."""
     # The audit builds per-commit results for the whole history: see `paused_gc`.
-    with paused_gc():
+    with paused_gc() if pause_gc else contextlib.nullcontext():
         return _audit_history(
             history, check_data, versions, read_roots, sample_rows, list(key_columns)
         )

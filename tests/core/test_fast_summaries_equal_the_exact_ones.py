@@ -234,9 +234,11 @@ def test_the_forked_part_derives_isolation_from_the_properties_in_force(
 def test_the_streamed_report_is_byte_identical_to_one_dump(bench_log, monkeypatch):
     import io
 
+    from audit.core import report
     from audit.core.report import CommitEntries, write_json
 
     monkeypatch.setattr(CommitEntries, "CHUNK", 7)  # many chunks, the last one short
+    monkeypatch.setattr(report, "_LIST_CHUNK", 3)  # the findings a slice at a time too
     for path in [bench_log, *_every_table()[:40]]:
         try:
             history = load_history(str(path))
@@ -249,6 +251,22 @@ def test_the_streamed_report_is_byte_identical_to_one_dump(bench_log, monkeypatc
             out = io.BytesIO()
             write_json(streamed, out)
             assert out.getvalue() == orjson.dumps(whole, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+
+
+def test_a_streamed_list_that_needs_the_sanitiser_is_sanitised_whole(monkeypatch):
+    import io
+
+    from audit.core import report
+    from audit.core.jsonsafe import json_text
+
+    monkeypatch.setattr(report, "_LIST_CHUNK", 2)
+    # A NUL in the first slice, a sum past 64 bits in the last: `_dumps` sanitises the whole
+    # list (the NUL too), so the slices written as they come would differ.
+    items = [{"s": "a\x00b"}, {"n": 1}, {"n": 2}, {"n": 2**70}]
+    out = io.BytesIO()
+    report.write_json({"findings": items}, out)
+    assert out.getvalue() == b'{"findings":' + json_text(items).encode() + b"}\n"
+    assert b"\\u0000" not in out.getvalue()
 
 
 def _refs_on_both_paths(path: Path) -> tuple[int, int]:

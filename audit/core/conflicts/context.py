@@ -36,11 +36,16 @@ class TableContext:
         self.clustered = bool(history.state.clustering_columns)
         summaries = history.summaries
         self._first = summaries[0].version if summaries else 0
-        # Index by version offset; gaps (missing commits) stay None.
+        # Index by version offset; gaps (missing commits) stay None. A whole log's versions
+        # are in a row: its list of summaries is that index already (no copy of 1M entries).
         last = summaries[-1].version if summaries else -1
-        self._by_offset: list[CommitSummary | None] = [None] * (last - self._first + 1)
-        for s in summaries:
-            self._by_offset[s.version - self._first] = s
+        self._by_offset: list[CommitSummary | None]
+        if all(s.version == self._first + i for i, s in enumerate(summaries)):
+            self._by_offset = summaries
+        else:
+            self._by_offset = [None] * (last - self._first + 1)
+            for s in summaries:
+                self._by_offset[s.version - self._first] = s
         # Versions that can conflict with a commit that read nothing.
         self.special_versions = [
             s.version

@@ -163,7 +163,11 @@ def read_scope(txn: CommitSummary, ctx: TableContext, read_version: int | None =
         return SCOPE_NONE
     at = read_version if read_version is not None else txn.version - 1
     partition_columns = ctx.partition_columns_at(at)
-    removed = txn.removed_partitions | txn.compacted_removed_partitions
+    # The summary's own set when nothing was compacted: a union would copy it into every
+    # scope that keeps it (the windowed commits' scopes live as long as the audit).
+    removed = txn.removed_partitions
+    if txn.compacted_removed_partitions:
+        removed = removed | txn.compacted_removed_partitions
     predicate = txn.predicate
     has_predicate = has_condition(txn)
     if not txn.files_added and not txn.has_removes and not has_predicate:

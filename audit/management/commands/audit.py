@@ -19,7 +19,7 @@ from audit.core.data.keys import parse_key_columns
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.health.sections import add_data_scan, add_health_and_changes
 from audit.core.history.parallel import spare_core
-from audit.core.history.summary import load_history, paused_gc
+from audit.core.history.summary import load_history, paused_gc, young_gc
 from audit.core.history.unpublished import audit_unpublished
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.vocab import Severity
@@ -90,13 +90,16 @@ class Command(BaseCommand):
             # A local user's one-shot tool: the audited table's own root is allowed too
             # (its data files), the other roots only as configured (shallow clones).
             roots = [*allowed_roots(), history.table_uri]
-            result = audit_history(
-                history,
-                check_data=not options["no_data"],
-                read_roots=roots,
-                sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
-                key_columns=keys,
-            )
+            # The history lives to the end: frozen, and the audit's own garbage collected.
+            with young_gc():
+                result = audit_history(
+                    history,
+                    check_data=not options["no_data"],
+                    read_roots=roots,
+                    sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+                    key_columns=keys,
+                    pause_gc=False,
+                )
             scanned = self._print(history, result, options, keys, roots)
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
