@@ -258,14 +258,14 @@ def store_table_health(
     return health
 
 
+_kept: KeptFiles | None = None
+
+
 def _kept_totals() -> KeptFiles | None:
     global _kept
     if _kept is None and settings.AUDIT_STATE_CACHE_FILES > 0:
         _kept = KeptFiles(settings.AUDIT_STATE_CACHE_FILES)
     return _kept
-
-
-_kept: KeptFiles | None = None
 
 
 def _file_totals(table_id: int, state: TableState) -> FileTotals:

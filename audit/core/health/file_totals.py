@@ -125,19 +125,8 @@ def ranked_partitions(totals: dict[tuple, list[int]]) -> dict[str, Any]:
 
 
 def partition_health(files: Iterable[AddFile], columns: list[str]) -> dict[str, Any]:
-    if not columns:
-        return {"count": 0, "top": [], "skew": None}
-    totals: dict[tuple, list[int]] = {}
-    for f in files:
-        entry = totals.setdefault(_partition(f), [0, 0])
-        entry[0] += 1
-        entry[1] += f.size or 0
-    return ranked_partitions(totals)
-
-
-def dv_health(files: Iterable[AddFile]) -> dict[str, int]:
-    with_dv = [f for f in files if f.deletion_vector]
-    return {"files": len(with_dv), "deleted_rows": sum(deleted_rows(f) for f in with_dv)}
+    """count / top / skew of the files' partitions (the health's `partitions` section)."""
+    return FileTotals.of(files, 0, bool(columns)).sections()["partitions"]
 
 
 @dataclass

@@ -94,7 +94,8 @@ class StateCache(KeptFiles):
         return entry[1]
 
     def put_state(self, uri: str, origin: int, state: TableState) -> None:
-        """Keep a copy of `state` (the caller goes on changing its own)."""
+        """Keep a copy of `state` (the caller goes on changing its own); a state `put` would
+        refuse is not copied first."""
         if len(state.files) > self.max_files // 4:
             self.take(uri)
             return
