@@ -34,19 +34,19 @@ NEEDS_ATTENTION = Q(status="open", acknowledged_at__isnull=True)
 
 
 def _count_per_table(severity: Severity, attention: bool) -> RawSQL:
-    # A correlated count per table on the (table, status, severity) index: no JOIN and GROUP BY
-    # over every finding, and a paginator's COUNT(*) needs none of it. Written as SQL because
-    # the ORM spent ~3 ms per Subquery building them (six per tables-list request, profiled
-    # at 1M commits): the list is cold whenever any table is tailed. Same rows as OPEN and
-    # NEEDS_ATTENTION above.
-    finding, table = Finding._meta.db_table, Table._meta.db_table
+    # The table's stored count (FindingCounts, kept by triggers), 0 when it has never had a
+    # finding. Counting the findings per request (a correlated COUNT per severity on the
+    # (table, status, severity) index) cost ~7.6 ms of PostgreSQL CPU per list of 21 tables
+    # over 5,000 findings and capped the list under a writer (docs/performance.md). Written as
+    # SQL because the ORM spent ~3 ms per Subquery building them: the list is cold whenever
+    # any table is tailed. Same rows as OPEN and NEEDS_ATTENTION above.
+    counts, table = "audit_findingcounts", Table._meta.db_table
+    column = f"{'attention' if attention else 'open'}_{severity}"
     sql = (
-        f'SELECT COUNT(*) FROM "{finding}" WHERE "{finding}"."table_id" = "{table}"."id"'
-        f' AND "{finding}"."status" = %s AND "{finding}"."severity" = %s'
+        f'COALESCE((SELECT "{counts}"."{column}" FROM "{counts}"'
+        f' WHERE "{counts}"."table_id" = "{table}"."id"), 0)'
     )
-    if attention:
-        sql += f' AND "{finding}"."acknowledged_at" IS NULL'
-    return RawSQL(sql, ("open", str(severity)), output_field=IntegerField())
+    return RawSQL(sql, (), output_field=IntegerField())
 
 
 class Project(models.Model):
@@ -460,6 +460,37 @@ def _acknowledger_changed(sender: Any, instance: Any, **kwargs: Any) -> None:
 
 signals.post_save.connect(_acknowledger_changed, sender=settings.AUTH_USER_MODEL)
 signals.pre_delete.connect(_acknowledger_changed, sender=settings.AUTH_USER_MODEL)
+
+
+class FindingCounts(models.Model):
+    """A table's open findings by severity (`open_<severity>`, OPEN) and those of them not
+    acknowledged (`attention_<severity>`, NEEDS_ATTENTION): what the tables list, the overview
+    and their orderings show of every table on every request.
+
+    Written only by the database: triggers on audit_finding add and subtract each row's part on
+    insert, on a change of its status, severity, acknowledgement or table, and on delete, and a
+    trigger on audit_table drops a deleted table's row (migration 0017). So every way a finding
+    is written (the ORM, bulk_create and bulk_update, `.update()`, raw SQL, a cascade) keeps it
+    exact, in the transaction that writes the finding. No foreign key constraint: a cascade
+    deletes the findings (which update this row) before the table (whose trigger deletes it).
+    """
+
+    table = models.OneToOneField(
+        Table,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        primary_key=True,
+        related_name="finding_counts",
+    )
+    open_info = models.BigIntegerField(default=0)
+    open_warning = models.BigIntegerField(default=0)
+    open_critical = models.BigIntegerField(default=0)
+    attention_info = models.BigIntegerField(default=0)
+    attention_warning = models.BigIntegerField(default=0)
+    attention_critical = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"finding counts of table {self.table_id}"
 
 
 class FindingFlip(models.Model):

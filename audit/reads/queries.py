@@ -33,7 +33,16 @@ from django.db.models import (
 from django.db.models.expressions import RawSQL
 
 from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_ORDER
-from audit.models import NEEDS_ATTENTION, OPEN, Commit, CommitRollup, Finding, Project, Table
+from audit.models import (
+    NEEDS_ATTENTION,
+    OPEN,
+    Commit,
+    CommitRollup,
+    Finding,
+    FindingCounts,
+    Project,
+    Table,
+)
 from audit.reads import rollups, timeline_sql
 from audit.reads.prepared import Prepared, PreparedIn, PreparedRows, fetch_sql
 from audit.reads.timeline import timeline_json
@@ -132,46 +141,50 @@ def _table_row_query(pk: int) -> QuerySet[Table]:
 _table_with_health_flag = Prepared(_table_row_query)
 
 
-def _per_severity(rows: dict[str, int]) -> dict[str, int]:
-    return {str(s): rows.get(s, 0) for s in SEVERITY_ORDER}
+# FindingCounts' columns, `open_<severity>` then `attention_<severity>`, in SEVERITY_ORDER.
+_COUNT_COLUMNS = [f"{part}_{s}" for part in ("open", "attention") for s in SEVERITY_ORDER]
 
 
 def finding_counts(table_id: int) -> dict[str, dict[str, int]]:
-    """One table's `{"open": {severity: n}, "attention": {severity: n}}`, in one query.
-
-    Plain SQL compiled once (OPEN and NEEDS_ATTENTION written out, from the (table, status,
-    severity, acknowledged_at) index alone): the table page's status
-    poll asks it every few seconds per open tab, and the ORM spent ~0.4 ms building it."""
-    open_, attention = {}, {}
-    for severity, n_open, n_attention in fetch_sql(
-        "finding_counts", _finding_counts_sql, [table_id, Finding.Status.OPEN.value]
-    ):
-        open_[severity] = n_open
-        attention[severity] = int(n_attention)
-    return {"open": _per_severity(open_), "attention": _per_severity(attention)}
+    """One table's `{"open": {severity: n}, "attention": {severity: n}}`: its FindingCounts
+    row (kept by triggers), one key lookup. The table page's status poll asks it every few
+    seconds per open tab."""
+    rows = fetch_sql("finding_counts", _finding_counts_sql, [table_id])
+    numbers = [int(n) for n in rows[0]] if rows else [0] * len(_COUNT_COLUMNS)
+    per = len(SEVERITY_ORDER)
+    return {
+        part: {
+            str(s): n for s, n in zip(SEVERITY_ORDER, numbers[i * per : (i + 1) * per], strict=True)
+        }
+        for i, part in enumerate(("open", "attention"))
+    }
 
 
 def _finding_counts_sql() -> str:
-    quote = connection.ops.quote_name
-    meta = Finding._meta
-    table, severity, status, acked = (quote(meta.get_field(f).column)
-                                      for f in ("table", "severity", "status", "acknowledged_at"))  # fmt: skip
-    return (
-        f"SELECT {severity}, COUNT(*), SUM(CASE WHEN {acked} IS NULL THEN 1 ELSE 0 END) "
-        f"FROM {quote(meta.db_table)} WHERE {table} = %s AND {status} = %s "
-        f"GROUP BY {severity}"
-    )
+    table = FindingCounts._meta.db_table
+    return f"SELECT {', '.join(_COUNT_COLUMNS)} FROM {table} WHERE table_id = %s"
 
 
 def attention_totals(projects: frozenset[int] | None = None) -> dict[str, int]:
     """Findings needing attention over every table (of `projects`, ids; None: of every
-    project), per severity (the overview's totals). Every table's by SQL compiled once (the
-    ORM's building and compiling cost more than the count)."""
-    if projects is None:
-        rows = dict(_attention_per_severity())
-    else:
-        rows = dict(_attention_per_severity_in(sorted(projects)))
-    return {str(s): rows.get(str(s), 0) for s in SEVERITY_ORDER}
+    project), per severity (the overview's totals): a sum of the tables' FindingCounts."""
+    ids = None if projects is None else sorted(projects)
+    if ids is not None and not ids:
+        return {str(s): 0 for s in SEVERITY_ORDER}
+    name = ("attention_totals", None if ids is None else len(ids))
+    (sums,) = fetch_sql(name, lambda: _attention_totals_sql(ids), ids or [])
+    return {str(s): int(n or 0) for s, n in zip(SEVERITY_ORDER, sums, strict=True)}
+
+
+def _attention_totals_sql(ids: list[int] | None) -> str:
+    counts, table = FindingCounts._meta.db_table, Table._meta.db_table
+    sums = ", ".join(f"SUM(c.attention_{s})" for s in SEVERITY_ORDER)
+    if ids is None:
+        return f"SELECT {sums} FROM {counts} c"
+    return (
+        f"SELECT {sums} FROM {counts} c JOIN {table} t ON t.id = c.table_id"
+        f" WHERE t.project_id IN ({', '.join(['%s'] * len(ids))})"
+    )
 
 
 def table_counts(projects: frozenset[int] | None = None) -> tuple[int, int]:
@@ -184,27 +197,10 @@ def table_counts(projects: frozenset[int] | None = None) -> tuple[int, int]:
     return sum(rows.values()), rows.get(Table.Status.ERROR.value, 0)
 
 
-_attention_per_severity = PreparedRows(
-    lambda: (
-        Finding.objects.filter(NEEDS_ATTENTION)
-        .order_by()
-        .values_list("severity")
-        .annotate(Count("id"))
-    ),
-    0,
-)
 _tables_per_status = PreparedRows(
     lambda: Table.objects.order_by().values_list("status").annotate(Count("id")), 0
 )
 # The same for a reader of some projects (compiled per number of projects).
-_attention_per_severity_in = PreparedIn(
-    lambda *projects: (
-        Finding.objects.filter(NEEDS_ATTENTION, table__project_id__in=projects)
-        .order_by()
-        .values_list("severity")
-        .annotate(Count("id"))
-    )
-)
 _tables_per_status_in = PreparedIn(
     lambda *projects: (
         Table.objects.filter(project_id__in=projects)

@@ -1,16 +1,13 @@
-"""The tables list's per-table finding counts read the (table, status, severity) index on
-PostgreSQL, whatever the statistics say.
+"""The tables list reads no finding: each table's counts are one row of FindingCounts, found
+by its key, whatever the statistics say (PostgreSQL's planner).
 
-A lake where one table holds every finding is common (a first table backfilled, the others
-clean). ANALYZE then records one distinct `table_id`, so the planner priced
-`table_id = <the outer table>` as matching every finding and counted each table's findings
-through the (status, severity) index, re-reading every open finding of that severity and
-filtering by table: 6 counts x every listed table. Before a VACUUM (a live lake's new findings,
-or a server running without autovacuum) no index-only scan was cheaper, and a list of 21 tables
-over 5,000 findings took ~250-320 ms of PostgreSQL CPU (37,643 buffers) per request instead of
-~13 ms (1,305 buffers): with a writer storing commits to 20 tables every second, the list fell
-to 13 requests a second (bench/bench_api.py --writer). Migration 0014 states that findings are
-spread over many tables (`n_distinct` of `audit_finding.table_id`).
+History: the list counted each table's open findings by severity with six correlated COUNTs.
+On a lake where one table holds every finding (a first table backfilled, the others clean),
+ANALYZE records one distinct `table_id`, the planner priced `table_id = <the outer table>` as
+matching every finding, and counted through the (status, severity) index: ~250-320 ms of
+PostgreSQL CPU per list of 21 tables over 5,000 findings before a VACUUM. Migration 0014 fixed
+the plan (an `n_distinct` override); the counts still cost ~7.6 ms of PostgreSQL CPU per list,
+most of a request under a writer. Migration 0017 stores them (tests/app/test_finding_counts.py).
 """
 
 from __future__ import annotations
@@ -61,14 +58,18 @@ def _plan(sql: str, params: list) -> str:
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner")
 @pytest.mark.parametrize("shape", [("", ""), ("open_findings", "ok")])
-def test_each_count_reads_the_tables_own_index_entries(shape):
+def test_each_count_is_one_stored_row_and_no_finding_is_read(shape):
     _skewed_lake()
     from audit.api.views import _narrowing
 
     compiled, positions = list_sql.DefaultTablesPage._compile(None, 100, _narrowing(*shape))
-    plan = _plan(compiled.sql, list(_substitute(compiled.params, positions, ())))
-    scans = [line for line in plan.splitlines() if re.search(r" on audit_finding( |$)", line)]
-    assert len(scans) >= 6, plan
-    # Every count is a scan of the table's own entries, none a scan of every open finding.
-    assert all("using audit_finding_status on audit_finding" in line for line in scans), plan
-    assert "audit_finding_open" not in plan, plan
+    params = list(_substitute(compiled.params, positions, ()))
+    plan = _plan(compiled.sql, params)
+    assert not re.search(r" on audit_finding( |$)", plan), plan
+    lookups = [line for line in plan.splitlines() if " on audit_findingcounts" in line]
+    assert len(lookups) >= 6 and all("audit_findingcounts_pkey" in line for line in lookups), plan
+    # And the numbers are the findings': 3,000 on the first table, 600 resolved.
+    rows = compiled.rows(compiled.sql, params)
+    first = next(row for row in rows if row["name"] == "t00")
+    assert sum(first[f"open_{s}"] for s in ("info", "warning", "critical")) == 2400
+    assert all(row[f"open_{s}"] == 0 for row in rows if row is not first for s in ("info",))
