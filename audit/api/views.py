@@ -160,7 +160,6 @@ class TableViewSet(
             shape = _prepared_shape(request.query_params)
             if shape is not None:  # a list of a common shape: its SQL compiled once
                 size = self.paginator.page_size
-                ids = access.visible_project_ids(request.user)
                 rows = list_sql.default_tables_page.page(ids, size, shape, _narrowing(*shape))
                 if rows is not None:  # the whole list: DRF's body for one page
                     data = list_sql.table_rows(rows, context)
@@ -173,8 +172,8 @@ class TableViewSet(
             data = list_sql.table_rows(rows, context)
             return ORJSONRenderer().render(self.get_paginated_response(data).data)
 
-        scope = access.scope_key(request.user)
-        body = cache.tables_list_body(request, page, scope, s.TABLE_LIST_COLUMNS)
+        ids = access.visible_project_ids(request.user)  # the key's scope and the page's rows
+        body = cache.tables_list_body(request, page, access.scope_of(ids), s.TABLE_LIST_COLUMNS)
         return HttpResponse(body, content_type="application/json")
 
     def get_serializer_class(self):

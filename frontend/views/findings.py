@@ -33,7 +33,7 @@ MAX_CYCLE_EDGES = 40
 MAX_RELATED_SHOWN = 200
 
 
-def _filtered(form: FindingFilterForm, user: Any) -> tuple[Any, str]:
+def _filtered(form: FindingFilterForm, request: HttpRequest) -> tuple[Any, str]:
     """The findings the list's filters select of the reader's tables, newest first, and the
     status tab ("open" by default)."""
     status, filters = "open", {}
@@ -41,7 +41,7 @@ def _filtered(form: FindingFilterForm, user: Any) -> tuple[Any, str]:
         data = form.cleaned_data
         status = data.get("status") or "open"
         filters = {field: data[field] for field in ("table", "kind", "severity") if data.get(field)}
-    projects = access.visible_project_ids(user)
+    projects = access.request_projects(request)
     if projects is not None and (not projects or len(projects) > len(PLACEHOLDERS)):
         return _rows_query((False, status, filters), *sorted(projects or ())), status
     table = filters.pop("table", None)
@@ -105,7 +105,7 @@ def findings_list(request: HttpRequest) -> HttpResponse:
         cache.findings_page_generation,
         request,
         lambda: _findings_content(request),
-        access.scope_key(request.user),
+        access.scope_of(access.request_projects(request)),
     )
     return render(request, "frontend/findings.html", {"content": content})
 
@@ -113,9 +113,10 @@ def findings_list(request: HttpRequest) -> HttpResponse:
 def _findings_content(request: HttpRequest) -> str:
     """The findings page's content block: filters, rows and pager."""
     # The table dropdown and a chosen table show only names and URIs (str(table)).
-    tables = access.visible_tables(request.user).only("id", "name", "uri")
+    projects = access.request_projects(request)
+    tables = access.visible_tables(request.user, projects).only("id", "name", "uri")
     form = FindingFilterForm(request.GET or None, tables=tables)
-    rows, status = _filtered(form, request.user)
+    rows, status = _filtered(form, request)
     table = form.cleaned_data.get("table") if form.is_valid() else None
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
     page.object_list = [FindingRow(values) for values in page.object_list]

@@ -93,7 +93,7 @@ def index(request: HttpRequest) -> HttpResponse:
         cache.overview_page_generation,
         request,
         lambda: _overview_content(request, admin),
-        f"{admin}:{access.scope_key(request.user)}",
+        f"{admin}:{access.scope_of(access.request_projects(request))}",
     )
     register = ""
     if admin:
@@ -109,7 +109,7 @@ def _overview_content(request: HttpRequest, admin: bool) -> str:
     sort = request.GET.get("sort", "findings")
     if sort not in TABLE_SORTS:
         sort = "findings"
-    projects = access.visible_project_ids(request.user)
+    projects = access.request_projects(request)
     n_tables, n_errors = queries.table_counts(projects)
     if query:
         tables = _tables(sorted(projects) if projects is not None else None, sort)

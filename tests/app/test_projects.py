@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
 from audit.api.authentication import forget_tokens
@@ -245,3 +247,18 @@ def test_moving_a_table_between_projects_shows_at_once_in_cached_lists(people, u
     assert b"ledger" in page.get("/").content
     into(ledger, "finance")
     assert [t["name"] for t in client.get("/api/tables/").json()["results"]] == ["salaries"]
+
+
+@pytest.mark.parametrize("url", ["/api/tables/", "/", "/findings/"])
+def test_it_asks_a_readers_projects_once_a_request(client, member, settings, url):
+    """A cold list needs the reader's projects for its cache key and for its rows: one query
+    (access.request_projects), and still the reader's own (not another user's) projects."""
+    settings.AUDIT_API_LIST_CACHE_SECONDS = 0
+    settings.AUDIT_PAGE_CACHE_SECONDS = 0
+    Table.objects.create(uri="/lake/mine", name="mine", status="ok")
+    client.force_login(member)
+    with CaptureQueriesContext(connection) as queries_run:
+        response = client.get(url)
+    assert response.status_code == 200 and b"mine" in response.content
+    asked = [q["sql"] for q in queries_run.captured_queries if "audit_membership" in q["sql"]]
+    assert len(asked) == 1, asked

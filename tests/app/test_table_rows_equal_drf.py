@@ -75,3 +75,33 @@ def test_it_gives_drfs_rows_from_values_rows(tmp_path, zone):
     assert ours[1]["attention_findings"] == {"info": 0, "warning": 0, "critical": 1, "total": 1}
     stamp = ours[1]["last_commit_at"]
     assert stamp.endswith("Z") == (zone == "UTC") and stamp == reference[1]["last_commit_at"]
+
+
+def test_remembered_rows_are_the_rows_rendered_now(tmp_path):
+    """A row is remembered under its values, the time zone and the marks' function: a second
+    list in another zone, or after the table changed, shows what rendering now shows."""
+    bare, full = _tables(tmp_path)
+    listed = queries.tables_with_counts().select_related("health").order_by("id")
+    context = {"seconds_since": lambda at: 1.5}
+
+    def rendered(zone: str) -> tuple[list, list]:
+        with timezone.override(zone):
+            values = list(listed.values(*list_sql.TABLE_ROW_VALUES))
+            ours = list_sql.table_rows(values, context)
+            child = s.TableSerializer(context=context)
+            fresh = listed.all()  # not the queryset's cached rows
+            return ours, [serializers.ModelSerializer.to_representation(child, t) for t in fresh]
+
+    first, _ = rendered("UTC")
+    again, reference = rendered("UTC")
+    assert again[1] is first[1]  # remembered
+    assert orjson.dumps(again) == orjson.dumps(reference)
+    paris, reference = rendered("Europe/Paris")
+    assert paris[1] is not first[1] and orjson.dumps(paris) == orjson.dumps(reference)
+    assert paris[1]["last_commit_at"] != first[1]["last_commit_at"]
+
+    Finding.objects.filter(table=full).update(acknowledged_at=timezone.now())
+    Table.objects.filter(pk=bare.pk).update(last_seen_version=7, name="renamed")
+    changed, reference = rendered("UTC")
+    assert orjson.dumps(changed) == orjson.dumps(reference)
+    assert changed[1]["attention_findings"]["total"] == 0 and changed[0]["name"] == "renamed"
