@@ -3,7 +3,8 @@ stored through the tail's own path, so the caches' generations move while reader
 
     .venv/bin/python bench/bench_writer.py --database-url URL [--tables 20] [--seconds 600]
 
-Each table is a real Delta table under var/bench-writer/ (created with delta-rs, registered
+Each table is a real Delta table under var/bench-writer/ (`BENCH_WRITER_LAKE` moves it: give a
+baseline checkout the same folder, see below; created with delta-rs, registered
 with `register_table` into the default project, which the bench reader sees). Every second,
 each table gets one more commit (a blind append, as a streaming writer leaves: a commitInfo and
 one add action, written as a file like an engine does) and `audit.tail.step.tail_once` stores
@@ -24,7 +25,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-LAKE = ROOT / "var" / "bench-writer"
+# Its own folder by default; BENCH_WRITER_LAKE shares one lake between checkouts (a baseline
+# checkout measured against this one must write to the same 20 tables, or the bench database
+# gains 20 more tables with every checkout and the tables list grows between the peers).
+LAKE = Path(os.environ.get("BENCH_WRITER_LAKE") or ROOT / "var" / "bench-writer")
 
 _stop = False
 
@@ -83,6 +87,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=600)
     args = parser.parse_args()
     os.environ["DATABASE_URL"] = args.database_url
+    if not LAKE.resolve().is_relative_to(ROOT):  # the project folder is the default root
+        roots = os.environ.get("AUDIT_ALLOWED_ROOTS") or str(ROOT)
+        os.environ["AUDIT_ALLOWED_ROOTS"] = f"{roots},{LAKE.resolve()}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
