@@ -233,7 +233,9 @@ def store_table_health(
     commits just stored, the log size is the previous one plus theirs when nothing was
     cleaned up in between, so a steady tail never lists a million-file `_delta_log` with sizes.
     """
-    snapshot = snapshot_from_history(history)
+    # Keyed by the log too: a kept replay must never meet another table's log under an id.
+    key = (table_id, history.get_log().uri)
+    snapshot = snapshot_from_history(history, _kept_store("tombstones"), key)
     listing = history.listing
     prev = TableHealth.objects.filter(table_id=table_id).values("version", "data").first()
     prev_log = (prev or {}).get("data", {}).get("log") or {}
@@ -258,21 +260,25 @@ def store_table_health(
     return health
 
 
-_kept: KeptFiles | None = None
+# What this process keeps of each table between its tail steps (audit.core.history.state_cache):
+# "totals", the per-file sums of the health; "tombstones", the replayed tombstones.
+_kept: dict[str, KeptFiles] = {}
 
 
-def _kept_totals() -> KeptFiles | None:
-    global _kept
-    if _kept is None and settings.AUDIT_STATE_CACHE_FILES > 0:
-        _kept = KeptFiles(settings.AUDIT_STATE_CACHE_FILES)
-    return _kept
+def _kept_store(name: str) -> KeptFiles | None:
+    if settings.AUDIT_STATE_CACHE_FILES <= 0:
+        return None
+    found = _kept.get(name)
+    if found is None:
+        found = _kept.setdefault(name, KeptFiles(settings.AUDIT_STATE_CACHE_FILES))
+    return found
 
 
 def _file_totals(table_id: int, state: TableState) -> FileTotals:
     """The per-file sums of the health of `state`: those this process stored last for the
     table, moved by the files that differ (a step's commits change a few of 20,000), else
     summed afresh. Kept per process with the files they sum (AUDIT_STATE_CACHE_FILES)."""
-    kept = _kept_totals()
+    kept = _kept_store("totals")
     previous = kept.take(table_id) if kept is not None else None
     if previous is not None and totals_fit(previous[1], state):
         files, totals = previous

@@ -111,3 +111,37 @@ def test_it_is_bounded_by_the_files_it_holds(tmp_path):
     small = StateCache(max_files=12)  # a table over a quarter of the bound is not kept
     small.put_state(tables[0].uri, -1, tables[0].snapshot())
     assert small.files == 0 and not small._items
+
+
+def test_kept_tombstones_equal_a_fresh_replay_at_every_version(tmp_path):
+    """The health's tombstones, carried from step to step (audit.health.store keeps them per
+    table), are a fresh replay's at every version: appends, deletes, an OPTIMIZE (many
+    removes), a checkpoint (the next call starts afresh from it), deletes after it, a step
+    back and a jump."""
+    from audit.core.health.tombstones import snapshot_from_history
+    from audit.core.history.state_cache import KeptFiles
+    from audit.core.history.summary import load_history
+    from tests.support.health_tables import build_evolving_table
+
+    uri = str(build_evolving_table(tmp_path / "t"))
+    DeltaTable(uri).create_checkpoint()
+    DeltaTable(uri).delete("id < 3")
+    DeltaTable(uri).delete("id = 1000")
+    DeltaTable(uri).optimize.compact()
+    latest = DeltaTable(uri).version()
+    kept = KeptFiles(10_000)
+    reads: list[int] = []
+    versions = [*range(latest + 1), 5, 6, latest - 4, latest]  # forward, a step back, a jump
+    for version in versions:
+        history = load_history(uri, end=version)
+        store = history.get_log().store
+        read = store.read_bytes
+        store.read_bytes = lambda path, _read=read: reads.append(1) or _read(path)
+        ours = snapshot_from_history(history, kept, "t")
+        store.read_bytes = read
+        fresh = snapshot_from_history(load_history(uri, end=version))
+        assert ours.tombstones == fresh.tombstones, version
+        assert ours.timestamp == fresh.timestamp
+    assert "t" in kept and fresh.tombstones
+    # Walking forward, each call read its one new commit, not every commit since the origin.
+    assert len(reads) < 3 * len(versions)

@@ -9,10 +9,12 @@ keeps every `remove` whose path is not live again, reading the checkpoint's `rem
 from __future__ import annotations
 
 import bisect
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.history.state_cache import KeptFiles
 from audit.core.history.summary import History
 from audit.core.log import (
     LOG_DIR,
@@ -25,6 +27,7 @@ from audit.core.log import (
 )
 from audit.core.log.checkpoints import _sidecar_path, _struct_rows
 from audit.core.log.coerce import _decode_path
+from audit.core.log.replay import _commits_present
 from audit.core.model import Commit, LogListing, RemoveFile, TableState
 from audit.core.numbers import log_int
 from audit.core.storage.store import LogStore
@@ -158,25 +161,31 @@ def _keep(out: dict[str, RemoveFile], row: dict[str, Any]) -> None:
     )
 
 
-def snapshot_from_history(history: History) -> Snapshot:
+def snapshot_from_history(
+    history: History, kept: KeptFiles | None = None, key: Hashable = None
+) -> Snapshot:
     """The latest version's snapshot reusing the history's replayed state.
 
     Only tombstones are replayed: the `remove` column of the newest checkpoint, then the
     commits after it. A commit without a `remove` cannot create a tombstone, and while there
     are none it cannot end one either, so its bytes are not parsed (append-only logs).
+
+    `kept` (the tail's, per process) holds the tombstones each call replayed, under `key`:
+    the next call starts from them and reads only the commits since, while a fresh replay
+    would start from the same origin and every commit between is listed (the same actions in
+    the same order; as `audit.core.history.state_cache` does for the state). Without it, a
+    tail step re-read every commit since the checkpoint (each a GET on object storage) and
+    the checkpoint's tombstones.
     """
     listing, state = history.listing, history.state
     store = history.get_log().store
     target = state.version
-    tombstones: dict[str, RemoveFile] = {}
-    start = listing.commit_versions[0] if listing.commit_versions else target + 1
-    for cp in sorted((v for v in listing.checkpoints if v <= target), reverse=True):
-        try:
-            tombstones = checkpoint_tombstones(store, listing, cp)
-        except DeltaAuditError:
-            continue  # a damaged checkpoint: replay's fallback already chose another
-        start = cp + 1
-        break
+    origin = _origin(listing, target)
+    found = _kept_tombstones(kept, key, origin, listing, target)
+    if found is None:
+        tombstones, start, origin = _replay_origin(store, listing, target)
+    else:
+        tombstones, start = found
     lo = bisect.bisect_left(listing.commit_versions, start)
     hi = bisect.bisect_right(listing.commit_versions, target)
     for version in listing.commit_versions[lo:hi]:
@@ -184,9 +193,55 @@ def snapshot_from_history(history: History) -> Snapshot:
         if not tombstones and b'"remove"' not in data:
             continue
         apply_tombstones(tombstones, parse_commit(version, data))
-    for path in [p for p in tombstones if p in state.files]:
-        del tombstones[path]
+    if kept is not None:
+        kept.put(key, (origin, target, tombstones), len(tombstones) + 1)
+    live = state.files
     summary = history.summary(target)
     return Snapshot(
-        state=state, tombstones=tombstones, timestamp=summary.timestamp if summary else None
+        state=state,
+        tombstones={path: r for path, r in tombstones.items() if path not in live},
+        timestamp=summary.timestamp if summary else None,
     )
+
+
+def _origin(listing: LogListing, target: int) -> tuple[str, int]:
+    """Where a fresh replay of the tombstones at `target` starts: the newest checkpoint at or
+    below it, else the first listed commit."""
+    newest = max((v for v in listing.checkpoints if v <= target), default=None)
+    if newest is not None:
+        return ("checkpoint", newest)
+    return ("log", listing.commit_versions[0] if listing.commit_versions else target + 1)
+
+
+def _replay_origin(
+    store: LogStore, listing: LogListing, target: int
+) -> tuple[dict[str, RemoveFile], int, tuple[str, int]]:
+    """A fresh replay's start: the tombstones of the newest readable checkpoint at or below
+    `target` (a damaged one: the next older), the first version after it, and that origin."""
+    for cp in sorted((v for v in listing.checkpoints if v <= target), reverse=True):
+        try:
+            return checkpoint_tombstones(store, listing, cp), cp + 1, ("checkpoint", cp)
+        except DeltaAuditError:
+            continue  # a damaged checkpoint: replay's fallback already chose another
+    start = listing.commit_versions[0] if listing.commit_versions else target + 1
+    return {}, start, ("log", start)
+
+
+def _kept_tombstones(
+    kept: KeptFiles | None,
+    key: Hashable,
+    origin: tuple[str, int],
+    listing: LogListing,
+    target: int,
+) -> tuple[dict[str, RemoveFile], int] | None:
+    """The kept tombstones and the first version still to apply, or None (replay afresh)."""
+    entry = kept.take(key) if kept is not None else None
+    if entry is None:
+        return None
+    kept_origin, version, tombstones = entry
+    usable = (
+        kept_origin == origin
+        and listing.first_available_version <= version <= target
+        and _commits_present(listing, version + 1, target)
+    )
+    return (tombstones, version + 1) if usable else None

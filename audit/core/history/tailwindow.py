@@ -41,8 +41,11 @@ from audit.core.vocab import TABLE_LEVEL_KINDS
 
 T = TypeVar("T")
 
-# Versions loaded before the new commits on the first try: most commits read a recent version.
-GUESS = 64
+# Versions loaded before the new commits on the first try: most commits read a recent version
+# (a streaming writer the one before). A new commit that read further back makes the window
+# reload once from what it needs. 64 cost a tail step that stores one commit 65 summaries
+# (~40% of its audit's CPU on a small table, bench/bench_api.py --writer); the tests run with 0.
+GUESS = 8
 # The least a widening moves the window back (it doubles from there).
 MIN_WIDENING = 16
 
