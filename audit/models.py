@@ -40,7 +40,7 @@ def _count_per_table(severity: Severity, attention: bool) -> RawSQL:
     # over 5,000 findings and capped the list under a writer (docs/performance.md). Written as
     # SQL because the ORM spent ~3 ms per Subquery building them: the list is cold whenever
     # any table is tailed. Same rows as OPEN and NEEDS_ATTENTION above.
-    counts, table = "audit_findingcounts", Table._meta.db_table
+    counts, table = FindingCounts._meta.db_table, Table._meta.db_table  # defined below
     column = f"{'attention' if attention else 'open'}_{severity}"
     sql = (
         f'COALESCE((SELECT "{counts}"."{column}" FROM "{counts}"'

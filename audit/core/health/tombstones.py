@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.history.state_cache import KeptFiles
+from audit.core.history.state_cache import KeptFiles, continues
 from audit.core.history.summary import History
 from audit.core.log import (
     LOG_DIR,
@@ -27,7 +27,6 @@ from audit.core.log import (
 )
 from audit.core.log.checkpoints import _sidecar_path, _struct_rows
 from audit.core.log.coerce import _decode_path
-from audit.core.log.replay import _commits_present
 from audit.core.model import Commit, LogListing, RemoveFile, TableState
 from audit.core.numbers import log_int
 from audit.core.storage.store import LogStore
@@ -239,9 +238,6 @@ def _kept_tombstones(
     if entry is None:
         return None
     kept_origin, version, tombstones = entry
-    usable = (
-        kept_origin == origin
-        and listing.first_available_version <= version <= target
-        and _commits_present(listing, version + 1, target)
-    )
-    return (tombstones, version + 1) if usable else None
+    if not continues(kept_origin, version, origin, listing, target):
+        return None
+    return tombstones, version + 1

@@ -66,6 +66,20 @@ class KeptFiles:
         return key in self._items
 
 
+def continues(
+    kept_origin: Hashable, kept_version: int, origin: Hashable, listing: LogListing, version: int
+) -> bool:
+    """Whether a replay kept at `kept_version` (started from `kept_origin`), advanced by the
+    listed commits after it, is what a fresh replay of `version` from `origin` gives: the same
+    start, no step back, and every commit between listed."""
+    return (
+        kept_origin == origin
+        and listing.first_available_version <= kept_version <= version
+        and version <= listing.latest_version
+        and _commits_present(listing, kept_version + 1, version)
+    )
+
+
 class StateCache(KeptFiles):
     """Replayed states by table URI, each with the checkpoint its replay started from."""
 
@@ -79,18 +93,10 @@ class StateCache(KeptFiles):
         """The kept state, to advance to `version` (replayed from checkpoint `origin`), or None
         when a fresh replay is needed; `put_state` keeps the result."""
         entry = self.take(uri)
-        usable = (
-            entry is not None
-            and entry[0] == origin
-            and listing.first_available_version <= entry[1].version <= version
-            and version <= listing.latest_version
-            and _commits_present(listing, entry[1].version + 1, version)
-        )
-        if not usable:
+        if entry is None or not continues(entry[0], entry[1].version, origin, listing, version):
             self.misses += 1
             return None
         self.hits += 1
-        assert entry is not None
         return entry[1]
 
     def put_state(self, uri: str, origin: int, state: TableState) -> None:
