@@ -27,9 +27,6 @@ Role = Membership.Role
 _RANK = {Role.VIEWER: 1, Role.MEMBER: 2, Role.OWNER: 3}
 
 
-_UNSET: Any = object()  # "not asked yet" (None means every project)
-
-
 def is_staff(user: Any) -> bool:
     return bool(user and user.is_authenticated and (user.is_staff or user.is_superuser))
 
@@ -63,10 +60,9 @@ def request_projects(request: Any) -> frozenset[int] | None:
     """`visible_project_ids(request.user)`, asked once per request (a page needs it for its
     cache key and again for its rows). Kept on the request, never on the user: a user object
     can outlive its request (audit.api.authentication remembers tokens' users)."""
-    found = request.__dict__.get("_audit_visible_projects", _UNSET)
-    if found is _UNSET:
-        found = request._audit_visible_projects = visible_project_ids(request.user)
-    return found
+    if "_audit_visible_projects" not in request.__dict__:
+        request._audit_visible_projects = visible_project_ids(request.user)
+    return request._audit_visible_projects
 
 
 def scope_of(ids: frozenset[int] | None) -> str:
@@ -75,9 +71,9 @@ def scope_of(ids: frozenset[int] | None) -> str:
     return "all" if ids is None else "p" + ",".join(str(i) for i in sorted(ids))
 
 
-def visible_tables(user: Any, projects: Any = _UNSET) -> QuerySet[Table]:
-    """The tables `user` sees (`projects`: their visible_project_ids, when already asked)."""
-    return restrict(Table.objects.all(), user, "project_id", projects)
+def visible_tables(user: Any) -> QuerySet[Table]:
+    """The tables `user` sees."""
+    return restrict(Table.objects.all(), user, "project_id")
 
 
 def visible_findings(user: Any) -> QuerySet[Finding]:
@@ -97,10 +93,14 @@ def visible_deliveries(user: Any) -> QuerySet:
     return rows.filter(Q(finding__isnull=True) | Q(finding__table__project_id__in=sorted(ids)))
 
 
-def restrict(queryset: QuerySet, user: Any, project_field: str, projects: Any = _UNSET) -> QuerySet:
-    """`queryset` narrowed to rows whose `project_field` is one of `user`'s projects
-    (`projects`: their visible_project_ids, when already asked)."""
-    ids = visible_project_ids(user) if projects is _UNSET else projects
+def restrict(queryset: QuerySet, user: Any, project_field: str) -> QuerySet:
+    """`queryset` narrowed to rows whose `project_field` is one of `user`'s projects."""
+    return restrict_to(queryset, visible_project_ids(user), project_field)
+
+
+def restrict_to(queryset: QuerySet, ids: frozenset[int] | None, project_field: str) -> QuerySet:
+    """`queryset` narrowed to rows whose `project_field` is one of `ids` (visible_project_ids'
+    answer, when the caller has it already; None: every project)."""
     if ids is None:
         return queryset
     return queryset.filter(**{f"{project_field}__in": sorted(ids)})
