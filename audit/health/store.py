@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.core.advice.matrix import classify_operation, uses_zorder
@@ -31,6 +31,7 @@ from audit.core.health.compute import (
     Activity,
     compute_health,
     file_totals,
+    listing_outdates,
     log_sizes,
     small_file_limit,
     totals_fit,
@@ -38,10 +39,10 @@ from audit.core.health.compute import (
 from audit.core.health.file_totals import FileTotals
 from audit.core.health.tombstones import snapshot_from_history
 from audit.core.history.state_cache import KeptFiles
-from audit.core.history.summary import History
+from audit.core.history.summary import History, history_from_log
 from audit.core.history.unpublished import table_publish_lag
-from audit.core.log import LOG_DIR, commit_file_name, parse_commit
-from audit.core.model import TableState
+from audit.core.log import LOG_DIR, DeltaLog, commit_file_name, parse_commit
+from audit.core.model import LogListing, TableState
 from audit.core.vocab import OperationClass
 from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.models import Commit, Table
@@ -257,7 +258,72 @@ def store_table_health(
     if lag is not None:
         health["publish_lag"] = lag
     TableHealth.objects.update_or_create(table_id=table_id, defaults=health_fields(health))
+    checked = (
+        (table_id, history.get_log().uri),
+        _listing_signature(listing, history.state.version),
+    )
+    transaction.on_commit(lambda: _remember_checked(*checked))
     return health
+
+
+# Per (table id, log URI), the listing (`_listing_signature`) the stored health was last known
+# to match in this process, so an idle step of an unchanged table reads nothing (an idle fleet
+# is stepped table after table, all day).
+_checked: dict[tuple[int, str], tuple[Any, ...]] = {}
+_CHECKED_MAX = 100_000
+
+
+def _listing_signature(listing: LogListing, version: int) -> tuple[Any, ...]:
+    """What of the listing the health at `version` depends on (LISTING_PARTS), in short."""
+    pointer = (listing.last_checkpoint or {}).get("version")
+    first = listing.commit_versions[0] if listing.commit_versions else None
+    return (version, first, max(listing.checkpoints, default=None), pointer)
+
+
+def listing_health_due(table_id: int, log_: DeltaLog, version: int | None) -> bool:
+    """Whether the stored health of `version` (the table's last stored one) is behind what the
+    listing says of that version: a checkpoint, its pointer or a log cleanup came without a
+    commit, and the health would wait for the next commit (a day, on a daily batch table)."""
+    if version is None or version < 0:
+        return False
+    listing, key = log_.listing, (table_id, log_.uri)
+    signature = _listing_signature(listing, version)
+    if _checked.get(key) == signature:
+        return False
+    row = (
+        TableHealth.objects.filter(table_id=table_id)
+        .values_list("version", "data__checkpoint", "data__log")
+        .first()
+    )
+    # No health stored for the version (a backfill under way, or its health failed): the
+    # chunk that stores it will compute it.
+    due = row is not None and row[0] == version
+    due = due and listing_outdates(
+        {"version": version, "checkpoint": row[1], "log": row[2]}, listing
+    )
+    if not due:
+        _remember_checked(key, signature)
+    return due
+
+
+def _remember_checked(key: tuple[int, str], signature: tuple[Any, ...]) -> None:
+    if len(_checked) >= _CHECKED_MAX:
+        _checked.clear()
+    _checked[key] = signature
+
+
+def store_listing_health(table_id: int, log_: DeltaLog, version: int) -> HealthOutcome:
+    """Recompute and store the health of `version` against the log's current listing. Call
+    inside a transaction; a log problem is logged and stores nothing, as in `record_health`."""
+    outcome = HealthOutcome()
+    try:
+        history = history_from_log(log_, start=version, end=version)
+        outcome.fields = health_fields(store_table_health(table_id, history))
+    except DeltaAuditError as err:
+        log.warning("table %s: health not refreshed at v%s: %s", table_id, version, err)
+        # Not again every idle step: the next commit or listing change asks again.
+        _remember_checked((table_id, log_.uri), _listing_signature(log_.listing, version))
+    return outcome
 
 
 # What this process keeps of each table between its tail steps (audit.core.history.state_cache):

@@ -26,6 +26,7 @@ from audit.core.history.tailwindow import audit_tail_chunk, load_tail_history
 from audit.core.integrity.gaps import HistoryGap, find_history_gap, history_gap_finding
 from audit.core.log import DeltaLog, open_log
 from audit.core.vocab import TABLE_LEVEL_KINDS, StorageCause
+from audit.health.store import listing_health_due, store_listing_health
 from audit.ingest.chunk import store_history_chunk
 from audit.ingest.findings import findings_in, upsert_findings
 from audit.ingest.plan import ChunkPlan, TailResult, plan_next_chunk
@@ -116,12 +117,18 @@ def _record_error(table: Table, err: DeltaAuditError, lock_token: str | None) ->
 def _idle_step(
     table: Table, log_: DeltaLog, lock_token: str | None, step_started: datetime
 ) -> TailResult:
-    """Nothing new to store: refresh the table-level findings if due, record the check."""
+    """Nothing new to store: refresh the table-level findings if due, the stored health if the
+    listing moved it (a checkpoint without a commit), and record the check."""
     result = TailResult(table.id, "ok", last_seen_version=table.last_seen_version)
     if table_findings_due(table):
         result.opened, result.resolved = refresh_table_findings(
             table, log_, table.last_seen_version, lock_token=lock_token
         )
+    if listing_health_due(table.id, log_, table.last_seen_version):
+        with transaction.atomic():
+            keep_lock(table.id, lock_token)
+            outcome = store_listing_health(table.id, log_, table.last_seen_version)
+        alert_on_health(table, outcome)  # committed: e.g. a checkpoint ends a lag alert
     mark_up_to_date(table, log_.listing, lock_token=lock_token)
     clear_notice(table.id, step_started)
     return result

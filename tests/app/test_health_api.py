@@ -263,8 +263,46 @@ def test_the_sums_kept_between_steps_stay_exact(table):
         expected = health_at(open_log(table.uri))
         assert stored["version"] == expected["version"]
         assert {k: stored[k] for k in FILE_SECTIONS} == {k: expected[k] for k in FILE_SECTIONS}
-        if stored_commits:
-            # A checkpoint alone stores nothing, so the health is not recomputed until the next
-            # commit; this one dropped the expired tombstones (retention 0 days) the stored
-            # health still counts.
-            assert stored["tombstones"] == expected["tombstones"]
+        # A checkpoint alone stores no commit, but its idle step recomputes the health: the
+        # checkpoint dropped expired tombstones (retention 0 days) and moved the lag.
+        assert stored_commits == (0 if write is writes[4] else 1)
+        for key in ("tombstones", "checkpoint", "log"):
+            assert stored[key] == expected[key], key
+
+
+def test_a_checkpoint_without_a_commit_refreshes_the_stored_health(table, receiver):
+    from deltalake import DeltaTable
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from audit.health import store
+    from tests.support.alerting import rule_for, webhook
+
+    rule_for(webhook(receiver.url), name="lag", health_metric="checkpoint_lag", threshold=1)
+    DeltaTable(table.uri).delete("id < 3")  # a commit: the health, and its lag alert
+    assert tail_once(table.id).stored == 1
+    before = TableHealth.objects.get(table=table).data["checkpoint"]
+    lag = Finding.objects.get(table=table, kind="health_checkpoint_lag")
+    assert lag.status == Finding.Status.OPEN and before["commits_since"] > 1
+
+    DeltaTable(table.uri).create_checkpoint()  # no commit: the batch table's whole day
+    assert tail_once(table.id).stored == 0
+    stored = TableHealth.objects.get(table=table)
+    expected = health_at(open_log(table.uri))
+    assert stored.version == expected["version"] == V_LAST + 1
+    assert stored.data["checkpoint"] == expected["checkpoint"]
+    assert expected["checkpoint"]["commits_since"] == 0 == stored.checkpoint_lag
+    assert not stored.data["checkpoint"]["last_checkpoint_stale"]
+    assert stored.data["tombstones"] == expected["tombstones"]
+    lag.refresh_from_db()
+    assert lag.status == Finding.Status.RESOLVED  # the checkpoint ended the lag
+
+    # Current now; once checked, the next idle steps do not even read it. (A test's
+    # transaction never commits, so the check after storing is not remembered here.)
+    log_ = open_log(table.uri)
+    with CaptureQueriesContext(connection) as queries:
+        assert not store.listing_health_due(table.id, log_, V_LAST + 1)
+    assert len(queries) == 1
+    with CaptureQueriesContext(connection) as queries:
+        assert not store.listing_health_due(table.id, log_, V_LAST + 1)
+    assert len(queries) == 0

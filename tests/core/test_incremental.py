@@ -19,6 +19,7 @@ def _same(a, b) -> None:
     assert a.latest_version == b.latest_version
     assert a.first_available_version == b.first_available_version
     assert a.checkpoints == b.checkpoints
+    assert a.last_checkpoint == b.last_checkpoint
 
 
 def test_extend_listing_follows_a_growing_log(tmp_path):
@@ -36,6 +37,30 @@ def test_extend_listing_follows_a_growing_log(tmp_path):
     grown = extend_listing(store, known)
     _same(grown, list_log(store))
     assert grown.latest_version == 7 and 7 in grown.checkpoints
+
+
+def test_extend_listing_reads_the_pointer_of_a_checkpoint_without_a_commit(tmp_path):
+    path = tmp_path / "t"
+    write_deltalake(str(path), rows())
+    write_deltalake(str(path), rows(start=5), mode="append")
+    store = open_store(str(path))
+    known = list_log(store)
+    DeltaTable(str(path)).create_checkpoint()
+    grown = extend_listing(store, known)
+    _same(grown, list_log(store))
+    assert grown.last_checkpoint["version"] == 1 and 1 in grown.checkpoints
+
+    # The checkpoint listed before its pointer was written (a writer puts `_last_checkpoint`
+    # last): the pointer is read again on the next step, not left behind for good.
+    pointer = path / "_delta_log" / "_last_checkpoint"
+    written = pointer.read_bytes()
+    pointer.unlink()
+    early = extend_listing(store, known)
+    assert early.last_checkpoint is None and 1 in early.checkpoints
+    pointer.write_bytes(written)
+    later = extend_listing(store, early)
+    _same(later, list_log(store))
+    assert extend_listing(store, later) is later  # idle again: nothing re-read, nothing rebuilt
 
 
 def test_extend_listing_gives_up_when_the_log_did_not_simply_grow(tmp_path):

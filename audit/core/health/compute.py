@@ -297,6 +297,31 @@ def checkpoint_health(listing: LogListing, version: int, props: dict[str, str]) 
     }
 
 
+# The parts of the health document that come from the listing alone, as (section, key): a
+# checkpoint or a log cleanup moves them without a new commit.
+LISTING_PARTS = (
+    ("checkpoint", "last_version"),
+    ("checkpoint", "commits_since"),
+    ("checkpoint", "last_checkpoint_version"),
+    ("checkpoint", "last_checkpoint_stale"),
+    ("log", "json_commits"),
+    ("log", "oldest_version"),
+)
+
+
+def listing_outdates(health: dict[str, Any], listing: LogListing) -> bool:
+    """Whether `listing` moved what `health` (a stored document) says of the listing at its own
+    version: a checkpoint, its pointer or a log cleanup that came without a commit."""
+    version = health.get("version")
+    if not isinstance(version, int):
+        return False
+    fresh = {
+        "checkpoint": checkpoint_health(listing, version, {}),
+        "log": log_health(listing, version, {}, {}),
+    }
+    return any((health.get(s) or {}).get(k) != fresh[s][k] for s, k in LISTING_PARTS)
+
+
 def log_health(
     listing: LogListing, version: int, sizes: dict[int, int], props: dict[str, str]
 ) -> dict[str, Any]:

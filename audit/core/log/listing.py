@@ -32,7 +32,7 @@ def _as_store(source: LogStore | str | os.PathLike[str]) -> LogStore:
     return source
 
 
-def _read_last_checkpoint(store: LogStore) -> dict[str, Any] | None:
+def read_last_checkpoint(store: LogStore) -> dict[str, Any] | None:
     """`_last_checkpoint` is only a hint: anything unreadable about it means 'no hint'."""
     try:
         parsed = orjson.loads(store.read_bytes(f"{LOG_DIR}/{LAST_CHECKPOINT}"))
@@ -113,7 +113,7 @@ def list_log(source: LogStore | str | os.PathLike[str]) -> LogListing:
         commit_versions=commit_versions,
         checkpoints={v: checkpoints[v] for v in sorted(checkpoints)},
         compactions=sorted(files.compactions),
-        last_checkpoint=_read_last_checkpoint(store) if files.has_last_checkpoint else None,
+        last_checkpoint=read_last_checkpoint(store) if files.has_last_checkpoint else None,
         latest_version=latest,
         first_available_version=first,
         # Complete for object stores (free in their listings); filled lazily for local disks.
