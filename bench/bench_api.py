@@ -451,7 +451,7 @@ def parse_args() -> argparse.Namespace:
         "--servers",
         default="",
         help="comma-separated gunicorn shapes measured in turn, each WxT or WxT:C (workers x "
-        "threads, at most C connections a worker; without C, the config's WEB_THREADS + 2; "
+        "threads, at most C connections a worker; without C, the config's 3 x WEB_THREADS; "
         "gunicorn's own default, before the cap: C = 1000), e.g. 5x4:1000,5x4,10x2:3; "
         "default: --workers",
     )

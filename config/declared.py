@@ -59,7 +59,10 @@ def _var_dir(values: Mapping[str, Any]) -> str:
 
 
 def _cpu_workers(values: Mapping[str, Any]) -> int:
-    return 2 * (os.cpu_count() or 1) + 1
+    # The cores this process may run on (a container's CPU set), at least 2: one process per
+    # core measured best (config/gunicorn.conf.py), threads hide the I/O waits.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(2, cores or 1)
 
 
 _CSP = (
@@ -171,9 +174,9 @@ DECLARED: tuple[Setting, ...] = (
     _S("AUDIT_SPARK_TABLE_LEVEL_UNIT", "", str, "`1`: the Spark job computes a split table's whole-history findings with one more unit that reads it all", read_by=SPARK_UNITS),
     # --- the web server (gunicorn) and scripts/run.sh ---
     _S("WEB_BIND", "0.0.0.0:8000", str, "gunicorn: the listening address (run.sh: `127.0.0.1:$AUDIT_PORT`)", read_by=GUNICORN),
-    _S("WEB_CONCURRENCY", Derived("2 × cores + 1", _cpu_workers), int, "gunicorn: worker processes", read_by=GUNICORN),
+    _S("WEB_CONCURRENCY", Derived("cores (at least 2)", _cpu_workers), int, "gunicorn: worker processes", read_by=GUNICORN),
     _S("WEB_THREADS", 4, int, "gunicorn: threads per worker", read_by=GUNICORN),
-    _S("WEB_WORKER_CONNECTIONS", Derived("WEB_THREADS + 2", lambda v: v["WEB_THREADS"] + 2), int, "gunicorn: connections a worker holds at once (at most this minus WEB_THREADS of them idle in keep-alive): spreads keep-alive clients over the workers", read_by=GUNICORN),
+    _S("WEB_WORKER_CONNECTIONS", Derived("3 × WEB_THREADS", lambda v: 3 * v["WEB_THREADS"]), int, "gunicorn: connections a worker holds at once (at most this minus WEB_THREADS of them idle in keep-alive): spreads keep-alive clients over the workers", read_by=GUNICORN),
     _S("WEB_KEEPALIVE", 5, int, "gunicorn: seconds an idle keep-alive connection is kept", read_by=GUNICORN),
     _S("WEB_TIMEOUT", 60, int, "gunicorn: seconds a request may take before its worker is restarted", read_by=GUNICORN),
     _S("WEB_GRACEFUL_TIMEOUT", 30, int, "gunicorn: seconds workers get to finish on SIGTERM", read_by=GUNICORN),

@@ -2,27 +2,30 @@
 `bench/bench_api.py` all start gunicorn with this file (and nothing else on the command line
 but the bind address and where logs go), so the bench measures what runs.
 
-Threaded workers with keep-alive, 2 x cores + 1 processes of 4 threads (WEB_CONCURRENCY,
-WEB_THREADS override). A cached API read costs ~0.2 ms of Python; closing the connection after
-each response (sync workers) made every request pay a TCP handshake and teardown on both sides,
-which cost more than the answer: at 20 wrk connections on 2 busy cores, gthread + keep-alive
-served ~3x the requests of sync workers at a p50 of 5-7 ms instead of ~21 ms, and the cold path
-did no worse (bench/bench_api.py). The GIL makes threads of one worker take turns: they hide
-I/O waits, processes give parallelism.
+Threaded workers with keep-alive: one process per core (at least 2) of 4 threads, each holding
+at most 3 x 4 = 12 connections (WEB_CONCURRENCY, WEB_THREADS, WEB_WORKER_CONNECTIONS override).
 
-A keep-alive connection stays on the worker that accepted it, and the worker awake when wrk's
-20 connections arrive accepts most of them: with gunicorn's default of 1,000 connections a
-worker, bench_api.py found [20, 0, 0, 0, 0] or [14, 4, 2, 0, 0] connections on the 5 workers
-(`connections per worker`), so one process, one GIL and one core served nearly every request.
-`worker_connections` = threads + 2 (WEB_WORKER_CONNECTIONS) caps what a worker holds: a full
-worker stops accepting and the others take the rest ([5, 5, 4, 3, 3]). At most 2 of a worker's
-connections are kept idle; a response beyond that closes its connection, so many clients never
-wait on a full worker, they reconnect. Measured in one run at 20 connections, 1M commits,
-SQLite, load 12-22 (loaded: ratios only): caches off 1.57x the requests/s summed over 4
-endpoints and p95 0.46-0.76x on 3 of them (1.10x on the fourth); caches on 2.0x and p95
-0.07-0.36x on 3 of 4 (1.43x on the findings page). 10 x 2 and 20 x 1 without the cap piled up the same way ([19, 1, 0, ...],
-[18, 1, 1, 0, ...]); capped, 10 x 2 matched 5 x 4 and 20 x 1 served fewer requests. A
-connection that has sent nothing yet (a browser's preconnect) also counts, for at most
+- Keep-alive: a cached API read costs ~0.2 ms of Python; closing the connection after each
+  response (sync workers) made every request pay a TCP handshake and teardown on both sides,
+  which cost more than the answer: at 20 wrk connections on 2 busy cores, gthread + keep-alive
+  served ~3x the requests of sync workers at a p50 of 5-7 ms instead of ~21 ms.
+- Processes: one per core. The GIL makes threads of one worker take turns (they hide I/O waits,
+  processes give parallelism), and more processes than cores only take turns on the cores: at
+  stop 35, 20 wrk connections, 1M commits, caches off, 24 endpoints, 2 x 4 : 12 had p95s of
+  0.55-0.98x those of the former 2 x cores + 1 = 5 x 4 : 6 on SQLite (two rounds), 0.7-1.0x on
+  PostgreSQL, 0.79-0.95x for the tables list under the writer, and 0.45-0.75x with the caches
+  on, at 0.8-1.0x the server CPU per request (less switching between 5 processes on 2 cores).
+- Connections per worker: a keep-alive connection stays on the worker that accepted it, and
+  the worker awake when clients arrive accepts most of them: with gunicorn's default of 1,000,
+  bench_api.py found [20, 0, 0, 0, 0] on 5 workers, so one process and one core served nearly
+  every request. The cap makes a full worker stop accepting so the others take the rest
+  ([12, 8] on 2 workers). It must hold the clients too: 2 x 2 or 2 x 4 with the former cap of
+  threads + 2 held only 8 or 12 of 20 connections, and the others waited in the kernel's
+  accept queue until some response closed a connection (at most cap - threads are kept idle):
+  p95s of 1-3 s on some endpoints. Below 3 x threads a worker closes keep-alive connections
+  often; far above it, the pile-up returns.
+
+A connection that has sent nothing yet (a browser's preconnect) also counts, for at most
 WEB_KEEPALIVE seconds: put a buffering reverse proxy in front for slow clients on the open
 internet, and raise WEB_WORKER_CONNECTIONS if many idle sockets reach gunicorn directly.
 """

@@ -245,15 +245,16 @@ def test_it_schedules_and_imports_only_tasks_that_exist():
     assert "drain-notifications" not in settings.CELERY_BEAT_SCHEDULE  # no queues configured
 
 
-@pytest.mark.parametrize(("threads", "expected"), [(None, 6), ("2", 4)])
+@pytest.mark.parametrize(("threads", "expected"), [(None, 12), ("2", 6)])
 def test_gunicorn_caps_a_workers_connections_above_its_threads(monkeypatch, threads, expected):
     # Uncapped (gunicorn's 1,000), the worker awake when clients connect keeps most keep-alive
     # connections and one GIL serves them (config/gunicorn.conf.py); a cap at or under the
-    # threads would close every keep-alive connection.
+    # threads would close every keep-alive connection, one just above them starves the clients
+    # left waiting in the accept queue.
     monkeypatch.delenv("WEB_WORKER_CONNECTIONS", raising=False)
     if threads is None:
         monkeypatch.delenv("WEB_THREADS", raising=False)
     else:
         monkeypatch.setenv("WEB_THREADS", threads)
     conf = runpy.run_path(str(ROOT / "config" / "gunicorn.conf.py"))
-    assert conf["worker_connections"] == expected == conf["threads"] + 2
+    assert conf["worker_connections"] == expected == 3 * conf["threads"]
