@@ -23,7 +23,7 @@ def free_port() -> int:
 def start_gunicorn(database_url: str, port: int, shape: str, log_path: Path, mode: str):
     """gunicorn on `port`; `shape` "" (config/gunicorn.conf.py's), "W" (workers), "WxT"
     (workers x threads) or "WxT:C" (and at most C connections per worker), given on the command
-    line, which overrides the config file."""
+    line, which overrides the config file; a "/K" suffix sets WEB_KEEPALIVE to K seconds."""
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -46,6 +46,9 @@ def start_gunicorn(database_url: str, port: int, shape: str, log_path: Path, mod
         "-c", str(ROOT / "config" / "gunicorn.conf.py"),  # what scripts/run.sh runs
         "--bind", f"127.0.0.1:{port}",
     ]  # fmt: skip
+    if "/" in shape:  # WxT:C/K: K seconds of keep-alive (0: a connection per request)
+        shape, _, keepalive = shape.partition("/")
+        env["WEB_KEEPALIVE"] = keepalive
     if shape:
         sizes, _, per_worker = shape.partition(":")
         workers, _, threads = sizes.partition("x")

@@ -452,7 +452,8 @@ def parse_args() -> argparse.Namespace:
         default="",
         help="comma-separated gunicorn shapes measured in turn, each WxT or WxT:C (workers x "
         "threads, at most C connections a worker; without C, the config's 3 x WEB_THREADS; "
-        "gunicorn's own default, before the cap: C = 1000), e.g. 5x4:1000,5x4,10x2:3; "
+        "gunicorn's own default, before the cap: C = 1000; a /K suffix: K seconds of keep-alive), "
+        "e.g. 5x4:1000,5x4,10x2:3,2x2:4/0; "
         "default: --workers",
     )
     parser.add_argument("--connections", type=int, default=20)

@@ -22,8 +22,11 @@ at most 3 x 4 = 12 connections (WEB_CONCURRENCY, WEB_THREADS, WEB_WORKER_CONNECT
   ([12, 8] on 2 workers). It must hold the clients too: 2 x 2 or 2 x 4 with the former cap of
   threads + 2 held only 8 or 12 of 20 connections, and the others waited in the kernel's
   accept queue until some response closed a connection (at most cap - threads are kept idle):
-  p95s of 1-3 s on some endpoints. Below 3 x threads a worker closes keep-alive connections
-  often; far above it, the pile-up returns.
+  1-3 s waits. Beware that shape in a bench: the starved connections send almost nothing, the
+  8 served ones see short queues, so most p95s looked 0.4x as good while some endpoints' p95s
+  were 1-3 s. Closing every connection instead (WEB_KEEPALIVE=0, so all clients queue fairly
+  in the kernel) measured 0.92-0.96x of 2 x 4 : 12's p95s at 0.92-0.95x its requests/s: not
+  worth a handshake a request. Far above 3 x threads, the pile-up returns.
 
 A connection that has sent nothing yet (a browser's preconnect) also counts, for at most
 WEB_KEEPALIVE seconds: put a buffering reverse proxy in front for slow clients on the open
