@@ -136,7 +136,7 @@ class TableHealthActions:
         # bytes under the table's stored version.
         with readable_log():
             body = cache.cached_json(
-                cache.health_generation(table),
+                lambda: cache.health_generation(table),  # a query: asked when caching only
                 str(version),
                 lambda: ORJSONRenderer().render(table_health(table, version)),
                 settings.AUDIT_API_LIST_CACHE_SECONDS,

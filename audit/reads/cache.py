@@ -49,7 +49,7 @@ from django.utils.translation import get_language
 from rest_framework.request import Request
 
 from audit.models import OrphanScan, Table
-from audit.reads.prepared import fetch_sql
+from audit.reads.prepared import Prepared, fetch_sql
 
 ANALYSIS_PREFIX = "audit:analysis:v2"  # v2: + "writers"
 HEALTH_PREFIX = "audit:health:v1"
@@ -63,15 +63,18 @@ def table_key(table: Table) -> str:
 # --------------------------------------------------------------------------- JSON bodies
 
 
-def cached_json(generation: str, request: str, compute: Callable[[], bytes], seconds: int) -> bytes:
+def cached_json(
+    generation: str | Callable[[], str], request: str, compute: Callable[[], bytes], seconds: int
+) -> bytes:
     """A response body cached as bytes under (what the data depends on, what was asked).
 
     `generation` must change whenever the answer could (e.g. the table's stored version), so a
-    hit is what `compute()` would return now; `seconds` bounds how long an entry lives.
+    hit is what `compute()` would return now; `seconds` bounds how long an entry lives. A
+    generation that costs a query is passed as a function: with the caches off it is not asked.
     """
     if not seconds:
         return compute()
-    key = _json_key(generation, request)
+    key = _json_key(generation if isinstance(generation, str) else generation(), request)
     body = cache.get(key)
     if body is None:
         body = compute()
@@ -118,7 +121,18 @@ def health_generation(table: Table) -> str:
 def latest_scan_id(table_id: int) -> int | None:
     """The latest successful data scan of a table (`audit.reads.health.latest_time_travel`
     reads the same row); None before the first."""
-    return OrphanScan.newest_first(table_id).values_list("id", flat=True).first()
+    found = _latest_scan(table_id)
+    return found[0].id if found else None
+
+
+# Compiled once per process: a read of the health asks it once or twice (key and body).
+_latest_scan = Prepared(lambda pk: OrphanScan.newest_first(pk).only("id", "time_travel")[:1])
+
+
+def latest_time_travel(table_id: int) -> dict[str, Any] | None:
+    """`time_travel` of the latest successful data scan (the row `latest_scan_id` names)."""
+    found = _latest_scan(table_id)
+    return found[0].time_travel if found else None
 
 
 def health_history_generation(table: Table) -> str:

@@ -20,8 +20,9 @@ from audit.core.log import open_log
 from audit.core.vocab import FindingKind
 from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.health.store import stored_activity
-from audit.models import Commit, Finding, OrphanScan, Table
-from audit.reads.cache import health_cache_key
+from audit.models import Commit, Finding, Table
+from audit.reads.cache import health_cache_key, latest_time_travel
+from audit.reads.prepared import Prepared
 from audit.trust.paths import check_registered
 
 CACHE_SECONDS = 3600
@@ -43,16 +44,18 @@ def table_health(table: Table, version: int | None = None) -> dict[str, Any]:
     return {**_health_document(table, version), "time_travel": latest_time_travel(table.id)}
 
 
-def latest_time_travel(table_id: int) -> dict[str, Any] | None:
-    """`time_travel` of the latest successful data scan (the row `latest_scan_id` names)."""
-    return OrphanScan.newest_first(table_id).values_list("time_travel", flat=True).first()
+# The stored health of a table, compiled once per process (the ORM's compilation of this
+# one-row query cost more than the database's answer).
+_stored_health = Prepared(
+    lambda pk: TableHealth.objects.filter(table_id=pk).only("version", "data")
+)
 
 
 def _health_document(table: Table, version: int | None) -> dict[str, Any]:
     if version is None or (version == table.last_seen_version):
-        stored = TableHealth.objects.filter(table=table).values("version", "data").first()
-        if stored is not None and (version is None or stored["version"] == version):
-            return stored["data"]
+        found = _stored_health(table.id)  # one row at most: one health per table
+        if found and (version is None or found[0].version == version):
+            return found[0].data
         if version is None:
             if table.last_seen_version is None:
                 raise DeltaAuditError("the table has no stored versions yet")
