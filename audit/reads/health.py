@@ -7,6 +7,7 @@ a diff is computed from the log (bounded by the stored version) and cached per
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.core.cache import cache
@@ -22,7 +23,7 @@ from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.health.store import stored_activity
 from audit.models import Commit, Finding, Table
 from audit.reads.cache import health_cache_key, latest_time_travel
-from audit.reads.prepared import Prepared
+from audit.reads.prepared import Prepared, PreparedRows
 from audit.trust.paths import check_registered
 
 CACHE_SECONDS = 3600
@@ -70,30 +71,61 @@ def _health_document(table: Table, version: int | None) -> dict[str, Any]:
     return cached
 
 
+def _changes_query(table_id: int):
+    return TableChange.objects.filter(table_id=table_id)
+
+
+# Compiled once per process (the ORM's compilation of these three cost more than their
+# answers); the findings and the authors of the changed versions by subquery.
+_change_rows = PreparedRows(
+    lambda pk: _changes_query(pk).values_list(
+        "version", "timestamp", "kind", "before", "after", "diff", "summary"
+    ),
+    1,
+)
+_change_findings = PreparedRows(
+    lambda pk, inner: Finding.objects.filter(
+        table_id=pk,
+        kind=FindingKind.CONCURRENT_METADATA_CHANGE,
+        version__in=_changes_query(inner).values("version"),
+    ).values_list("id", "version"),
+    2,
+)
+_change_authors = PreparedRows(
+    lambda pk, inner: Commit.objects.filter(
+        table_id=pk, version__in=_changes_query(inner).values("version")
+    ).values_list("version", "provenance"),
+    2,
+)
+CHANGE_JSON = ("before", "after", "diff")
+
+
 def table_changes(table: Table) -> list[dict[str, Any]]:
     """Every stored change, each with the concurrent_metadata_change findings at its version."""
-    changes = list(
-        TableChange.objects.filter(table=table).values(
-            "version", "timestamp", "kind", "before", "after", "diff", "summary"
-        )
-    )
+    changes = []
+    for version, timestamp, kind, *documents, summary in _change_rows(table.id):
+        change = {"version": version, "timestamp": timestamp, "kind": kind}
+        change.update(zip(CHANGE_JSON, map(stored_json, documents), strict=True))
+        change["summary"] = summary
+        changes.append(change)
     findings: dict[int, list[int]] = {}
-    for fid, version in Finding.objects.filter(
-        table=table,
-        kind=FindingKind.CONCURRENT_METADATA_CHANGE,
-        version__in={c["version"] for c in changes},
-    ).values_list("id", "version"):
+    for fid, version in _change_findings(table.id, table.id):
         findings.setdefault(version, []).append(fid)
     # Who made each change: the stored provenance of its commit ({} when not stored).
-    by = dict(
-        Commit.objects.filter(table=table, version__in={c["version"] for c in changes}).values_list(
-            "version", "provenance"
-        )
-    )
+    by = {version: stored_json(p) for version, p in _change_authors(table.id, table.id)}
     for c in changes:
         c["findings"] = sorted(findings.get(c["version"], []))
         c["by"] = by.get(c["version"]) or {}
     return changes
+
+
+def stored_json(value: Any) -> Any:
+    """A JSON column as the driver returns it (text on SQLite and, as Django configures it, on
+    PostgreSQL) decoded as `JSONField.from_db_value` does, by the json module: orjson would
+    read an integer past 64 bits as a float."""
+    if not isinstance(value, (str, bytes)):
+        return value  # NULL, or a driver that decoded it already
+    return json.loads(value)
 
 
 def table_diff(table: Table, version_from: int, version_to: int) -> dict[str, Any]:

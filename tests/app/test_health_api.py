@@ -306,3 +306,43 @@ def test_a_checkpoint_without_a_commit_refreshes_the_stored_health(table, receiv
     with CaptureQueriesContext(connection) as queries:
         assert not store.listing_health_due(table.id, log_, V_LAST + 1)
     assert len(queries) == 0
+
+
+def test_the_changes_read_equals_its_orm_reference(table):
+    from django.utils.timezone import now as change_time
+
+    from audit.core.vocab import FindingKind
+    from audit.models import Commit
+    from audit.reads.health import table_changes
+
+    change = TableChange.objects.filter(table=table).order_by("version").first()
+    # An integer past 64 bits (orjson would read a float), markup, a provenance to show.
+    change.diff = {"ratio": 0.1, "big": 2**70, "text": "<b>é</b>"}
+    change.save()
+    Commit.objects.filter(table=table, version=change.version).update(provenance={"user": "u"})
+    Finding.objects.create(
+        table=table,
+        kind=FindingKind.CONCURRENT_METADATA_CHANGE,
+        severity="warning",
+        version=change.version,
+        summary="s",
+        key=f"test:{change.version}",
+        last_seen=change_time(),
+    )
+    reference = list(
+        TableChange.objects.filter(table=table).values(
+            "version", "timestamp", "kind", "before", "after", "diff", "summary"
+        )
+    )
+    for c in reference:
+        c["findings"] = sorted(
+            Finding.objects.filter(
+                table=table, kind=FindingKind.CONCURRENT_METADATA_CHANGE, version=c["version"]
+            ).values_list("id", flat=True)
+        )
+        commit = Commit.objects.filter(table=table, version=c["version"]).first()
+        c["by"] = (commit.provenance if commit else None) or {}
+    got = table_changes(table)
+    assert len(got) == len(reference) >= 3
+    assert got == reference
+    assert got[0]["by"] == {"user": "u"} and got[0]["findings"]
