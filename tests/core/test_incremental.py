@@ -39,12 +39,17 @@ def test_extend_listing_follows_a_growing_log(tmp_path):
     assert grown.latest_version == 7 and 7 in grown.checkpoints
 
 
-def test_extend_listing_reads_the_pointer_of_a_checkpoint_without_a_commit(tmp_path):
+def _two_commits(tmp_path):
+    """A table of two commits, its store and its listing."""
     path = tmp_path / "t"
     write_deltalake(str(path), rows())
     write_deltalake(str(path), rows(start=5), mode="append")
     store = open_store(str(path))
-    known = list_log(store)
+    return path, store, list_log(store)
+
+
+def test_extend_listing_reads_the_pointer_of_a_checkpoint_without_a_commit(tmp_path):
+    path, store, known = _two_commits(tmp_path)
     DeltaTable(str(path)).create_checkpoint()
     grown = extend_listing(store, known)
     _same(grown, list_log(store))
@@ -64,11 +69,7 @@ def test_extend_listing_reads_the_pointer_of_a_checkpoint_without_a_commit(tmp_p
 
 
 def test_extend_listing_gives_up_when_the_log_did_not_simply_grow(tmp_path):
-    path = tmp_path / "t"
-    write_deltalake(str(path), rows())
-    write_deltalake(str(path), rows(start=5), mode="append")
-    store = open_store(str(path))
-    known = list_log(store)
+    path, store, known = _two_commits(tmp_path)
 
     # A hole after what we know (versions cleaned up before we read them): only a full
     # listing can say what is left.
