@@ -12,9 +12,10 @@ at most 3 x 4 = 12 connections (WEB_CONCURRENCY, WEB_THREADS, WEB_WORKER_CONNECT
 - Processes: one per core. The GIL makes threads of one worker take turns (they hide I/O waits,
   processes give parallelism), and more processes than cores only take turns on the cores: at
   stop 35, 20 wrk connections, 1M commits, caches off, 24 endpoints, 2 x 4 : 12 had p95s of
-  0.55-0.98x those of the former 2 x cores + 1 = 5 x 4 : 6 on SQLite (two rounds), 0.7-1.0x on
-  PostgreSQL, 0.79-0.95x for the tables list under the writer, and 0.45-0.75x with the caches
-  on, at 0.8-1.0x the server CPU per request (less switching between 5 processes on 2 cores).
+  0.40-0.98x (median 0.69-0.71x) those of the former 2 x cores + 1 = 5 x 4 : 6 on SQLite (two
+  rounds), 0.60-1.11x (median 0.83x) on PostgreSQL, 0.77-0.95x for the tables list under the
+  writer, and 0.37-0.76x (median 0.52x) with the caches on, at 0.7-1.1x the server CPU per
+  request.
 - Connections per worker: a keep-alive connection stays on the worker that accepted it, and
   the worker awake when clients arrive accepts most of them: with gunicorn's default of 1,000,
   bench_api.py found [20, 0, 0, 0, 0] on 5 workers, so one process and one core served nearly
@@ -26,7 +27,7 @@ at most 3 x 4 = 12 connections (WEB_CONCURRENCY, WEB_THREADS, WEB_WORKER_CONNECT
   8 served ones see short queues, so most p95s looked 0.4x as good while some endpoints' p95s
   were 1-3 s. Closing every connection instead (WEB_KEEPALIVE=0, so all clients queue fairly
   in the kernel) measured 0.92-0.96x of 2 x 4 : 12's p95s at 0.92-0.95x its requests/s: not
-  worth a handshake a request. Far above 3 x threads, the pile-up returns.
+  worth a handshake a request. Uncapped, the pile-up returns.
 
 A connection that has sent nothing yet (a browser's preconnect) also counts, for at most
 WEB_KEEPALIVE seconds: put a buffering reverse proxy in front for slow clients on the open
