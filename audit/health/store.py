@@ -42,6 +42,7 @@ from audit.core.history.state_cache import KeptFiles
 from audit.core.history.summary import History, history_from_log
 from audit.core.history.unpublished import table_publish_lag
 from audit.core.log import LOG_DIR, DeltaLog, commit_file_name, parse_commit
+from audit.core.log.listing import pointed_version
 from audit.core.model import LogListing, TableState
 from audit.core.vocab import OperationClass
 from audit.health.models import HealthPoint, TableChange, TableHealth
@@ -275,9 +276,8 @@ _CHECKED_MAX = 100_000
 
 def _listing_signature(listing: LogListing, version: int) -> tuple[Any, ...]:
     """What of the listing the health at `version` depends on (LISTING_PARTS), in short."""
-    pointer = (listing.last_checkpoint or {}).get("version")
     first = listing.commit_versions[0] if listing.commit_versions else None
-    return (version, first, max(listing.checkpoints, default=None), pointer)
+    return (version, first, max(listing.checkpoints, default=None), pointed_version(listing))
 
 
 def listing_health_due(table_id: int, log_: DeltaLog, version: int | None) -> bool:

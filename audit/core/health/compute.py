@@ -25,6 +25,7 @@ from audit.core.health.file_totals import FileTotals
 from audit.core.health.tombstones import Snapshot, snapshot_at
 from audit.core.history.summary import History
 from audit.core.log import LOG_DIR, DeltaLog
+from audit.core.log.listing import pointed_version, pointer_behind
 from audit.core.model import CommitSummary, LogListing, TableState
 from audit.core.numbers import log_int
 from audit.core.vocab import IsolationLevel, OperationClass, Verdict
@@ -283,17 +284,13 @@ def checkpoint_health(listing: LogListing, version: int, props: dict[str, str]) 
     last = max(done) if done else None
     raw_interval = props.get("delta.checkpointInterval")
     interval = log_int(raw_interval) or None  # 0 is no interval: the default applies
-    pointer = listing.last_checkpoint or {}
-    pointed = pointer.get("version") if isinstance(pointer.get("version"), int) else None
-    newest = max(listing.checkpoints) if listing.checkpoints else None
     return {
         "last_version": last,
         "commits_since": version - last if last is not None else version + 1,
         "interval": interval,
         "interval_effective": interval or DEFAULT_CHECKPOINT_INTERVAL,
-        "last_checkpoint_version": pointed,
-        # `_last_checkpoint` behind the newest complete checkpoint: readers start further back.
-        "last_checkpoint_stale": newest is not None and (pointed is None or pointed < newest),
+        "last_checkpoint_version": pointed_version(listing),
+        "last_checkpoint_stale": pointer_behind(listing),
     }
 
 

@@ -29,7 +29,7 @@ import pyarrow as pa
 from audit.core.history.state_cache import StateCache
 from audit.core.log import LOG_DIR, DeltaLog, apply_commit, commit_file_name, list_log
 from audit.core.log.layout import _COMPACTION
-from audit.core.log.listing import _complete_checkpoints, read_last_checkpoint
+from audit.core.log.listing import _complete_checkpoints, pointer_behind, read_last_checkpoint
 from audit.core.log.replay import replay_origin
 from audit.core.model import LogListing, TableState
 from audit.core.numbers import INT64_MAX, log_int
@@ -87,7 +87,7 @@ def extend_listing(store: LogStore, known: LogListing) -> LogListing | None:
     # one: a writer puts `_last_checkpoint` after the checkpoint, so one listing can see the
     # checkpoint before its pointer. A pointer left behind on purpose costs a GET a step.
     pointer = known.last_checkpoint
-    if new_checkpoints or _pointer_behind(known):
+    if new_checkpoints or pointer_behind(known):
         pointer = read_last_checkpoint(store)
     if not new_versions and not new_checkpoints and pointer == known.last_checkpoint:
         return known  # idle: nothing to rebuild
@@ -105,14 +105,6 @@ def extend_listing(store: LogStore, known: LogListing) -> LogListing | None:
         file_modification_times=mtimes,
         last_checkpoint=pointer,
     )
-
-
-def _pointer_behind(listing: LogListing) -> bool:
-    """`_last_checkpoint` missing or older than the newest complete checkpoint listed."""
-    if not listing.checkpoints:
-        return False
-    pointed = (listing.last_checkpoint or {}).get("version")
-    return not isinstance(pointed, int) or pointed < max(listing.checkpoints)
 
 
 def _immutable(path: str) -> bool:

@@ -43,6 +43,21 @@ def read_last_checkpoint(store: LogStore) -> dict[str, Any] | None:
     return parsed
 
 
+def pointed_version(listing: LogListing) -> int | None:
+    """The version `_last_checkpoint` names, None when it is missing or names none."""
+    pointed = (listing.last_checkpoint or {}).get("version")
+    return pointed if isinstance(pointed, int) else None
+
+
+def pointer_behind(listing: LogListing) -> bool:
+    """`_last_checkpoint` missing or behind the newest complete checkpoint listed: readers
+    start further back (the health's `last_checkpoint_stale`)."""
+    if not listing.checkpoints:
+        return False
+    pointed = pointed_version(listing)
+    return pointed is None or pointed < max(listing.checkpoints)
+
+
 def _complete_checkpoints(names: Iterable[str]) -> dict[int, list[str]]:
     """version -> files of one complete checkpoint. Incomplete multi-part sets are dropped."""
     single: dict[int, list[str]] = {}
