@@ -34,11 +34,11 @@ from audit.api.authentication import CachedTokenAuthentication
 from audit.api.health_views import HistoryQuery
 from audit.api.serializers import TABLE_LIST_COLUMNS, TimelineQuerySerializer
 from audit.api.throttles import is_full_zoom
+from audit.core.numbers import INT64_MAX
 from audit.models import Table
 from audit.reads import cache
 from audit.trust import access
 
-INT64_MAX = 2**63 - 1
 # The routes of audit/api/urls.py under config/urls.py's "api/" (ids as views.ID_PATTERN).
 _TABLES = re.compile(r"/api/tables/\Z")
 _TABLE_SUB = re.compile(

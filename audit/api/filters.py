@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 
-from audit.core.numbers import log_int
+from audit.core.numbers import INT64_MAX, log_int
 from audit.core.vocab import (
     HEALTH_FINDING_PREFIX,
     SEVERITY_ORDER,
@@ -27,7 +27,6 @@ from audit.core.vocab import (
 from audit.models import Commit, Finding, Table
 from audit.reads import queries
 
-INT64_MAX = 2**63 - 1
 MAX_LIST_ITEMS = 50
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})

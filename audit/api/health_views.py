@@ -20,11 +20,11 @@ from audit.api.exceptions import BadRequest, readable_log
 from audit.api.renderers import ORJSONRenderer
 from audit.api.serializers import AsciiIntegerField
 from audit.api.throttles import ExpensiveRateThrottle, LogReadThrottle
+from audit.core.numbers import INT64_MAX
 from audit.models import Table
 from audit.reads import cache
 from audit.reads.health import health_history, table_changes, table_diff, table_health
 
-INT64_MAX = 2**63 - 1
 ERROR = OpenApiResponse(response=OpenApiTypes.OBJECT, description='`{"error": "<message>"}`')
 JSON = OpenApiResponse(response=OpenApiTypes.OBJECT)
 

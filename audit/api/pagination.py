@@ -14,8 +14,7 @@ from django.core.paginator import Paginator
 from rest_framework.pagination import Cursor, CursorPagination, PageNumberPagination
 
 from audit.api.exceptions import BadRequest
-
-INT64_MAX = 2**63 - 1
+from audit.core.numbers import INT64_MAX
 
 
 class OrderedCursorPagination(CursorPagination):

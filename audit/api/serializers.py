@@ -15,7 +15,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from audit.core.numbers import log_int
+from audit.core.numbers import INT64_MAX, log_int
 from audit.core.storage.config import describe_storage
 from audit.core.vocab import (
     SEVERITY_ORDER,
@@ -29,8 +29,6 @@ from audit.models import Commit, Finding, Table
 from audit.reads.cache import seconds_since
 from audit.reads.timeline_sql import FINDING_FIELDS
 from audit.trust.limits import MAX_EXCEPTION_CHARS
-
-INT64_MAX = 2**63 - 1
 
 
 class AsciiIntegerField(serializers.IntegerField):

@@ -41,9 +41,11 @@ from audit.core.health.tombstones import snapshot_from_history
 from audit.core.history.state_cache import KeptFiles
 from audit.core.history.summary import History, history_from_log
 from audit.core.history.unpublished import table_publish_lag
+from audit.core.jsonsafe import json_safe
 from audit.core.log import LOG_DIR, DeltaLog, commit_file_name, parse_commit
 from audit.core.log.listing import pointed_version
 from audit.core.model import LogListing, TableState
+from audit.core.numbers import log_int
 from audit.core.vocab import OperationClass
 from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.models import Commit, Table
@@ -157,12 +159,15 @@ def _undo_summary(current: list[int], s: Any, limit: int) -> None:
 
 
 def store_changes(table_id: int, history: History, start: int, end: int) -> list[dict[str, Any]]:
-    changes = [c for c in changes_from_history(history) if start <= c["version"] <= end]
+    """The changes of versions start..end, stored and returned as stored: sanitised JSON (a log's
+    NUL breaks PostgreSQL's text and jsonb; an integer past 64 bits becomes text, which the
+    reads may then decode with orjson), a timestamp past 64 bits as none."""
+    changes = json_safe([c for c in changes_from_history(history) if start <= c["version"] <= end])
     rows = [
         TableChange(
             table_id=table_id,
             version=c["version"],
-            timestamp=c["timestamp"],
+            timestamp=log_int(c["timestamp"], signed=True),
             kind=c["kind"],
             before=c["before"],
             after=c["after"],

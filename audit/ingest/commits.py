@@ -14,9 +14,9 @@ from typing import Any
 from audit.core import model
 from audit.core.history.provenance import provenance_of
 from audit.core.jsonsafe import clean_text, json_safe
+from audit.core.numbers import INT64_MAX
 from audit.core.vocab import ReadVersionFact
 
-INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
 MAX_PARTITIONS_PER_COMMIT = 1000  # a commit touching more stores the first ones (sorted)
 

@@ -156,3 +156,38 @@ def test_it_answers_400_to_non_ascii_digits_in_lists_and_the_timeline(
 ):
     response = session_client(member).get(f"/api/tables/{unicode_retries.id}/{path}/", query)
     assert response.status_code == 400
+
+
+def _append_commit(path: Path, version: int, *actions: dict) -> None:
+    # The stdlib json writes them: orjson refuses integers past 64 bits, which is the point.
+    text = "\n".join(json.dumps(a) for a in actions) + "\n"
+    commit_file(path, version).write_text(text)
+
+
+def test_it_stores_hostile_changes_as_json_both_databases_take(hostile_root: Path, member):
+    """NULs in property names and values and in protocol features: the change rows store
+    (PostgreSQL's text and jsonb refuse NUL) and read back exactly as the sanitised JSON."""
+    from audit.health.models import TableChange
+
+    path = copy_table("golden/basic-with-inserts-updates", hostile_root)
+    meta = json.loads(commit_file(path, 0).read_text().splitlines()[1])["metaData"]
+    meta["configuration"] = {"delta.appendOnly": "false", "note\x00": "a\x00b", "n": 10**27}
+    info = {"timestamp": 2**70, "operation": "SET TBLPROPERTIES", "readVersion": 1}
+    _append_commit(path, 2, {"commitInfo": info}, {"metaData": meta})
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["r\x00"]}
+    protocol["writerFeatures"] = ["w\x00", "appendOnly"]
+    _append_commit(path, 3, {"commitInfo": {**info, "timestamp": 1}}, {"protocol": protocol})
+    registered, _ = register_table(str(path))
+    result = tail_once(registered.id)
+    assert result.status != "error", result.message
+    changes = list(TableChange.objects.filter(table=registered).order_by("version", "kind"))
+    assert [(c.version, c.kind) for c in changes] == [(2, "properties"), (3, "protocol")]
+    properties, protocol_change = changes
+    assert "\x00" not in json.dumps(properties.after) + properties.summary
+    assert "\x00" not in json.dumps(protocol_change.after) + protocol_change.summary
+    response = session_client(member).get(f"/api/tables/{registered.id}/changes/")
+    assert response.status_code == 200
+    body = response.json()
+    stored = {c["kind"]: c for c in (body["changes"] if isinstance(body, dict) else body)}
+    assert stored["properties"]["after"] == properties.after
+    assert stored["protocol"]["after"] == protocol_change.after
