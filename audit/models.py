@@ -414,6 +414,25 @@ class Finding(models.Model):
                 fields=["table", "status", "acknowledged_at", "-version"],
                 name="audit_finding_table_attn_v",
             ),
+            # The same lists for PostgreSQL, which uses the three above only to find the rows:
+            # `acknowledged_at IS NULL` does not fix a column for ordering there, so it sorted
+            # every open finding of the list (4.6 ms of the server's CPU a findings page at
+            # 5,000 findings, and growing with them). These hold only the findings needing
+            # attention, in the lists' orders. SQLite never uses them (it does not plan a
+            # partial index for a bound `status = ?`) and has the three above.
+            models.Index(
+                fields=["-last_seen", "-id"], condition=NEEDS_ATTENTION, name="audit_finding_attn"
+            ),
+            models.Index(
+                fields=["table", "-last_seen", "-id"],
+                condition=NEEDS_ATTENTION,
+                name="audit_finding_tattn",
+            ),
+            models.Index(
+                fields=["table", "-version"],
+                condition=NEEDS_ATTENTION,
+                name="audit_finding_tattn_v",
+            ),
         ]
 
     def __str__(self) -> str:

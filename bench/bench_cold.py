@@ -1,7 +1,7 @@
 """Server CPU of each cold API read and dashboard page, in-process (no network, no wrk).
 
     .venv/bin/python bench/bench_cold.py [--commits 200000] [--database-url ...]
-        [--repeat 200] [--match <label part>] [--profile <label part>] [--queries]
+        [--repeat 200] [--match <label part>] [--profile <label part>] [--queries [--sql]]
         [--against <peer checkout> [--rounds 3]] [--code <checkout>]
 
 The same database, endpoints and users as bench/bench_api.py (built by it first), with the
@@ -77,6 +77,13 @@ def main() -> None:
     parser.add_argument("--match", default="")
     parser.add_argument("--profile", default="")
     parser.add_argument("--queries", action="store_true")
+    parser.add_argument("--sql", action="store_true", help="with --queries: print each query")
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="PostgreSQL: each query's execution time in the server (EXPLAIN ANALYZE), which "
+        "the process CPU above does not count",
+    )
     parser.add_argument("--code", help="import the application from this checkout instead")
     parser.add_argument("--against", help="a peer checkout: alternate runs, print both")
     parser.add_argument("--rounds", type=int, default=3, help="with --against")
@@ -146,6 +153,10 @@ def measure(app, work: list[tuple[str, str, str]], args: argparse.Namespace) -> 
                 call(app, url, header)
             queries = f"  {len(captured.captured_queries)} queries"
         print(f"{label:48s} {cpu:6.2f} ms CPU/request  ({len(body):,} B){queries}", flush=True)
+        for query in captured.captured_queries if args.queries and args.sql else ():
+            print(f"    {query['time']} s  {query['sql'][:300]}")
+        if args.explain:
+            explain(app, url, header)
         if profiler:
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats(
@@ -153,6 +164,38 @@ def measure(app, work: list[tuple[str, str, str]], args: argparse.Namespace) -> 
             ).print_stats(int(os.environ.get("TOP", "45")))
             print(out.getvalue())
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+def explain(app, url: str, header: str) -> None:
+    """The server-side time of each query one request runs (PostgreSQL's EXPLAIN ANALYZE,
+    planning + execution), the slowest first: the database's CPU shares the 2 cores with the
+    web workers under wrk, and a plan that sorts every open finding costs nothing in Python."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        print("    --explain: PostgreSQL only")
+        return
+    seen: list[tuple[str, object]] = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        call(app, url, header)
+    timed = []
+    with connection.cursor() as cursor:
+        for sql, params in seen:
+            if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
+                continue
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+            plan = cursor.fetchone()[0]
+            plan = plan[0] if isinstance(plan, list) else plan
+            timed.append((plan["Planning Time"] + plan["Execution Time"], sql))
+    total = sum(ms for ms, _ in timed)
+    print(f"    database: {total:.2f} ms in {len(timed)} queries")
+    for ms, sql in sorted(timed, reverse=True)[:3]:
+        print(f"      {ms:6.2f} ms  {sql[:160]}")
 
 
 def compare(args: argparse.Namespace) -> None:

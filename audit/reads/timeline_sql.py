@@ -184,6 +184,9 @@ def _bucket_pins_sql() -> str:
         f"AND f.{version} >= %s AND f.{version} <= %s GROUP BY 1) "
         f"SELECT g.bucket, g.n, p.id, p.{version}, p.kind, p.severity, p.confirmed, "
         f"p.related_versions FROM g JOIN {table} p ON p.table_id = %s AND p.status = %s "
+        # The window again: without it PostgreSQL hashed every open finding of the table to
+        # join the pins (the version is computed, so it saw no index to probe).
+        f"AND p.{version} >= %s AND p.{version} <= %s "
         f"AND p.{version} = g.k %% {_VERSION_BITS} "
         f"AND {_rank_sql('p')} = {top} - g.k / {_VERSION_BITS}"
     )  # "%%": the modulo, not a placeholder
@@ -195,5 +198,5 @@ def bucket_pins(table_id: int, lo: int, hi: int, base: int, width: int) -> list[
     rank's lowest version (one row unless several share that version and severity; the caller
     keeps the lowest id). The chart's pins without reading every open finding of the window."""
     status = Finding.Status.OPEN.value
-    params = [base, width, table_id, status, lo, hi, table_id, status]
+    params = [base, width, table_id, status, lo, hi, table_id, status, lo, hi]
     return fetch_sql("bucket_pins", _bucket_pins_sql, params)

@@ -162,3 +162,21 @@ def test_a_cold_timeline_runs_its_queries_without_building_them_again():
     # span, probe, whole rollups, edge rollups' cells, the commits of the one cell the
     # window's end cuts (2900 of 2900-2901), findings, changes
     assert len(queries) == 7, [q["sql"] for q in queries]
+
+
+def test_a_timeline_request_runs_no_query_but_its_own_and_the_access_check(member, settings):
+    """The table row the key reads is built as the ORM builds a row it read: a `Table(...)`
+    filled its project with its default, a get-or-create query of the default project."""
+    from tests.support.clients import token_client
+
+    settings.AUDIT_API_TIMELINE_CACHE_SECONDS = 0
+    table = _table("request", list(range(0, 3000)), seed=5)
+    client = token_client(member)
+    url = f"/api/tables/{table.id}/timeline/?from_version=100&to_version=2900&max_points=40"
+    assert client.get(url).status_code == 200
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 200
+    assert response.json() == timeline.table_timeline(table, 100, 2900, 40)
+    sqls = [q["sql"] for q in queries.captured_queries]
+    assert not [sql for sql in sqls if '"audit_project"' in sql], sqls
