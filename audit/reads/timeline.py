@@ -27,6 +27,7 @@ from audit.core.vocab import SEVERITY_RANK
 from audit.models import Table
 from audit.reads import rollups, timeline_sql
 from audit.reads.cache import cached_json, timeline_generation
+from audit.reads.timeline_grid import BucketGrid
 
 TIMELINE_COLUMNS = [
     "version",
@@ -110,9 +111,9 @@ def _timeline(
         _fill_rows(out, window_rows(table_id, lo, hi, expected=expected))
         out["findings"] = _finding_dicts(timeline_sql.window_findings(table_id, lo, hi))
     else:
-        base, width = _fill_buckets(out, table_id, lo, hi, max_points)
-        pins = timeline_sql.bucket_pins(table_id, lo, hi, base, width)
-        _fill_bucket_findings(out, pins, base, width)
+        grid = _fill_buckets(out, table_id, lo, hi, max_points)
+        pins = timeline_sql.bucket_pins(table_id, lo, hi, grid.base, grid.width)
+        _fill_bucket_findings(out, pins, grid)
     # Schema/protocol/property changes, marked where they happened.
     out["changes"] = timeline_sql.change_marks(table_id, lo, hi)
     return out
@@ -173,26 +174,27 @@ def _fill_rows(out: dict[str, Any], rows: list[list]) -> None:
 
 def _fill_buckets(
     out: dict[str, Any], table_id: int, lo: int, hi: int, max_points: int
-) -> tuple[int, int]:
+) -> BucketGrid:
     """About max_points/2 buckets [from_v, to_v, commits, max_concurrent, findings] over
-    [lo, hi] (only those holding commits). Returns (base, width): bucket i starts at
-    base + i * width."""
+    [lo, hi] (only those holding commits), counted on the returned grid: bucket i starts at
+    base + i * width. `_fill_bucket_findings` adds the findings and writes them out."""
     size = rollups.rollup_size()
     unit, base, width = _bucket_grid(lo, hi, max(max_points // 2, 1), size)
-    stats: dict[int, list[int]] = {}  # bucket index -> [commits, max_concurrent]
+    grid = BucketGrid(lo, hi, base, width)
     operations: set[str] = set()
     first_start, last_whole = lo // size * size, hi - size + 1
     if unit == 1:  # narrow buckets: every row of the window (fewer than 4 * target of them)
         edges = timeline_sql.rollup_rows(table_id, first_start, hi)
     else:  # rollups wholly inside the window: their aggregates, or their cells
         whole = timeline_sql.whole_rollup_cells if unit < size else timeline_sql.whole_rollups
-        for row in whole(table_id, first_start, hi, lo, last_whole):
+        rows = whole(table_id, first_start, hi, lo, last_whole)
+        for row in rows:
             operations.update(_json(row[3]))
-            if unit == size:
-                _add(stats, (row[0] - base) // width, row[1], row[2])
-            else:
-                _add_cells(stats, row[0], row[4], unit, base, width)
-        by_rows = _edges_by_cells(stats, operations, table_id, (lo, hi, last_whole), base, width)
+            if unit < size:
+                grid.add_cells(row[0], rollups.unpack_cells(row[4], unit), unit)
+        if unit == size:
+            grid.add_rollups(row[:3] for row in rows)
+        by_rows = _edges_by_cells(grid, operations, table_id, last_whole)
         edges = []
         if by_rows is None or by_rows:
             edges = timeline_sql.edge_rollups(table_id, first_start, hi, lo, last_whole)
@@ -202,23 +204,14 @@ def _fill_buckets(
         rows = rollups.unpack_rows(text)
         if len(rows) != commits:
             rows = _commit_rows(table_id, start, start + size - 1)
-        _add_rows(stats, operations, rows, lo, hi, base, width)
+        grid.add_rows(rows, operations)
     out["mode"] = "buckets"
-    out["buckets"] = [
-        [max(base + b * width, lo), min(base + (b + 1) * width - 1, hi), n, most, 0]
-        for b, (n, most) in sorted(stats.items())
-    ]
     out["operations"] = sorted(operations)
-    return base, width
+    return grid
 
 
 def _edges_by_cells(
-    stats: dict[int, list[int]],
-    operations: set[str],
-    table_id: int,
-    window: tuple[int, int, int],
-    base: int,
-    width: int,
+    grid: BucketGrid, operations: set[str], table_id: int, last_whole: int
 ) -> set[int] | None:
     """Count the edge rollups of buckets that are whole cells of a stored level from their
     finest cells (every bucket boundary is a boundary of them), and the at most two cells cut
@@ -226,7 +219,7 @@ def _edges_by_cells(
     bucket window. Returns the starts of the edges this cannot count exactly, to be read row
     by row (None: all of them): those without cells, and those holding an operation the whole rollups did not
     (the window's operations are those of its rows)."""
-    lo, hi, last_whole = window
+    lo, hi, base, width = grid.lo, grid.hi, grid.base, grid.width
     size = rollups.rollup_size()
     widths = rollups.cell_widths(size)
     if not widths:  # rollups too small to hold cells (tests): every edge by rows
@@ -247,26 +240,12 @@ def _edges_by_cells(
             if not flat[i] or cell_hi < lo or cell_lo > hi:
                 continue
             if lo <= cell_lo and cell_hi <= hi:
-                _add(stats, (cell_lo - base) // width, flat[i], flat[i + 1])
+                grid.add((cell_lo - base) // width, flat[i], flat[i + 1])
             else:  # cut by the window: its commits there
-                rows = _commit_rows(table_id, max(cell_lo, lo), min(cell_hi, hi))
-                _add_rows(stats, operations, rows, lo, hi, base, width)
+                grid.add_rows(
+                    _commit_rows(table_id, max(cell_lo, lo), min(cell_hi, hi)), operations
+                )
     return rest
-
-
-def _add_rows(
-    stats: dict[int, list[int]],
-    operations: set[str],
-    rows: list[list],
-    lo: int,
-    hi: int,
-    base: int,
-    width: int,
-) -> None:
-    for r in rows:
-        if lo <= r[0] <= hi:
-            _add(stats, (r[0] - base) // width, 1, r[5])
-            operations.add(r[3])
 
 
 def _bucket_grid(lo: int, hi: int, target: int, size: int) -> tuple[int, int, int]:
@@ -291,52 +270,20 @@ def _level_for(width: int, size: int) -> int:
     return 1
 
 
-def _add_cells(
-    stats: dict[int, list[int]], start: int, cells: str, unit: int, base: int, width: int
-) -> None:
-    """Add a rollup's cells of the `unit` level to the buckets: a bucket is `width // unit`
-    whole cells (`_bucket_grid`), so each is one slice's sum and max, not a Python step per
-    cell (that loop was a third of a cold whole-history timeline)."""
-    flat = rollups.unpack_cells(cells, unit)
-    counts, maxima = flat[0::2], flat[1::2]
-    per = width // unit
-    first = (start - base) // unit  # the rollup's first cell, counted from base
-    i = 0
-    while i < len(counts):
-        bucket = (first + i) // per
-        j = min((bucket + 1) * per - first, len(counts))
-        n = sum(counts[i:j])
-        if n:
-            _add(stats, bucket, n, max(maxima[i:j]))
-        i = j
-
-
-def _add(stats: dict[int, list[int]], bucket: int, n: int, max_concurrent: int | None) -> None:
-    entry = stats.get(bucket)
-    if entry is None:
-        stats[bucket] = [n, max_concurrent or 0]
-    else:
-        entry[0] += n
-        if max_concurrent and max_concurrent > entry[1]:
-            entry[1] = max_concurrent
-
-
 # --------------------------------------------------------------------------- findings
 
 
-def _fill_bucket_findings(out: dict[str, Any], pins: list[tuple], base: int, width: int) -> None:
+def _fill_bucket_findings(out: dict[str, Any], pins: list[tuple], grid: BucketGrid) -> None:
     """Per bucket: the count of open findings and the one the chart pins (the most severe,
     then the lowest version and id), from `timeline_sql.bucket_pins` (grouped in SQL: reading
     every open finding of a whole-history window was most of its cold CPU); only the pinned
     are sent, however many the window holds, in (version, id) order."""
-    counts: dict[int, int] = {}
     rows: dict[int, tuple] = {}
-    for bucket, count, *row in pins:
-        counts[bucket] = count
+    for bucket, _, *row in pins:
         if bucket not in rows or row[0] < rows[bucket][0]:  # same version and rank: lowest id
             rows[bucket] = tuple(row)
-    for entry in out["buckets"]:
-        entry[4] = counts.get((entry[0] - base) // width, 0)
+    grid.set_findings([pin[0] for pin in pins], [pin[1] for pin in pins])
+    out["buckets"] = grid.buckets()
     pinned = sorted(rows.values(), key=lambda row: (row[1], row[0]))
     out["findings"] = _finding_dicts(pinned)
 

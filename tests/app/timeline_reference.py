@@ -18,8 +18,6 @@ from audit.reads.timeline import (
     FINDING_FIELDS,
     TIMELINE_COLUMNS,
     TIMELINE_MAX_FINDINGS,
-    _add,
-    _add_cells,
     _bucket_grid,
     _fill_rows,
     pin_rank,
@@ -211,3 +209,35 @@ def change_marks(table, lo: int | None = None, hi: int | None = None) -> list[di
     if hi is not None:
         qs = qs.filter(version__lte=hi)
     return list(qs.values("version", "kind", "summary")[:500])
+
+
+# The bucket helpers as they were (dicts of [commits, max_concurrent] per bucket), before the
+# timeline counted its buckets on a NumPy grid (audit/reads/timeline_grid.py).
+def _add_cells(
+    stats: dict[int, list[int]], start: int, cells: str, unit: int, base: int, width: int
+) -> None:
+    """Add a rollup's cells of the `unit` level to the buckets: a bucket is `width // unit`
+    whole cells (`_bucket_grid`), so each is one slice's sum and max, not a Python step per
+    cell (that loop was a third of a cold whole-history timeline)."""
+    flat = rollups.unpack_cells(cells, unit)
+    counts, maxima = flat[0::2], flat[1::2]
+    per = width // unit
+    first = (start - base) // unit  # the rollup's first cell, counted from base
+    i = 0
+    while i < len(counts):
+        bucket = (first + i) // per
+        j = min((bucket + 1) * per - first, len(counts))
+        n = sum(counts[i:j])
+        if n:
+            _add(stats, bucket, n, max(maxima[i:j]))
+        i = j
+
+
+def _add(stats: dict[int, list[int]], bucket: int, n: int, max_concurrent: int | None) -> None:
+    entry = stats.get(bucket)
+    if entry is None:
+        stats[bucket] = [n, max_concurrent or 0]
+    else:
+        entry[0] += n
+        if max_concurrent and max_concurrent > entry[1]:
+            entry[1] = max_concurrent
