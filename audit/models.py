@@ -202,6 +202,15 @@ class Table(models.Model):
     def __str__(self) -> str:
         return self.name or self.uri
 
+    @classmethod
+    def of_columns(cls, **columns: Any) -> Table:
+        """A Table of these columns read elsewhere (plain SQL), the others deferred, as the ORM
+        builds a row it read. `Table(...)` would fill the others with their defaults, and the
+        project's default is a query (get-or-create of the default project)."""
+        names = [f.attname for f in cls._meta.concrete_fields if f.attname in columns]
+        assert len(names) == len(columns), f"not columns of Table: {sorted(columns)}"
+        return cls.from_db("default", names, [columns[name] for name in names])
+
     def set_key_columns(self, keys: list[str]) -> None:
         """Declare the table's key; the next full audit looks for duplicates of it."""
         Table.objects.filter(pk=self.pk).update(key_columns=keys, table_findings_dirty=True)

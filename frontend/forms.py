@@ -26,17 +26,27 @@ class FindingFilterForm(forms.Form):
         ("resolved", "Resolved"),
         ("all", "All"),
     ]
-    table = forms.ModelChoiceField(Table.objects.all(), required=False, empty_label="All tables")
+    # The reader's tables (audit/trust/access.py), as (id, name, uri) rows read once
+    # (queries.table_choices); the cleaned value is the chosen one as a Table of those columns.
+    table = forms.ChoiceField(choices=[("", "All tables")], required=False)
     kind = forms.CharField(required=False, max_length=64)
     severity = forms.ChoiceField(
         choices=[("", "Any severity"), *Finding.Severity.choices], required=False
     )
     status = forms.ChoiceField(choices=STATUS_CHOICES, required=False)
 
-    def __init__(self, *args, tables=None, **kwargs):
+    def __init__(self, *args, tables: list[tuple[int, str, str]] = (), **kwargs):
         super().__init__(*args, **kwargs)
-        if tables is not None:  # the reader's tables only (audit/trust/access.py)
-            self.fields["table"].queryset = tables
+        self._tables = {str(row[0]): row for row in tables}
+        # The labels a model choice field gives: str(table), its name or else its URI.
+        labels = [(key, name or uri) for key, (_, name, uri) in self._tables.items()]
+        self.fields["table"].choices = [("", "All tables"), *labels]
+
+    def clean_table(self) -> Table | None:
+        row = self._tables.get(self.cleaned_data.get("table") or "")
+        if row is None:
+            return None
+        return Table.of_columns(id=row[0], name=row[1], uri=row[2])
 
 
 class ExplainForm(forms.Form):

@@ -172,7 +172,7 @@ def findings_list_generation(table_id: int | None) -> str:
             return f"table:{table_id}:none"
         found, uri, created, generation, last_seen = row
         created = _key_text(created)
-        return f"table:{table_key(_table(id=found, uri=uri))}:{created}:{generation}:{last_seen}"
+        return f"table:{table_key(Table.of_columns(id=found, uri=uri))}:{created}:{generation}:{last_seen}"
     ((n, top, created, generation),) = fetch_sql("all_tables", _all_tables_sql, [])
     return f"all:{n}:{top}:{_key_text(created)}:{generation}"
 
@@ -210,14 +210,9 @@ def table_key_row(table_id: int) -> Table | None:
     if row is None:
         return None
     found, uri, _, generation, last_seen = row
-    return _table(id=found, uri=uri, last_seen_version=last_seen, findings_generation=generation)
-
-
-def _table(**columns: Any) -> Table:
-    """A Table of these columns, the others deferred, as the ORM builds a row it read:
-    `Table(...)` would fill the others with their defaults, and the project's default is a
-    get-or-create query of the default project (one more query on every timeline read)."""
-    return Table.from_db("default", list(columns), list(columns.values()))
+    return Table.of_columns(
+        id=found, uri=uri, last_seen_version=last_seen, findings_generation=generation
+    )
 
 
 def _one_table_sql() -> str:

@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from audit.core.vocab import FindingKind
-from audit.models import Finding, Table
+from audit.models import Finding
 from audit.reads import cache, queries
 from audit.reads.prepared import PLACEHOLDERS, PreparedValues
 from audit.trust import access
@@ -113,10 +113,7 @@ def findings_list(request: HttpRequest) -> HttpResponse:
 def _findings_content(request: HttpRequest) -> str:
     """The findings page's content block: filters, rows and pager."""
     # The table dropdown and a chosen table show only names and URIs (str(table)).
-    projects = access.request_projects(request)
-    tables = access.restrict_to(Table.objects.all(), projects, "project_id").only(
-        "id", "name", "uri"
-    )
+    tables = queries.table_choices(access.request_projects(request))
     form = FindingFilterForm(request.GET or None, tables=tables)
     rows, status = _filtered(form, request)
     table = form.cleaned_data.get("table") if form.is_valid() else None

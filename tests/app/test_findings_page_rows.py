@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from django import forms
 from django.conf import settings
 from django.core.paginator import Paginator
 from django.template import engines
@@ -17,7 +18,6 @@ from django.test import RequestFactory
 from audit.models import Finding, Membership, Project, Table
 from audit.reads import queries
 from audit.trust import access
-from frontend.forms import FindingFilterForm
 from frontend.templatetags.findings_rows import ROW_FIELDS, TABLE_ROW_FIELDS
 from frontend.views.findings import _findings_content, kind_choices
 from tests.app.test_findings_rows import HOSTILE, findings_of
@@ -27,8 +27,27 @@ pytestmark = pytest.mark.django_db
 STAFF = SimpleNamespace(is_authenticated=True, is_staff=True, is_superuser=False, pk=0)
 
 
+class ReferenceFilterForm(forms.Form):
+    """The findings filter as it was: the tables as a model choice field's queryset."""
+
+    table = forms.ModelChoiceField(Table.objects.all(), required=False, empty_label="All tables")
+    kind = forms.CharField(required=False, max_length=64)
+    severity = forms.ChoiceField(
+        choices=[("", "Any severity"), *Finding.Severity.choices], required=False
+    )
+    status = forms.ChoiceField(
+        choices=[("open", "Open"), ("acknowledged", "Acknowledged"), ("resolved", "Resolved"),
+                 ("all", "All")],
+        required=False,
+    )  # fmt: skip
+
+    def __init__(self, *args, tables, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["table"].queryset = tables
+
+
 def reference(request) -> str:
-    form = FindingFilterForm(request.GET or None, tables=access.visible_tables(request.user))
+    form = ReferenceFilterForm(request.GET or None, tables=access.visible_tables(request.user))
     status, filters = "open", {}
     if form.is_valid():
         data = form.cleaned_data
