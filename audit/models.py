@@ -442,6 +442,10 @@ class Finding(models.Model):
                 condition=NEEDS_ATTENTION,
                 name="audit_finding_tattn_v",
             ),
+            # The API's list of a reader's findings, newest first (`table_id IN (...) ORDER BY
+            # id DESC`): without statistics (SQLite has none unless ANALYZE runs) SQLite read
+            # every finding of the tables by (table, version) and sorted them (2.7 ms at 5,000).
+            models.Index(fields=["table", "-id"], name="audit_finding_table_new"),
         ]
 
     def __str__(self) -> str:

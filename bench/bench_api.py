@@ -102,9 +102,11 @@ def _iso(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}+00:00"
 
 
-def warn_if_autovacuum_off() -> None:
+def plan_as_a_deployment() -> None:
     from django.db import connection
 
+    if connection.vendor == "sqlite":
+        forget_sqlite_statistics()
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
@@ -113,6 +115,20 @@ def warn_if_autovacuum_off() -> None:
             # Nothing sets the visibility map: index-only scans read the heap (e.g. 2,000
             # heap fetches in a 2,000-version timeline count), unlike a production server.
             print("PostgreSQL runs with autovacuum off: tables are never vacuumed here")
+
+
+def forget_sqlite_statistics() -> None:
+    """Drop what an ANALYZE recorded (this bench ran one on SQLite until stop 36): nothing runs
+    ANALYZE on a deployment's SQLite file, and the planner chooses differently with and without
+    statistics (the findings lists: sorted every finding of the table either way, by different
+    queries), so the bench plans as a deployment does."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'")
+        if cursor.fetchone():
+            cursor.execute("DROP TABLE sqlite_stat1")
+            print("SQLite: dropped the statistics of an earlier ANALYZE (a deployment has none)")
 
 
 def generated_findings(table, n_commits: int, n_findings: int, now) -> list:
@@ -152,7 +168,7 @@ def build(n_commits: int, n_findings: int, rebuild: bool) -> int:
     from audit.models import Commit, Finding, Table
 
     call_command("migrate", verbosity=0)
-    warn_if_autovacuum_off()
+    plan_as_a_deployment()
     table = Table.objects.filter(uri=TABLE_URI).first()
     if table is not None and not rebuild and table.last_seen_version == n_commits - 1:
         print(f"reusing table {table.id} with {n_commits:,} commits")
@@ -178,8 +194,9 @@ def build(n_commits: int, n_findings: int, rebuild: bool) -> int:
     findings = generated_findings(table, n_commits, n_findings, now)
     Finding.objects.bulk_create(findings, batch_size=2000)
     store_health(table, n_commits)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # what autovacuum's analyze does on a server
     print(f"stored {n_findings:,} findings; {Commit.objects.filter(table=table).count():,} commits")
     return table.id
 
