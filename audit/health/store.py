@@ -159,9 +159,9 @@ def _undo_summary(current: list[int], s: Any, limit: int) -> None:
 
 
 def store_changes(table_id: int, history: History, start: int, end: int) -> list[dict[str, Any]]:
-    """The changes of versions start..end, stored and returned as stored: sanitised JSON (a log's
-    NUL breaks PostgreSQL's text and jsonb; an integer past 64 bits becomes text, which the
-    reads may then decode with orjson), a timestamp past 64 bits as none."""
+    """The changes of versions start..end, stored and returned as stored: the one sanitiser's
+    JSON (a log's NUL breaks PostgreSQL's text and jsonb), a timestamp outside 64 bits as
+    none."""
     changes = json_safe([c for c in changes_from_history(history) if start <= c["version"] <= end])
     rows = [
         TableChange(

@@ -50,10 +50,10 @@ class BucketGrid:
     def add_rows(self, rows: list[list], operations: set[str]) -> None:
         """Timeline rows ([version, read_version, timestamp, operation, blind_append,
         concurrent_count]); those outside the window are skipped."""
-        inside = [r for r in rows if self.lo <= r[0] <= self.hi]
-        for r in inside:
-            self.add((r[0] - self.base) // self.width, 1, r[5])
-            operations.add(r[3])
+        for r in rows:
+            if self.lo <= r[0] <= self.hi:
+                self.add((r[0] - self.base) // self.width, 1, r[5])
+                operations.add(r[3])
 
     def set_findings(self, buckets: list[int], counts: list[int]) -> None:
         """The open findings of these buckets (those outside the grid are skipped)."""
