@@ -90,6 +90,16 @@ class LocalStore:
             raise self._error(err, "list", full) from None
         return entries
 
+    def list_names(self, directory: str) -> list[str]:
+        """The names in `directory` alone: no stat and no entry object (the log listing)."""
+        full = self._full(directory)
+        try:
+            return os.listdir(full)
+        except NotADirectoryError:
+            raise DeltaAuditError(f"{full} is not a directory", table_uri=self.uri) from None
+        except OSError as err:
+            raise self._error(err, "list", full) from None
+
     def read_bytes(self, path: str) -> bytes:
         full = self._full(path)
         try:
