@@ -20,6 +20,7 @@ this module's notion of a secret option, and imports run one way.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tomllib
@@ -64,6 +65,7 @@ def is_secret_option(key: str) -> bool:
     return low not in NOT_SECRET_OPTIONS and any(m in low for m in SECRET_MARKERS)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_variable(name: str) -> bool:
     """Whether an environment variable holds a secret (AWS_SECRET_ACCESS_KEY, *_TOKEN, ...)."""
     words = name.upper().split("_")

@@ -110,3 +110,28 @@ def test_it_scrubs_the_witness_per_file_errors(tmp_path):
     outcome = witness.find_rows(str(tmp_path), [AddFile(signed, {}), AddFile(local, {})], None, {})
     assert outcome.status == "unreadable"
     assert "SASsecretValue" not in outcome.note and "gone.parquet" in outcome.note
+
+
+def test_it_names_the_first_three_unreadable_files_and_scrubs_no_more(tmp_path, monkeypatch):
+    """A vacuumed history fails every file it reads: only the lines the note shows are made
+    (and scrubbed), in path order, and the outcome is the same as with every line made."""
+    from audit.core.data import witness
+    from audit.core.model import AddFile
+
+    calls = []
+    real = witness.scrub_error
+    monkeypatch.setattr(witness, "scrub_error", lambda text: calls.append(text) or real(text))
+    adds = [AddFile(f"gone-{i:02d}.parquet?sig=SASsecretValue{i}", {}) for i in range(40)]
+    outcome = witness.find_rows(str(tmp_path), list(reversed(adds)), None, {})
+    assert outcome.status == "unreadable"
+    named = [f"gone-{i:02d}" for i in range(40) if f"gone-{i:02d}" in outcome.note]
+    assert named == ["gone-00", "gone-01", "gone-02"]
+    assert len(calls) == witness.SHOWN_PROBLEMS
+    assert "SASsecretValue" not in outcome.note
+
+
+def test_it_reads_a_changed_environment_secret_at_once(monkeypatch):
+    monkeypatch.setenv("BENCH_SCRUB_TOKEN", "first-secret-value")
+    assert scrub.scrub_error("x first-secret-value y") == "x *** y"
+    monkeypatch.setenv("BENCH_SCRUB_TOKEN", "second-secret-value")
+    assert scrub.scrub_error("x first-secret-value second-secret-value") == "x first-secret-value ***"
