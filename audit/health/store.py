@@ -263,7 +263,11 @@ def store_table_health(
     lag = table_publish_lag(history.get_log(), history.state.protocol, int(time.time() * 1000))
     if lag is not None:
         health["publish_lag"] = lag
-    TableHealth.objects.update_or_create(table_id=table_id, defaults=health_fields(health))
+    fields = health_fields(health)
+    # One UPDATE when a row exists (read above): update_or_create's savepoint, locking read
+    # and update were 4 of the ~22 queries of a steady tail's stored commit.
+    if prev is None or not TableHealth.objects.filter(table_id=table_id).update(**fields):
+        TableHealth.objects.update_or_create(table_id=table_id, defaults=fields)
     checked = (
         (table_id, history.get_log().uri),
         _listing_signature(listing, history.state.version),

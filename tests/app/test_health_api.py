@@ -346,3 +346,41 @@ def test_the_changes_read_equals_its_orm_reference(table):
     assert len(got) == len(reference) >= 3
     assert got == reference
     assert got[0]["by"] == {"user": "u"} and got[0]["findings"]
+
+
+def test_it_stores_a_steady_commit_without_a_savepoint_or_a_locking_read_of_its_own(table):
+    """A steady tail stores one commit a step, all day: the rollups and the latest health are
+    written inside the chunk's transaction, the health as one UPDATE of the row read before
+    (update_or_create's savepoint, locking read and update were 4 of ~22 queries)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.support.health_tables import _batch
+
+    write_deltalake_append(table.uri, _batch(62))
+    with CaptureQueriesContext(connection) as queries:
+        assert tail_once(table.id).stored == 1
+    sql = [q["sql"] for q in queries.captured_queries]
+    health = [s for s in sql if '"audit_tablehealth"' in s and not s.startswith("SELECT")]
+    assert len(health) == 1 and health[0].startswith("UPDATE")
+    assert not any("FOR UPDATE" in s and '"audit_tablehealth"' in s for s in sql)
+    # The test runs in a transaction, so the chunk's own atomic block is a savepoint here:
+    # none is nested in it.
+    start = next(i for i, s in enumerate(sql) if s.startswith("SAVEPOINT"))
+    name = sql[start].split()[1]
+    end = sql.index(f"RELEASE SAVEPOINT {name}")
+    assert any('"audit_commitrollup"' in s for s in sql[start:end])
+    assert not any(s.startswith("SAVEPOINT") for s in sql[start + 1 : end])
+    stored = TableHealth.objects.get(table=table)
+    assert stored.version == V_LAST + 1
+    expected = health_at(open_log(table.uri))
+    for part in ("num_files", "total_bytes", "log", "checkpoint", "small_files"):
+        assert stored.data[part] == expected[part], part
+
+
+def write_deltalake_append(uri: str, batch) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    batch = batch.append_column(HOSTILE_COLUMN, pa.array([None] * len(batch), pa.float64()))
+    write_deltalake(uri, batch, mode="append")
