@@ -25,6 +25,7 @@ import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 MASK = "***"
 # Storage option names whose values are secrets (substrings of the lower-cased key).
@@ -43,11 +44,12 @@ _TRAILING = ".,;:)]}"
 # `url: /path` as requests and urllib3 word a failed request (the host is said before it).
 _BARE_PATH = re.compile(r"(?i)(\burl:\s*)/[^\s'\"<>)]*")
 # Signed-request parameters anywhere (a SAS token pasted alone has no URL around it).
-_SIGNED = re.compile(
-    r"(?i)(\b(?:sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential"
-    r"|x-goog-signature|x-goog-credential|access_token|session_token|sessiontoken"
-    r"|security_token|client_secret|accountkey|sharedaccesssignature)=)[^&\s;'\"<>]+"
-)
+_SIGNED_NAMES = (
+    "sig", "signature", "x-amz-signature", "x-amz-security-token", "x-amz-credential",
+    "x-goog-signature", "x-goog-credential", "access_token", "session_token", "sessiontoken",
+    "security_token", "client_secret", "accountkey", "sharedaccesssignature",
+)  # fmt: skip
+_SIGNED = re.compile(r"(?i)(\b(?:" + "|".join(_SIGNED_NAMES) + r")=)[^&\s;'\"<>]+")
 # Query parameters that are secrets only after ? or & (bare `se=` or `st=` can be a partition).
 _QUERY_PARAM = re.compile(
     r"(?i)([?&](?:se|st|sp|skoid|sktid|skt|ske|sks|skv|key|token|code)=)[^&\s'\"<>]+"
@@ -80,13 +82,28 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     # Literal secrets first: a URL or parameter rule could otherwise cut one in half.
     for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
         text = text.replace(secret, MASK)
-    text = _AUTHORIZATION.sub(lambda m: m.group(1) + MASK, text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
-    text = _SIGNED.sub(lambda m: m.group(1) + MASK, text)
-    text = _QUERY_PARAM.sub(lambda m: m.group(1) + MASK, text)
-    text = _BARE_PATH.sub(lambda m: m.group(1) + "/…", text)
-    text = _LOGGED_REQUEST.sub(lambda m: m.group(1) + "/…", text)
-    return _URL.sub(_url_without_path, text)
+    for pattern, replace, needs in _RULES:
+        # An ASCII text without any of the rule's literals cannot match it (most texts: a
+        # local path, a parse error): its scan is skipped. Any other text is scanned, since
+        # case-insensitive matching pairs some non-ASCII letters with ASCII ones ("ſ", "K").
+        if text.isascii():
+            lowered = text.lower()
+            if not any(literal in lowered for literal in needs):
+                continue
+        text = pattern.sub(replace, text)
+    return text
+
+
+def _masked(match: re.Match[str]) -> str:
+    return match.group(1) + MASK
+
+
+def _path_cut(match: re.Match[str]) -> str:
+    return match.group(1) + "/…"
+
+
+def _credential_masked(match: re.Match[str]) -> str:
+    return f"{match.group(1)} {MASK}"
 
 
 def _url_without_path(match: re.Match[str]) -> str:
@@ -96,6 +113,19 @@ def _url_without_path(match: re.Match[str]) -> str:
         rest, tail = rest[:-1], rest[-1] + tail
     kept = f"{scheme}://{host}"
     return (kept + "/…" if rest not in ("", "/") else kept + rest) + tail
+
+
+# scrub's rules in order: a pattern, its replacement, and literals (lower case) at least one of
+# which a match contains.
+_RULES: tuple[tuple[re.Pattern[str], Any, tuple[str, ...]], ...] = (
+    (_AUTHORIZATION, _masked, ("authorization",)),
+    (_BEARER, _credential_masked, ("bearer", "basic")),
+    (_SIGNED, _masked, tuple(f"{name}=" for name in _SIGNED_NAMES)),
+    (_QUERY_PARAM, _masked, ("?", "&")),
+    (_BARE_PATH, _path_cut, ("url:",)),
+    (_LOGGED_REQUEST, _path_cut, ("://",)),
+    (_URL, _url_without_path, ("://",)),
+)
 
 
 def environment_secrets(environ: Mapping[str, str]) -> set[str]:

@@ -4,6 +4,8 @@ survives into a text that is stored, shown or logged; one_line and storage error
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audit.core import scrub
 from audit.core.errors import one_line
@@ -134,4 +136,39 @@ def test_it_reads_a_changed_environment_secret_at_once(monkeypatch):
     monkeypatch.setenv("BENCH_SCRUB_TOKEN", "first-secret-value")
     assert scrub.scrub_error("x first-secret-value y") == "x *** y"
     monkeypatch.setenv("BENCH_SCRUB_TOKEN", "second-secret-value")
-    assert scrub.scrub_error("x first-secret-value second-secret-value") == "x first-secret-value ***"
+    assert (
+        scrub.scrub_error("x first-secret-value second-secret-value") == "x first-secret-value ***"
+    )
+
+
+def _every_rule(text: str) -> str:
+    """scrub as it was before its literal checks: every pattern scanned, in order."""
+    text = scrub._AUTHORIZATION.sub(lambda m: m.group(1) + scrub.MASK, text)
+    text = scrub._BEARER.sub(lambda m: f"{m.group(1)} {scrub.MASK}", text)
+    text = scrub._SIGNED.sub(lambda m: m.group(1) + scrub.MASK, text)
+    text = scrub._QUERY_PARAM.sub(lambda m: m.group(1) + scrub.MASK, text)
+    text = scrub._BARE_PATH.sub(lambda m: m.group(1) + "/…", text)
+    text = scrub._LOGGED_REQUEST.sub(lambda m: m.group(1) + "/…", text)
+    return scrub._URL.sub(scrub._url_without_path, text)
+
+
+_FRAGMENTS = [
+    "Authorization: ", "AUTHORIZATION=", "authorization\"", "Bearer ", "basic ", "BASIC ",
+    "tok3n.Value/9=", "sig=", "SIG=", "ſig=", "Signature=", "x-amz-Security-Token=",
+    "AccountKey=", "sharedAccessSignature=", "?se=", "&sp=", "?key=", "&Token=", "url: ",
+    "URL:", "/path/to", "https://", "HTTP://", "host.example:443", " \"GET ", " ", ";", "'",
+    "\"", "<", "&", "?", "=", "/", "…", "K", "İ", "ß", "secretValue123", "date=2024-01-01",
+    "part-0001.parquet", "\n", "\t",
+]  # fmt: skip
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=12))
+def test_it_scrubs_exactly_as_scanning_every_rule_does(parts):
+    text = "".join(parts)
+    assert scrub.scrub(text) == _every_rule(text)
+
+
+@given(st.text(max_size=60))
+def test_it_scrubs_any_text_as_scanning_every_rule_does(text):
+    assert scrub.scrub(text) == _every_rule(text)
