@@ -83,22 +83,26 @@ def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
     if _FINDINGS.match(path):
         uri = request.build_absolute_uri()
         table_id = cache.table_param(request)
-        if table_id is not None and not access.sees_table(user, table_id):
+        if table_id is not None and not access.request_sees_table(request, user, table_id):
             return None
-        scope = "" if table_id is not None else access.scope_key(user)  # as the view's key
+        scope = (
+            "" if table_id is not None else access.scope_of(access.projects_of(request, user))
+        )  # as the view's key
         generation = cache.findings_body_generation(table_id, scope)
         return _hit(cache.cached_only(generation, uri), _ALLOW_ACTION)
     if _TABLES.match(path):
-        generation = cache.tables_body_generation(access.scope_key(user), TABLE_LIST_COLUMNS)
+        generation = cache.tables_body_generation(
+            access.scope_of(access.projects_of(request, user)), TABLE_LIST_COLUMNS
+        )
         body = cache.cached_only(generation, request.build_absolute_uri())
         return None if body is None else (cache.with_seconds(body), _ALLOW_TABLES)
     if match := _COMMIT.match(path):
-        if not access.sees_table(user, int(match[1])):
+        if not access.request_sees_table(request, user, int(match[1])):
             return None
         generation = cache.findings_body_generation(int(match[1]))
         return _hit(cache.cached_only(generation, request.build_absolute_uri()), _ALLOW_ACTION)
     if match := _TABLE_SUB.match(path):
-        if not access.sees_table(user, int(match[1])):
+        if not access.request_sees_table(request, user, int(match[1])):
             return None
         table = cache.table_key_row(int(match[1]))
         if table is None:

@@ -130,11 +130,26 @@ class TableViewSet(
     filterset_class = TableFilter
     lookup_value_regex = ID_PATTERN
 
+    # The routes whose handler reads the table's row (`table()`): the check below reads the
+    # row itself for them, so its project comes in it (one query, not the project's and then
+    # the row's). Any other route that calls table() still gets a checked row, by a read.
+    ROW_ACTIONS = frozenset(
+        {"commits", "health", "health_history", "changes", "diff", "orphans", "partial_update"}
+    )
+
     def check_permissions(self, request):
         # Another project's table is a 404 on every route under /api/tables/{id}/, before any
-        # role check (a 403 would tell that it exists) and before any work.
+        # role check (a 403 would tell that it exists) and before any work. The projects the
+        # user sees are read once per request (access.request_projects).
         if "pk" in self.kwargs and request.user and request.user.is_authenticated:
-            access.check_table(request.user, int(self.kwargs["pk"]))
+            table_id = int(self.kwargs["pk"])
+            if self.action in self.ROW_ACTIONS:
+                self._row = queries.table_by_id(table_id)
+                project = self._row.project_id if self._row is not None else None
+            else:
+                project = access.table_project_id(table_id)
+            if not access.request_sees_project(request, project):
+                raise Http404("No Table matches the given query.")
         super().check_permissions(request)
 
     def get_queryset(self):
@@ -190,8 +205,9 @@ class TableViewSet(
 
     def table(self) -> Table:
         """The table of a sub-resource (no table filters apply to it)."""
-        table = queries.table_by_id(self.kwargs["pk"])  # digits (ID_PATTERN): fits int64
-        if table is None or not access.sees_project(self.request.user, table.project_id):
+        # The row check_permissions read for this request, else a read (digits: ID_PATTERN).
+        table = self.__dict__.get("_row") or queries.table_by_id(self.kwargs["pk"])
+        if table is None or not access.request_sees_project(self.request, table.project_id):
             raise Http404("No Table matches the given query.")
         return table
 
@@ -286,9 +302,7 @@ class TableViewSet(
         serializer_class=s.CommitListSerializer,
     )
     def commits(self, request, pk=None):
-        table = queries.table_by_id(self.kwargs["pk"])
-        if table is None:
-            raise NotFound("no such table")
+        table = self.table()
 
         def page() -> bytes:
             rows = self.paginate_queryset(self.commit_rows(table.id))

@@ -58,11 +58,21 @@ def scope_key(user: Any) -> str:
 
 def request_projects(request: Any) -> frozenset[int] | None:
     """`visible_project_ids(request.user)`, asked once per request (a page needs it for its
-    cache key and again for its rows). Kept on the request, never on the user: a user object
-    can outlive its request (audit.api.authentication remembers tokens' users)."""
-    if "_audit_visible_projects" not in request.__dict__:
-        request._audit_visible_projects = visible_project_ids(request.user)
-    return request._audit_visible_projects
+    cache key and again for its rows)."""
+    return projects_of(request, request.user)
+
+
+def projects_of(request: Any, user: Any) -> frozenset[int] | None:
+    """`visible_project_ids(user)`, asked once per request: kept on the request (Django's,
+    which DRF's wraps, so the API's fast path and its view share it), never on the user (a
+    user object can outlive its request: audit.api.authentication remembers tokens' users),
+    and only for the user it was asked for."""
+    holder = getattr(request, "_request", request)
+    key = user.pk if user is not None and user.is_authenticated else None
+    kept = holder.__dict__.get("_audit_visible_projects")
+    if kept is None or kept[0] != key:
+        kept = holder._audit_visible_projects = (key, visible_project_ids(user))
+    return kept[1]
 
 
 def scope_of(ids: frozenset[int] | None) -> str:
@@ -127,6 +137,18 @@ def _table_project_sql() -> str:
 
 def sees_project(user: Any, project_id: int | None) -> bool:
     ids = visible_project_ids(user)
+    return project_id is not None and (ids is None or project_id in ids)
+
+
+def request_sees_project(request: Any, project_id: int | None) -> bool:
+    """`sees_project` for the user of `request`, their projects read once per request."""
+    ids = request_projects(request)
+    return project_id is not None and (ids is None or project_id in ids)
+
+
+def request_sees_table(request: Any, user: Any, table_id: int) -> bool:
+    """`sees_table` for `user` (the request's), their projects read once per request."""
+    project_id, ids = table_project_id(table_id), projects_of(request, user)
     return project_id is not None and (ids is None or project_id in ids)
 
 

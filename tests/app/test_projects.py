@@ -262,3 +262,39 @@ def test_it_asks_a_readers_projects_once_a_request(client, member, settings, url
     assert response.status_code == 200 and b"mine" in response.content
     asked = [q["sql"] for q in queries_run.captured_queries if "audit_membership" in q["sql"]]
     assert len(asked) == 1, asked
+
+
+@pytest.mark.parametrize("route", ["commits/", "health/", "health/history/", "changes/"])
+def test_it_reads_a_table_routes_row_and_the_readers_projects_once(people, users, route, settings):
+    """A route under /api/tables/{id}/ checks access (the table's project against the reader's
+    projects) and then reads the table's row: one read of each, not a project query, a
+    membership query, the row, and the memberships again; an outsider still gets a 404.
+    Caches off: the cold path, where the fast path (a cache hit) does not answer."""
+    settings.AUDIT_API_LIST_CACHE_SECONDS = 0
+    url = f"/api/tables/{people.id}/{route}"
+    reader, stranger = token_client(users["viewer"]), token_client(users["stranger"])
+    with CaptureQueriesContext(connection) as queries_run:
+        response = reader.get(url)
+    assert response.status_code in (200, 404, 409)
+    if response.status_code == 404:  # no stored health for this table: said, not hidden
+        assert "No Table matches" not in response.content.decode()
+    sql = [q["sql"] for q in queries_run.captured_queries]
+    assert len([q for q in sql if "audit_membership" in q]) == 1, "\n".join(sql)
+    table_reads = [q for q in sql if q.startswith("SELECT") and 'FROM "audit_table"' in q]
+    assert len(table_reads) == 1, table_reads
+    refused = stranger.get(url)
+    assert refused.status_code == 404 and "No Table matches" in refused.content.decode()
+
+
+def test_a_fast_path_miss_and_its_view_read_the_readers_projects_once(people, users, settings):
+    """With the caches on, a miss of the fast path (it checks access before it looks) goes on
+    to the view, which asks the same request's projects: one membership query for both."""
+    settings.AUDIT_API_LIST_CACHE_SECONDS = 60
+    settings.AUDIT_API_FAST_PATH = True
+    reader = token_client(users["viewer"])
+    with CaptureQueriesContext(connection) as queries_run:
+        assert reader.get(f"/api/tables/{people.id}/commits/").status_code == 200
+    sql = [q["sql"] for q in queries_run.captured_queries]
+    assert len([q for q in sql if "audit_membership" in q]) == 1, "\n".join(sql)
+    stranger = token_client(users["stranger"])
+    assert stranger.get(f"/api/tables/{people.id}/commits/").status_code == 404
