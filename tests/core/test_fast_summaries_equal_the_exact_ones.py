@@ -23,19 +23,10 @@ from audit.core.history.summary import History, load_history, summarize_commits
 from audit.core.integrity.refs import refs_of_commit
 from audit.core.log import iter_commit_files, open_log, parse_commit
 from audit.core.report import build_report
-from tests.support.paths import DELTA_TABLES, ROOT
+from tests.support.paths import DELTA_TABLES, ROOT, every_suite_table
 
 TABLES = DELTA_TABLES
 BENCH = ROOT / "bench"
-
-
-def _every_table() -> list[Path]:
-    found = []
-    for dirpath, dirnames, _ in os.walk(TABLES):
-        if "_delta_log" in dirnames:
-            found.append(Path(dirpath))
-            dirnames.remove("_delta_log")
-    return sorted(found)
 
 
 def _reference(path: Path) -> tuple[list, list, list]:
@@ -68,7 +59,7 @@ def split_small_logs(monkeypatch):
 
 
 def test_every_test_table_is_summarised_alike_by_every_path(split_small_logs):
-    tables = _every_table()
+    tables = every_suite_table()
     assert len(tables) > 50  # the walk found the copied tables
     split = 0
     for path in tables:
@@ -239,7 +230,7 @@ def test_the_streamed_report_is_byte_identical_to_one_dump(bench_log, monkeypatc
 
     monkeypatch.setattr(CommitEntries, "CHUNK", 7)  # many chunks, the last one short
     monkeypatch.setattr(report, "_LIST_CHUNK", 3)  # the findings a slice at a time too
-    for path in [bench_log, *_every_table()[:40]]:
+    for path in [bench_log, *every_suite_table()[:40]]:
         try:
             history = load_history(str(path))
         except DeltaAuditError:
@@ -287,7 +278,7 @@ def test_the_digest_s_integrity_refs_equal_those_of_the_parsed_commits(bench_log
     # Coercions included: dataChange absent or not a bool, empty or odd deletion vectors,
     # stats and baseRowId of the wrong type, URL-encoded paths.
     compared = refs = 0
-    for path in [*_every_table(), bench_log]:
+    for path in [*every_suite_table(), bench_log]:
         try:
             done = _refs_on_both_paths(path)
         except DeltaAuditError:

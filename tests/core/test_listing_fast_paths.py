@@ -7,7 +7,6 @@ Both must give the listing the slow paths give, on every suite table and on odd 
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,20 +18,11 @@ from audit.core.log import listing
 from audit.core.log.layout import LOG_DIR
 from audit.core.log.listing import list_log
 from audit.core.storage.stores import LocalStore
-from tests.support.paths import DELTA_TABLES
+from tests.support.paths import every_suite_table
 
 
 class _EntriesOnly(LocalStore):
     """A local store listed entry by entry (what every store but a plain LocalStore gets)."""
-
-
-def _every_table() -> list[Path]:
-    found = []
-    for dirpath, dirnames, _ in os.walk(DELTA_TABLES):
-        if "_delta_log" in dirnames:
-            found.append(Path(dirpath))
-            dirnames.remove("_delta_log")
-    return sorted(found)
 
 
 def _listing_or_error(store: LocalStore) -> object:
@@ -43,7 +33,7 @@ def _listing_or_error(store: LocalStore) -> object:
 
 
 def test_it_lists_every_suite_table_as_the_entry_listing_does() -> None:
-    tables = _every_table()
+    tables = every_suite_table()
     assert len(tables) > 100
     for table in tables:
         fast = _listing_or_error(LocalStore(str(table)))
