@@ -471,10 +471,11 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         # `?table=` naming another project's table: 404, as for a table that does not exist
         # (read as the filter reads it, so both list paths answer alike).
         named = list_sql.finding_params(request.query_params).get("table")
-        if named is not None:
-            access.check_table(request.user, named)
+        if named is not None and not access.request_sees_table(request, request.user, int(named)):
+            raise Http404("No Table matches the given query.")
         table_id = cache.table_param(request)
-        visible = access.visible_table_ids(request.user)
+        projects = access.request_projects(request)  # once: the check, the rows, the key
+        visible = access.table_ids_in(projects)
 
         def page() -> bytes:
             rows = self.paginate_queryset(self.finding_rows(visible))
@@ -484,7 +485,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
 
         # One table's list is the same for everyone who sees the table (checked above); a list
         # of several tables depends on the reader's projects.
-        scope = "" if table_id is not None else access.scope_key(request.user)
+        scope = "" if table_id is not None else access.scope_of(projects)
         body = cache.findings_body(request, page, table_id, scope)
         return HttpResponse(body, content_type="application/json")
 

@@ -118,10 +118,16 @@ def restrict_to(queryset: QuerySet, ids: frozenset[int] | None, project_field: s
 
 def visible_table_ids(user: Any) -> list[int] | None:
     """The ids of the tables `user` sees, None for every table (staff)."""
-    ids = visible_project_ids(user)
-    if ids is None:
+    return table_ids_in(visible_project_ids(user))
+
+
+def table_ids_in(project_ids: frozenset[int] | None) -> list[int] | None:
+    """The ids of the tables of the projects `project_ids` (None: every table, as for staff)."""
+    if project_ids is None:
         return None
-    return list(Table.objects.filter(project_id__in=sorted(ids)).values_list("id", flat=True))
+    return list(
+        Table.objects.filter(project_id__in=sorted(project_ids)).values_list("id", flat=True)
+    )
 
 
 def table_project_id(table_id: int) -> int | None:

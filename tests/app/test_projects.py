@@ -298,3 +298,23 @@ def test_a_fast_path_miss_and_its_view_read_the_readers_projects_once(people, us
     assert len([q for q in sql if "audit_membership" in q]) == 1, "\n".join(sql)
     stranger = token_client(users["stranger"])
     assert stranger.get(f"/api/tables/{people.id}/commits/").status_code == 404
+
+
+@pytest.mark.parametrize("by_table", [False, True])
+def test_it_reads_a_findings_lists_readers_projects_once(people, users, settings, by_table):
+    """The findings list asks the reader's projects for `?table=`'s check, for its rows and
+    for its cache key: one query, and the lists stay the reader's own."""
+    settings.AUDIT_API_LIST_CACHE_SECONDS = 0
+    url = f"/api/findings/?table={people.id}" if by_table else "/api/findings/"
+    reader, stranger = token_client(users["viewer"]), token_client(users["stranger"])
+    with CaptureQueriesContext(connection) as queries_run:
+        response = reader.get(url)
+    assert response.status_code == 200
+    assert {f["table"] for f in response.json()["results"]} == {people.id}
+    sql = [q["sql"] for q in queries_run.captured_queries]
+    assert len([q for q in sql if "audit_membership" in q]) == 1, "\n".join(sql)
+    refused = stranger.get(url)
+    if by_table:
+        assert refused.status_code == 404
+    else:
+        assert refused.status_code == 200 and refused.json()["results"] == []
