@@ -9,7 +9,7 @@ answers only what is already cached, and only when the DRF path would answer the
   `CachedTokenAuthentication` (a valid key of an active user; 10 s in-process memory);
 - the user sees the table of a per-table read (`audit.trust.access`, as the views check; else the
   view answers the 404), and the key of a list of several tables holds the user's project set
-  (the same `access.scope_key` the views put in it), so no body crosses projects;
+  (the same `access.scope_of` the views put in it), so no body crosses projects;
 - the path is one of the hot reads below, and none of them is throttled in the form served
   here (whole-history timelines and a past version's health are throttled: they go to DRF);
 - the body is in the cache under the same generation and request key that the DRF view

@@ -471,8 +471,8 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         # `?table=` naming another project's table: 404, as for a table that does not exist
         # (read as the filter reads it, so both list paths answer alike).
         named = list_sql.finding_params(request.query_params).get("table")
-        if named is not None and not access.request_sees_table(request, request.user, int(named)):
-            raise Http404("No Table matches the given query.")
+        if named is not None:
+            access.check_table(request, named)
         table_id = cache.table_param(request)
         projects = access.request_projects(request)  # once: the check, the rows, the key
         visible = access.table_ids_in(projects)

@@ -11,7 +11,7 @@ a new stored version moves `last_seen_version`, a new data scan moves the health
   lists and the tables list also hold the full request URL (every filter, cursor and page).
   Lists of several tables (the tables list, the findings list without `?table=`) hold only the
   tables of the reader's projects: their keys hold the reader's project set
-  (`audit.trust.access.scope_key`), so a body is never served to a reader of other projects. A
+  (`audit.trust.access.scope_of`), so a body is never served to a reader of other projects. A
   body of one table is the same for everyone who may see the table (the views and the fast
   path check that first), so no project set is in its key.
 - The tables list shows `lag.seconds_since_last_commit`, which changes with the clock: the

@@ -50,12 +50,6 @@ def _memberships_sql() -> str:
     return f'SELECT "{project}" FROM "{meta.db_table}" WHERE "{user}" = %s'
 
 
-def scope_key(user: Any) -> str:
-    """A cache-key part naming what `user` may see: bodies listing several tables are cached
-    per project set, so a body is never served to a user of other projects."""
-    return scope_of(visible_project_ids(user))
-
-
 def request_projects(request: Any) -> frozenset[int] | None:
     """`visible_project_ids(request.user)`, asked once per request (a page needs it for its
     cache key and again for its rows)."""
@@ -76,8 +70,9 @@ def projects_of(request: Any, user: Any) -> frozenset[int] | None:
 
 
 def scope_of(ids: frozenset[int] | None) -> str:
-    """`scope_key` of a user who sees the projects `ids` (visible_project_ids' answer, when
-    the caller needs both: one query)."""
+    """A cache-key part naming the projects `ids` a reader sees (visible_project_ids' answer):
+    bodies listing several tables are cached per project set, so a body is never served to a
+    reader of other projects."""
     return "all" if ids is None else "p" + ",".join(str(i) for i in sorted(ids))
 
 
@@ -141,31 +136,30 @@ def _table_project_sql() -> str:
     return f'SELECT "{column}" FROM "{Table._meta.db_table}" WHERE "id" = %s'
 
 
-def sees_project(user: Any, project_id: int | None) -> bool:
-    ids = visible_project_ids(user)
+def _among(project_id: int | None, ids: frozenset[int] | None) -> bool:
+    """A project exists (not None) and is one of `ids` (None: every project, staff)."""
     return project_id is not None and (ids is None or project_id in ids)
+
+
+def sees_project(user: Any, project_id: int | None) -> bool:
+    return _among(project_id, visible_project_ids(user))
 
 
 def request_sees_project(request: Any, project_id: int | None) -> bool:
     """`sees_project` for the user of `request`, their projects read once per request."""
-    ids = request_projects(request)
-    return project_id is not None and (ids is None or project_id in ids)
+    return _among(project_id, request_projects(request))
 
 
 def request_sees_table(request: Any, user: Any, table_id: int) -> bool:
-    """`sees_table` for `user` (the request's), their projects read once per request."""
-    project_id, ids = table_project_id(table_id), projects_of(request, user)
-    return project_id is not None and (ids is None or project_id in ids)
+    """Whether the table exists and `user` (the request's: the fast path authenticates
+    before Django does) sees it, their projects read once per request."""
+    return _among(table_project_id(table_id), projects_of(request, user))
 
 
-def sees_table(user: Any, table_id: int) -> bool:
-    """Whether the table exists and `user` sees it."""
-    return sees_project(user, table_project_id(table_id))
-
-
-def check_table(user: Any, table_id: int) -> None:
-    """Http404 unless `user` sees the table (the same answer as for no such table)."""
-    if not sees_table(user, int(table_id)):
+def check_table(request: Any, table_id: int) -> None:
+    """Http404 unless the request's user sees the table (the same answer as for no such
+    table), their projects read once per request."""
+    if not request_sees_table(request, request.user, int(table_id)):
         raise Http404("No Table matches the given query.")
 
 

@@ -98,7 +98,7 @@ def kind_choices() -> list[str]:
 def findings_list(request: HttpRequest) -> HttpResponse:
     raw = request.GET.get("table", "")
     if raw.isascii() and raw.isdigit() and len(raw) <= 18:
-        access.check_table(request.user, int(raw))  # another project's table: 404
+        access.check_table(request, int(raw))  # another project's table: 404
     # The page's content is the same for every reader of the same projects: cached under
     # their project set (audit/reads/cache.py).
     content = cache.fragment(

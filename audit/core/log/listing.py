@@ -157,6 +157,22 @@ def _require_log_dir(store: LogStore) -> None:
     )
 
 
+# _commit_version's answer for a name of a commit's shape that names no version: dropped.
+_NO_VERSION = -1
+
+
+def _commit_version(name: str) -> int | None:
+    """The version of a commit file's name (20 digits, `.json`); _NO_VERSION for a name of
+    that shape whose 20 characters are no version within 64 bits; None for any other name.
+    Commit names are by far the most common: tested without a regex, ASCII first ("²" is a
+    digit to str.isdigit() and not to int())."""
+    if len(name) != 25 or not name.endswith(".json") or not (head := name[:20]).isascii():
+        return None
+    if head.isdigit() and (version := int(head)) <= INT64_MAX:
+        return version
+    return _NO_VERSION
+
+
 def _listed_log_files(store: LogStore) -> _LogFiles:
     """One listing of `_delta_log`, sorted by kind. A local disk lists names alone, without
     an entry object or a stat per commit file: a million commit names cost 1.2 s that way,
@@ -167,9 +183,9 @@ def _listed_log_files(store: LogStore) -> _LogFiles:
     commits: dict[int, int | None] = {}
     rest: list[FileEntry] = []
     for name in store.list_names(LOG_DIR):
-        if len(name) == 25 and name.endswith(".json") and (head := name[:20]).isascii():
-            # The test _sort_log_files makes (a directory of a commit's name is kept too).
-            if head.isdigit() and (version := int(head)) <= INT64_MAX:
+        if (version := _commit_version(name)) is not None:
+            # A directory of a commit's name is kept too, as _sort_log_files keeps it.
+            if version != _NO_VERSION:
                 commits[version] = None
         elif ".checkpoint." in name or name.endswith(".compacted.json") or name == LAST_CHECKPOINT:
             # Only a name the listing may use is looked at further: a directory is skipped.
@@ -184,12 +200,10 @@ def _sort_log_files(entries: Iterable[FileEntry]) -> _LogFiles:
     has_last_checkpoint = False
     for entry in entries:
         name = entry.name
-        # Commit names are by far the most common: test them without a regex. (A directory
-        # with a commit's name is kept: reading it fails with a clear message.)
-        if len(name) == 25 and name.endswith(".json") and name[:20].isascii():
-            # ASCII first: "²" is a digit to str.isdigit() and not to int().
-            if name[:20].isdigit() and int(name[:20]) <= INT64_MAX:
-                commit_mtimes[int(name[:20])] = entry.modification_time
+        # (A directory with a commit's name is kept: reading it fails with a clear message.)
+        if (version := _commit_version(name)) is not None:
+            if version != _NO_VERSION:
+                commit_mtimes[version] = entry.modification_time
         elif entry.is_dir:
             continue
         elif ".checkpoint." in name:

@@ -84,10 +84,8 @@ class LocalStore:
                             link,
                         )
                     )
-        except NotADirectoryError:
-            raise DeltaAuditError(f"{full} is not a directory", table_uri=self.uri) from None
         except OSError as err:
-            raise self._error(err, "list", full) from None
+            raise self._list_error(err, full) from None
         return entries
 
     def list_names(self, directory: str) -> list[str]:
@@ -95,10 +93,13 @@ class LocalStore:
         full = self._full(directory)
         try:
             return os.listdir(full)
-        except NotADirectoryError:
-            raise DeltaAuditError(f"{full} is not a directory", table_uri=self.uri) from None
         except OSError as err:
-            raise self._error(err, "list", full) from None
+            raise self._list_error(err, full) from None
+
+    def _list_error(self, err: OSError, full: str) -> DeltaAuditError:
+        if isinstance(err, NotADirectoryError):
+            return DeltaAuditError(f"{full} is not a directory", table_uri=self.uri)
+        return self._error(err, "list", full)
 
     def read_bytes(self, path: str) -> bytes:
         full = self._full(path)
