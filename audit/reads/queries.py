@@ -55,6 +55,7 @@ __all__ = [
     "acknowledge",
     "all_commits",
     "all_tables",
+    "attention_count",
     "attention_totals",
     "commit_at",
     "commit_time_bounds",
@@ -174,6 +175,21 @@ def attention_totals(projects: frozenset[int] | None = None) -> dict[str, int]:
     name = ("attention_totals", None if ids is None else len(ids))
     (sums,) = fetch_sql(name, lambda: _attention_totals_sql(ids), ids or [])
     return {str(s): int(n or 0) for s, n in zip(SEVERITY_ORDER, sums, strict=True)}
+
+
+def attention_count(
+    table_id: int | None, projects: frozenset[int] | None, severity: str | None = None
+) -> int:
+    """How many findings need attention (open, not acknowledged; of `severity` if given) in
+    one table, or over the tables of `projects` (None: every project): the findings page's
+    count from the stored FindingCounts, not a COUNT over the findings (~2 ms at 5,000)."""
+    if table_id is not None:
+        per_severity = finding_counts(table_id)["attention"]
+    else:
+        per_severity = attention_totals(projects)
+    if severity is not None:
+        return per_severity.get(severity, 0)
+    return sum(per_severity.values())
 
 
 def _attention_totals_sql(ids: list[int] | None) -> str:

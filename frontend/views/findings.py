@@ -81,6 +81,13 @@ class _PreparedList:
         self._key, self._ids = key, ids
 
     def count(self) -> int:
+        staff, status, has_table, items = self._key
+        filters = dict(items)
+        if status == "open" and set(filters) <= {"severity"}:
+            # Needing attention, by table or severity only: the counts the database keeps.
+            table = self._ids[0] if has_table else None
+            projects = None if staff else frozenset(self._ids[1 if has_table else 0 :])
+            return queries.attention_count(table, projects, filters.get("severity"))
         return _prepared_rows.count((*self._key, None, None), *self._ids)
 
     def __getitem__(self, window: slice) -> list[dict]:

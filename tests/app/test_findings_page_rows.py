@@ -106,6 +106,9 @@ def queries_for(tables: list[Table]) -> list[str]:
         f"table={unnamed}&status=acknowledged", f"table={hidden}", "table=999999", "table=x",
         "severity=critical", "severity=nope", "kind=write_skew", f"kind=x&table={named}",
         f"status=all&severity=warning&table={unnamed}&page=1",
+        # The open tab's count by table and severity only comes from FindingCounts.
+        "severity=info&page=last", f"severity=critical&table={named}&page=last",
+        f"table={unnamed}&page=last", "status=open&page=last",
     ]  # fmt: skip
 
 
