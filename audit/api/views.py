@@ -475,9 +475,11 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
             access.check_table(request, named)
         table_id = cache.table_param(request)
         projects = access.request_projects(request)  # once: the check, the rows, the key
-        visible = access.table_ids_in(projects)
 
         def page() -> bytes:
+            # Only when the page is not cached; `?table=` checked above needs no other bound.
+            checked = table_id is not None and table_id == named
+            visible = None if checked else access.table_ids_in(projects)
             rows = self.paginate_queryset(self.finding_rows(visible))
             # The same JSON as FindingSerializer, built from plain rows (no model instances).
             data = self.get_paginated_response([s.finding_list_row(row) for row in rows]).data

@@ -120,9 +120,19 @@ def table_ids_in(project_ids: frozenset[int] | None) -> list[int] | None:
     """The ids of the tables of the projects `project_ids` (None: every table, as for staff)."""
     if project_ids is None:
         return None
-    return list(
-        Table.objects.filter(project_id__in=sorted(project_ids)).values_list("id", flat=True)
-    )
+    if not project_ids:
+        return []
+    ids = sorted(project_ids)
+    # Plain SQL built once per number of projects: the ORM's compilation was ~1 ms of each
+    # cold findings list, more than the query.
+    rows = fetch_sql(("table_ids_in", len(ids)), lambda: _table_ids_sql(len(ids)), ids)
+    return [table_id for (table_id,) in rows]
+
+
+def _table_ids_sql(count: int) -> str:
+    column = Table._meta.get_field("project").column
+    marks = ", ".join(["%s"] * count)
+    return f'SELECT "id" FROM "{Table._meta.db_table}" WHERE "{column}" IN ({marks}) ORDER BY "id"'
 
 
 def table_project_id(table_id: int) -> int | None:

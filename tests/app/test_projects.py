@@ -318,3 +318,24 @@ def test_it_reads_a_findings_lists_readers_projects_once(people, users, settings
         assert refused.status_code == 404
     else:
         assert refused.status_code == 200 and refused.json()["results"] == []
+
+
+def test_it_lists_a_readers_tables_as_the_orm_does(people, users):
+    """`access.table_ids_in` (plain SQL compiled once per number of projects) names exactly
+    the tables the ORM finds in those projects: none, one, several, every one (staff)."""
+    from audit.models import Project
+    from audit.trust import access
+
+    into(make_table("payroll", "/lake/hr/payroll"), "people")
+    into(make_table("orders", "/lake/shop/orders"), "shop")
+    make_table("loose", "/lake/loose")
+    every = frozenset(Project.objects.values_list("id", flat=True))
+    people_only = frozenset({people.project_id})
+    for projects in (frozenset(), people_only, every, every | {10**9}):
+        want = sorted(Table.objects.filter(project_id__in=projects).values_list("id", flat=True))
+        assert access.table_ids_in(projects) == want, projects
+    assert len(access.table_ids_in(people_only)) == 2
+    assert access.table_ids_in(None) is None
+    for role in ("owner", "stranger"):
+        seen = access.table_ids_in(access.visible_project_ids(users[role]))
+        assert (people.id in seen) == (role == "owner")
