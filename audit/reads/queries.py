@@ -44,7 +44,7 @@ from audit.models import (
     Table,
 )
 from audit.reads import rollups, timeline_sql
-from audit.reads.prepared import Prepared, PreparedIn, PreparedRows, fetch_sql
+from audit.reads.prepared import Prepared, PreparedIn, PreparedRows, PreparedValues, fetch_sql
 from audit.reads.timeline import timeline_json
 
 log = logging.getLogger(__name__)
@@ -300,22 +300,20 @@ def _health_kinds_query() -> QuerySet[Finding]:
 _health_kinds = PreparedRows(_health_kinds_query, 0)
 
 
-def table_open_findings(table_id: int, fields: tuple[str, ...]) -> list[Finding]:
+def table_open_findings(table_id: int, names: tuple[str, ...]) -> list[dict[str, Any]]:
     """The table page's open findings: the 50 needing attention with the highest versions
-    (then by id), with `fields` only. One query compiled once per field set (the ORM's
-    building and compiling was a tenth of the page's cold CPU)."""
-    prepared = _open_pages.get(fields)
-    if prepared is None:
-        prepared = _open_pages.setdefault(fields, Prepared(lambda pk: _open_page(pk, fields)))
-    return prepared(table_id)
+    (then by id), as `.values(*names)` rows. One query compiled once per name set (the ORM's
+    building and compiling was a tenth of the page's cold CPU), and no model instance per row
+    (a fifth of what was left)."""
+    return _open_pages(names, table_id)
 
 
-def _open_page(table_id: int, fields: tuple[str, ...]) -> QuerySet[Finding]:
+def _open_page(names: tuple[str, ...], table_id: int) -> QuerySet[Finding]:
     rows = findings_by_status(Finding.objects.filter(table_id=table_id), "open")
-    return rows.order_by("-version", "id").only(*fields)[:50]
+    return rows.order_by("-version", "id").values(*names)[:50]
 
 
-_open_pages: dict[tuple[str, ...], Prepared] = {}
+_open_pages = PreparedValues(_open_page)
 
 
 def findings_by_status(queryset: QuerySet[Finding], status: str) -> QuerySet[Finding]:

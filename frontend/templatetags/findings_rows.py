@@ -5,14 +5,16 @@ the same HTML with each link reversed once per page. Every text from the data is
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from functools import lru_cache
 from html import escape as _escape
 from types import SimpleNamespace
 from typing import Any
 from unicodedata import normalize
 
 from django import template
-from django.urls import reverse
+from django.conf import settings
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
@@ -48,13 +50,19 @@ _MARK = 918273645  # a number no real id is compared against: only split on
 _MARK2 = 546372819
 
 
-def _link(name: str, *marks: int) -> Iterator[str]:
-    """The URL of `name` cut at its arguments' places (reversed once, joined per row)."""
-    url = reverse(name, args=marks)
+def _link(name: str, *marks: int) -> tuple[str, ...]:
+    """The URL of `name` cut at its arguments' places (joined per row), reversed once per
+    process for each script prefix and URLconf (~0.3 ms of each cold page's three)."""
+    return _cut(name, marks, get_script_prefix(), get_urlconf(), settings.ROOT_URLCONF)
+
+
+@lru_cache(maxsize=64)
+def _cut(name: str, marks: tuple[int, ...], *resolved_by: Any) -> tuple[str, ...]:
+    url, pieces = reverse(name, args=marks), []
     for mark in marks:
         head, url = url.split(str(mark), 1)
-        yield head
-    yield url
+        pieces.append(head)
+    return (*pieces, url)
 
 
 def _e(value: Any) -> str:
@@ -76,9 +84,9 @@ def _truncated(text: str) -> str:
 @register.simple_tag
 def findings_rows(findings: Iterable[Any], show_table: bool) -> SafeString:
     """The rows of frontend/_findings_rows.html (byte for byte what its loop rendered)."""
-    fin = list(_link("frontend:finding", _MARK))
-    tab = list(_link("frontend:table", _MARK))
-    com = list(_link("frontend:commit", _MARK, _MARK2))
+    fin = _link("frontend:finding", _MARK)
+    tab = _link("frontend:table", _MARK)
+    com = _link("frontend:commit", _MARK, _MARK2)
     out: list[str] = []
     for f in findings:
         sev = _e(f.severity)

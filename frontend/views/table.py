@@ -16,7 +16,7 @@ from audit.core.storage.config import describe_storage
 from audit.models import Table
 from audit.reads import cache, queries
 from audit.trust import access
-from frontend.templatetags.findings_rows import ROW_FIELDS
+from frontend.templatetags.findings_rows import ROW_VALUES, FindingRow
 from frontend.views.overview import risk_level, show_attention
 
 
@@ -79,7 +79,7 @@ def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
 
 def _table_content(table: Table, has_health: bool) -> str:
     """The table page's content block: header, timeline, open findings, health panel."""
-    findings = queries.table_open_findings(table.pk, ROW_FIELDS)
+    findings = [FindingRow(row) for row in queries.table_open_findings(table.pk, ROW_VALUES)]
     first = table.first_available_version if table.first_available_version is not None else 0
     config = {
         "table": table.id,

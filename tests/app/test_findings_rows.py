@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.template import engines
 from django.test.utils import CaptureQueriesContext
+from django.urls import set_script_prefix
 
 from audit.core import model
 from audit.core.vocab import FindingKind, Severity
@@ -57,8 +58,20 @@ def tables() -> list[Table]:
     return [named, unnamed]
 
 
+@pytest.mark.parametrize("prefix", ["/", "/audit/"])
 @pytest.mark.parametrize("show_table", [True, False])
-def test_the_tag_renders_what_the_template_loop_rendered(tables, show_table):
+def test_the_tag_renders_what_the_template_loop_rendered(tables, show_table, prefix):
+    """Also behind a script prefix (a reverse proxy's SCRIPT_NAME): the tag reverses each
+    link once per prefix, and a page under one prefix never gets another's links."""
+    set_script_prefix(prefix)
+    try:
+        rendered = _rendered_and_checked(show_table)
+    finally:
+        set_script_prefix("/")
+    assert ('href="/audit/' in rendered) == (prefix == "/audit/")
+
+
+def _rendered_and_checked(show_table: bool) -> str:
     findings = list(Finding.objects.select_related("table").order_by("id"))
     engine = engines["django"]
     context = {"findings": findings, "show_table": show_table}
@@ -69,7 +82,8 @@ def test_the_tag_renders_what_the_template_loop_rendered(tables, show_table):
     assert rendered == reference
     assert "<script>" not in rendered and "&lt;script&gt;" in rendered
     assert "<img" not in rendered and "&amp;amp;" in rendered
-    assert f'href="/findings/{findings[0].id}/"' in rendered
+    assert f'findings/{findings[0].id}/"' in rendered
+    return rendered
 
 
 def page_queries(client, url: str) -> tuple[int, str]:

@@ -1,6 +1,7 @@
 """The table page's open findings read by SQL compiled once (audit/reads/queries.py,
-`table_open_findings`) render byte for byte as the ORM's queryset did: hostile summaries and kinds,
-resolved and acknowledged findings, more than a page of them, none, another table's."""
+`table_open_findings`) as `.values()` rows (FindingRow, no model instances) render byte for
+byte as the ORM's queryset of Finding instances did: hostile summaries and kinds, resolved and
+acknowledged findings, more than a page of them, none, another table's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from django.template.loader import render_to_string
 
 from audit.models import Finding, Table
 from audit.reads import queries
-from frontend.templatetags.findings_rows import ROW_FIELDS
+from frontend.templatetags.findings_rows import ROW_FIELDS, ROW_VALUES, FindingRow
 from tests.app.test_findings_rows import HOSTILE, findings_of
 
 pytestmark = pytest.mark.django_db
@@ -39,9 +40,9 @@ def test_open_findings_are_the_querysets(n):
     Finding.objects.filter(table=table, version=4).update(kind=HOSTILE[:60])
     Finding.objects.filter(table=table, version=5).update(version=6)  # two at v6: by id
     expected = reference(table)
-    shown = queries.table_open_findings(table.pk, ROW_FIELDS)
+    shown = [FindingRow(row) for row in queries.table_open_findings(table.pk, ROW_VALUES)]
     assert [f.id for f in shown] == [f.id for f in expected]
-    assert [fields(f) for f in shown] == [fields(f) for f in expected]
+    assert [vars(f) for f in shown] == [fields(f) for f in expected]
     html = render_to_string("frontend/_findings_rows.html", {"findings": shown})
     assert html == render_to_string("frontend/_findings_rows.html", {"findings": expected})
     assert len(shown) == min(50, max(0, n - 3))  # not resolved, not acknowledged
