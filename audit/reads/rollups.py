@@ -3,9 +3,10 @@
 A 1,000,000-commit table has about 1,000 rollups. Each holds, besides its aggregates
 (commits, max concurrency, blind appends, timestamps, operations):
 
-- `rows`: the timeline rows of its versions, `[[version, read_version, timestamp, operation,
-  blind_append, concurrent_count], ...]` as JSON text, so a 2,000-version window decodes
-  three short texts instead of fetching 2,000 Commit rows through the ORM;
+- `rows`: the timeline rows of its versions (version, read_version, timestamp, operation,
+  blind_append, concurrent_count) as JSON text, one list per field (`pack_rows`), so a
+  2,000-version window decodes three short texts instead of fetching 2,000 Commit rows through
+  the ORM;
 - `cells`: per-cell `[commits, max_concurrent, ...]` (flat) at the widths of `cell_widths()`
   (64 and 8 versions at the real size), so a bucket of any zoom level is a sum of at most
   a few thousand cells, never a scan of the commits.
@@ -94,13 +95,47 @@ def _aggregate(block: list[tuple], start: int, size: int) -> dict[str, Any]:
         "min_timestamp": min(timestamps) if timestamps else None,
         "max_timestamp": max(timestamps) if timestamps else None,
         "operations": operations,
-        "rows": orjson.dumps([list(r) for r in block]).decode(),
+        "rows": pack_rows(block),
         "cells": orjson.dumps(cells).decode(),
     }
 
 
+def pack_rows(block: list[tuple]) -> str:
+    """A block's timeline rows (ROW_FIELDS tuples) as JSON text, by column: `{"columns":
+    [versions, read_versions, timestamps, operations, blind_appends, concurrent_counts]}`.
+    Six lists of plain values decode several times faster than a list per row (a 2,000-version
+    window decoded ~3,000 row lists: a third of its cold request)."""
+    columns = [list(column) for column in zip(*block, strict=True)] or [[] for _ in ROW_FIELDS]
+    blinds = columns[4]
+    columns[4] = [None if b is None else bool(b) for b in blinds]
+    return orjson.dumps({"columns": columns}).decode()
+
+
+def unpack_columns(text: str) -> list[list]:
+    """The six ROW_FIELDS columns of a rollup's `rows` text: by column (`pack_rows`), or a
+    list per row as rollups were packed before (read as they are, until rebuilt)."""
+    data = orjson.loads(text) if text else []
+    if isinstance(data, dict):
+        columns = data.get("columns")
+        if (
+            isinstance(columns, list)
+            and len(columns) == len(ROW_FIELDS)
+            and all(isinstance(c, list) and len(c) == len(columns[0]) for c in columns)
+        ):
+            return columns
+        return [[] for _ in ROW_FIELDS]  # not what pack_rows wrote: the commits are read
+    if not data:
+        return [[] for _ in ROW_FIELDS]
+    try:
+        columns = [list(column) for column in zip(*data, strict=True)]
+    except (TypeError, ValueError):  # not rows of one length: the caller reads the commits
+        return [[] for _ in ROW_FIELDS]
+    return columns if len(columns) == len(ROW_FIELDS) else [[] for _ in ROW_FIELDS]
+
+
 def unpack_rows(text: str) -> list[list]:
-    return orjson.loads(text) if text else []
+    """A rollup's timeline rows, a list per row (either packing)."""
+    return [list(row) for row in zip(*unpack_columns(text), strict=True)]
 
 
 def unpack_cells(text: str, width: int) -> list[int]:

@@ -108,7 +108,7 @@ def _timeline(
     few = hi - lo + 1 <= max_points or not timeline_sql.has_more_than(table_id, lo, hi, max_points)
     if few:
         expected = timeline_sql.count_commits(table_id, lo, hi)
-        _fill_rows(out, window_rows(table_id, lo, hi, expected=expected))
+        _fill_columns(out, window_columns(table_id, lo, hi, expected=expected))
         out["findings"] = _finding_dicts(timeline_sql.window_findings(table_id, lo, hi))
     else:
         grid = _fill_buckets(out, table_id, lo, hi, max_points)
@@ -122,30 +122,33 @@ def _timeline(
 # --------------------------------------------------------------------------- rows
 
 
-def window_rows(table_id: int, lo: int, hi: int, *, expected: int | None = None) -> list[list]:
-    """The timeline rows (ROW_FIELDS) of versions [lo, hi], ascending, from the rollups.
+def window_columns(table_id: int, lo: int, hi: int, *, expected: int | None = None) -> list[list]:
+    """The six ROW_FIELDS columns of versions [lo, hi], ascending, from the rollups.
 
     With `expected` (the number of Commit rows in the window), rows written without their
     rollups (a bulk load that did not call rebuild_rollups) are read from the commits instead.
     """
     size = rollups.rollup_size()
-    out: list[list] = []
+    out: list[list] = [[] for _ in rollups.ROW_FIELDS]
     for start, commits, text in timeline_sql.rollup_rows(table_id, lo // size * size, hi):
-        rows = rollups.unpack_rows(text)
-        if len(rows) != commits:  # packed before rollups carried rows
-            rows = _commit_rows(table_id, start, start + size - 1)
+        block = rollups.unpack_columns(text)
+        if len(block[0]) != commits:  # packed before rollups carried rows
+            block = _columns(_commit_rows(table_id, start, start + size - 1))
+        versions = block[0]
         if lo <= start and start + size - 1 <= hi:
-            out.extend(rows)
-        else:  # rows are in version order: cut the window's part out
-            first = bisect.bisect_left(rows, lo, key=_version)
-            out.extend(rows[first : bisect.bisect_right(rows, hi, lo=first, key=_version)])
-    if expected is not None and len(out) != expected:
-        return _commit_rows(table_id, lo, hi)
+            first, stop = 0, len(versions)
+        else:  # versions ascend: cut the window's part out
+            first = bisect.bisect_left(versions, lo)
+            stop = bisect.bisect_right(versions, hi, lo=first)
+        for column, part in zip(out, block, strict=True):
+            column += part[first:stop]
+    if expected is not None and len(out[0]) != expected:
+        return _columns(_commit_rows(table_id, lo, hi))
     return out
 
 
-def _version(row: list) -> int:
-    return row[0]
+def _columns(rows: list[list]) -> list[list]:
+    return [list(column) for column in zip(*rows, strict=True)] or [[] for _ in rollups.ROW_FIELDS]
 
 
 def _commit_rows(table_id: int, lo: int, hi: int) -> list[list]:
@@ -155,18 +158,21 @@ def _commit_rows(table_id: int, lo: int, hi: int) -> list[list]:
     ]
 
 
-def _fill_rows(out: dict[str, Any], rows: list[list]) -> None:
-    op_index: dict[str, int] = {}
-    for row in rows:
-        index = op_index.get(row[3])
-        if index is None:
-            index = op_index[row[3]] = len(op_index)
-        row[3] = index
-        if row[4] is not None:
-            row[4] = bool(row[4])
+_BLIND_TYPES = frozenset({bool, type(None)})
+
+
+def _fill_columns(out: dict[str, Any], columns: list[list]) -> None:
+    """`_fill_rows` of the rows these columns hold (the same JSON): operations numbered in
+    order of first appearance, blind appends as booleans, rows as tuples (JSON arrays)."""
+    versions, reads, timestamps, operations, blinds, concurrent = columns
+    # dict.fromkeys keeps the first appearance's order; C loops, not Python ones, per row.
+    op_index = {op: i for i, op in enumerate(dict.fromkeys(operations))}
+    if not set(map(type, blinds)) <= _BLIND_TYPES:  # stored otherwise than by pack_rows
+        blinds = [None if b is None else bool(b) for b in blinds]
+    numbered = list(map(op_index.__getitem__, operations))
     out["mode"] = "rows"
     out["operations"] = list(op_index)
-    out["rows"] = rows
+    out["rows"] = list(zip(versions, reads, timestamps, numbered, blinds, concurrent, strict=True))
 
 
 # --------------------------------------------------------------------------- buckets
@@ -201,10 +207,11 @@ def _fill_buckets(
             edges = [edge for edge in edges if by_rows is None or edge[0] in by_rows]
     # The partly covered rollups at the edges (those the cells could not count), row by row.
     for start, commits, text in edges:
-        rows = rollups.unpack_rows(text)
-        if len(rows) != commits:
-            rows = _commit_rows(table_id, start, start + size - 1)
-        grid.add_rows(rows, operations)
+        columns = rollups.unpack_columns(text)
+        if len(columns[0]) == commits:
+            grid.add_rows(zip(*columns, strict=True), operations)  # rows as tuples
+        else:
+            grid.add_rows(_commit_rows(table_id, start, start + size - 1), operations)
     out["mode"] = "buckets"
     out["operations"] = sorted(operations)
     return grid

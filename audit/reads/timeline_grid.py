@@ -9,7 +9,8 @@ per cell and per bucket was most of a cold bucket window's CPU (`audit.reads.tim
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ class BucketGrid:
         self._cells.append(((start - self.base) // unit, flat))
         self._cell_unit = unit
 
-    def add_rows(self, rows: list[list], operations: set[str]) -> None:
+    def add_rows(self, rows: Iterable[Sequence[Any]], operations: set[str]) -> None:
         """Timeline rows ([version, read_version, timestamp, operation, blind_append,
         concurrent_count]); those outside the window are skipped."""
         for r in rows:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import orjson
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from django.apps import apps
@@ -25,6 +26,7 @@ from audit.ingest.chunk import store_history_chunk
 from audit.ingest.rollup_store import rebuild_rollups
 from audit.ingest.tables import register_table
 from audit.models import Commit, CommitRollup, Finding, Table
+from audit.reads import rollups
 from audit.reads.timeline import table_timeline
 from tests.support import scenarios
 from tests.support.ingested import ingest_table
@@ -226,6 +228,23 @@ def test_the_command_and_the_migration_build_rollups_for_existing_rows(racy_tabl
     migration.build_rollups(apps, None)  # what `migrate` runs for tables stored before
     assert stored_rollups(racy_table) == expected
     assert not CommitRollup.objects.filter(table=empty).exists()
+
+
+def test_the_migration_repacks_rollups_stored_by_row_as_packed_now(racy_table):
+    """Rollups stored before `pack_rows` (a list per row, blind appends as 0/1 in some) come
+    out of migration 0019 exactly as the packing writes them now; other texts are left."""
+    expected = dict(CommitRollup.objects.filter(table=racy_table).values_list("pk", "rows"))
+    for pk, text in expected.items():
+        by_row = rollups.unpack_rows(text)
+        if pk % 2:
+            by_row = [[*r[:4], None if r[4] is None else int(r[4]), r[5]] for r in by_row]
+        CommitRollup.objects.filter(pk=pk).update(rows=orjson.dumps(by_row).decode())
+    odd = CommitRollup.objects.create(table=racy_table, bucket_start=10_000, rows="[[1, 2]]")
+    migration = importlib.import_module("audit.migrations.0019_rollup_rows_by_column")
+    migration.repack(apps, None)
+    after = dict(CommitRollup.objects.filter(table=racy_table).values_list("pk", "rows"))
+    assert after.pop(odd.pk) == "[[1, 2]]"
+    assert after == expected and len(expected) > 3
 
 
 def test_the_spark_path_stores_rollups_too(racy_path):

@@ -24,7 +24,7 @@ from audit.core.vocab import SEVERITY_ORDER, FindingKind
 from audit.health.models import TableChange
 from audit.ingest.rollup_store import rebuild_rollups
 from audit.models import Commit, CommitRollup, Finding, Table
-from audit.reads import timeline
+from audit.reads import rollups, timeline
 from tests.app import timeline_reference
 
 pytestmark = pytest.mark.django_db
@@ -45,6 +45,7 @@ def _table(
     *,
     unrolled: range | None = None,
     operations: tuple[list[str], dict[int, str]] = (OPERATIONS, {}),
+    packed_by_row: bool = False,
 ) -> Table:
     rng = random.Random(seed)
     table = Table.objects.create(uri=f"/t/{name}", name=name, status="ok")
@@ -70,6 +71,8 @@ def _table(
         CommitRollup.objects.filter(
             table=table, bucket_start__gte=unrolled.start, bucket_start__lt=unrolled.stop
         ).delete()
+    if packed_by_row:
+        _pack_by_row(table)
     _findings(table, versions, rng)
     for i, v in enumerate(versions[5::400]):
         TableChange.objects.create(
@@ -79,6 +82,18 @@ def _table(
     table.last_seen_version = versions[-1] if versions else None
     table.save()
     return table
+
+
+def _pack_by_row(table: Table) -> None:
+    """Rollups as they were packed before `rollups.pack_rows` (a list per row), blind appends
+    as 0/1 in every other one: stored by an earlier release, read until rebuilt."""
+    for i, rollup in enumerate(CommitRollup.objects.filter(table=table).order_by("bucket_start")):
+        rows = rollups.unpack_rows(rollup.rows)
+        if i % 2:
+            rows = [[*r[:4], None if r[4] is None else int(r[4]), r[5]] for r in rows]
+        assert rollup.rows.startswith('{"columns":')
+        rollup.rows = orjson.dumps(rows).decode()
+        rollup.save(update_fields=["rows"])
 
 
 def _findings(table: Table, versions: list[int], rng: random.Random) -> None:
@@ -118,6 +133,7 @@ CASES = {
     "late start": dict(versions=list(range(1234, 2900)), seed=3),
     "unrolled stretch": dict(versions=list(range(0, 2600)), seed=4, unrolled=range(512, 1024)),
     "empty": dict(versions=[], seed=5),
+    "rollups packed by row": dict(versions=list(range(0, 3000)), seed=6, packed_by_row=True),
     # Operations only the edges hold: the edges' cells cannot say which are in the window.
     "rare operations at the edges": dict(
         versions=list(range(0, 3000)),

@@ -19,11 +19,9 @@ from audit.reads.timeline import (
     TIMELINE_COLUMNS,
     TIMELINE_MAX_FINDINGS,
     _bucket_grid,
-    _fill_rows,
     pin_rank,
     _finding_dicts,
     _json,
-    _version,
 )
 
 
@@ -112,6 +110,24 @@ def window_rows(table_id: int, lo: int, hi: int, *, expected: int | None = None)
     if expected is not None and len(out) != expected:
         return _commit_rows(table_id, lo, hi)
     return out
+
+
+def _version(row: list) -> int:
+    return row[0]
+
+
+def _fill_rows(out: dict[str, Any], rows: list[list]) -> None:
+    op_index: dict[str, int] = {}
+    for row in rows:
+        index = op_index.get(row[3])
+        if index is None:
+            index = op_index[row[3]] = len(op_index)
+        row[3] = index
+        if row[4] is not None:
+            row[4] = bool(row[4])
+    out["mode"] = "rows"
+    out["operations"] = list(op_index)
+    out["rows"] = rows
 
 
 def _commit_rows(table_id: int, lo: int, hi: int) -> list[list]:
