@@ -9,7 +9,8 @@ response and page caches off (`--modes off` there): every request computes its a
 endpoint is called through the WSGI application (the whole middleware stack, as gunicorn calls
 it) `--repeat` times after a warm-up, and the process CPU per request (time.process_time) is
 printed, with the SQL queries one request runs (`--queries`, django's CaptureQueriesContext)
-and a cProfile of the endpoints matching `--profile`. The budget: 20 closed-loop clients on 2
+and a cProfile of the endpoints matching `--profile` (env SORT=tottime to order it by own time,
+TOP=n rows; SQL_CHARS=n prints more of each query). The budget: 20 closed-loop clients on 2
 cores wait about 20 x CPU / 2, so a cold request must cost < ~4 ms for a p95 under 50 ms.
 
 `--against <checkout>` compares with another checkout of the project (e.g. a worktree of main)
@@ -154,7 +155,9 @@ def measure(app, work: list[tuple[str, str, str]], args: argparse.Namespace) -> 
             queries = f"  {len(captured.captured_queries)} queries"
         print(f"{label:48s} {cpu:6.2f} ms CPU/request  ({len(body):,} B){queries}", flush=True)
         for query in captured.captured_queries if args.queries and args.sql else ():
-            print(f"    {query['time']} s  {query['sql'][:300]}")
+            print(
+                f"    {query['time']} s  {query['sql'][: int(os.environ.get('SQL_CHARS', '300'))]}"
+            )
         if args.explain:
             explain(app, url, header)
         if profiler:
