@@ -23,6 +23,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _UNSIGNED = re.compile(r"0*[0-9]{1,19}", re.ASCII)
 _SIGNED = re.compile(r"-?0*[0-9]{1,19}", re.ASCII)
 _MAX_TEXT = 64
+_SHORT = 18  # digits: below 10**18, inside the signed 64-bit range
 _BLANKS = " \t\r\n"
 
 
@@ -36,6 +37,10 @@ def log_int(value: Any, *, signed: bool = False) -> int | None:
     low = INT64_MIN if signed else 0
     if type(value) is int:  # the common case first; bool is not of type int
         return value if low <= value <= INT64_MAX else None
+    if value is None:  # an absent field, the next most common
+        return None
+    if type(value) is str and len(value) <= _SHORT and value.isascii() and value.isdigit():
+        return int(value)  # metrics' "128811": ASCII digits, too short to leave the range
     if isinstance(value, bool):
         return None
     if isinstance(value, int):  # an int subclass (numpy-like values of a checkpoint)

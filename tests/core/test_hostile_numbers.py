@@ -15,6 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audit.core.audit import audit_history
 from audit.core.data.witness import arrow_type_of
@@ -62,6 +64,33 @@ TABLE = "golden/basic-with-inserts-updates"  # v0 CREATE + WRITE, v1 UPDATE with
 )
 def test_it_reads_only_ascii_digits_within_64_bits(value: Any, expected: int | None):
     assert log_int(value) == expected
+
+
+def _read_by_pattern(value: str, signed: bool) -> int | None:
+    """log_int's reading of text before its fast path for short digit strings."""
+    from audit.core import numbers
+
+    text = value.strip(numbers._BLANKS)
+    pattern = numbers._SIGNED if signed else numbers._UNSIGNED
+    if len(text) > numbers._MAX_TEXT or not pattern.fullmatch(text):
+        return None
+    number = int(text)
+    low = numbers.INT64_MIN if signed else 0
+    return number if low <= number <= numbers.INT64_MAX else None
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    text=st.one_of(
+        st.text(alphabet="0123456789", max_size=25),
+        st.text(alphabet="0123456789 -+²١٢.e\t", max_size=25),
+        st.text(max_size=25),
+        st.integers(0, 10**25).map(str),
+    ),
+    signed=st.booleans(),
+)
+def test_its_short_digit_fast_path_reads_as_the_pattern_does(text: str, signed: bool):
+    assert log_int(text, signed=signed) == _read_by_pattern(text, signed)
 
 
 def test_it_takes_a_sign_only_where_negative_makes_sense():

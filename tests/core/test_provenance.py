@@ -6,7 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from deltalake import CommitProperties, Transaction, write_deltalake
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
+from audit.core.history import provenance
 from audit.core.history.provenance import MAX_CUSTOM, MAX_TEXT
 from audit.core.history.summary import load_history
 from audit.core.report import build_report
@@ -84,3 +88,25 @@ def test_it_gives_every_commit_of_every_test_table_a_provenance():
             assert all(v not in (None, "", {}, []) for v in entry["provenance"].values())
             seen += 1
     assert seen > 100
+
+
+@hyp_settings(max_examples=500, deadline=None)
+@given(
+    keys=st.lists(
+        st.sampled_from(sorted(provenance.DEFINED_KEYS) + ["myKey", "tags", "x" * 300, ""]),
+        max_size=12,
+    ),
+    tags=st.one_of(st.none(), st.just({}), st.dictionaries(st.text(max_size=5), st.integers())),
+)
+def test_custom_properties_are_the_undefined_keys_whatever_the_commit_holds(keys, tags):
+    """`_custom`'s shortcut (every key defined, no tags: nothing) answers as its loop does."""
+    info = {key: f"v-{key}" for key in keys}
+    expected: dict = {}
+    for source in (info, tags or {}):
+        for key, value in source.items():
+            if len(expected) >= provenance.MAX_CUSTOM:
+                break
+            if source is info and key in provenance.DEFINED_KEYS:
+                continue
+            expected[str(key)[:200]] = provenance._scalar(value)
+    assert provenance._custom(info, tags) == expected

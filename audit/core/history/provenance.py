@@ -126,6 +126,8 @@ _TIME_KEYS = ("in_commit_timestamp", "commit_info_timestamp", "file_modification
 
 
 def _custom(info: dict[str, Any], tags: dict[str, Any] | None) -> dict[str, Any]:
+    if not tags and info.keys() <= DEFINED_KEYS:
+        return {}  # most commits: every key is a defined one (one set comparison, in C)
     custom: dict[str, Any] = {}
     for source in (info, tags or {}):
         for key, value in source.items():
