@@ -30,7 +30,6 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import connections
-from django.db.backends.sqlite3.operations import DatabaseOperations as SQLiteOperations
 from django.db.models import JSONField, Model
 from django.forms import ValidationError
 from django.forms.utils import ErrorDict, ErrorList
@@ -138,7 +137,7 @@ def _fast(converter: Callable) -> Callable:
     refuses (NaN, integers over 64 bits, bad surrogates...) goes to Django's decoder. SQLite's
     datetime converter as `_fast_datetime`."""
     function = getattr(converter, "__func__", None)
-    if function is SQLiteOperations.convert_datetimefield_value:
+    if _names(function) == _SQLITE_DATETIME:
         return _fast_datetime(converter)
     if function is not JSONField.from_db_value:
         return converter
@@ -154,6 +153,20 @@ def _fast(converter: Callable) -> Callable:
         return converter(value, expression, connection)
 
     return from_db_value
+
+
+# SQLite's DateTimeField converter, named rather than imported: importing the SQLite backend's
+# operations module before its base (a PostgreSQL deployment never imports either) is circular.
+_SQLITE_DATETIME = (
+    "django.db.backends.sqlite3.operations",
+    "DatabaseOperations.convert_datetimefield_value",
+)
+
+
+def _names(function: Any) -> tuple[str, str] | None:
+    if function is None:
+        return None
+    return getattr(function, "__module__", ""), getattr(function, "__qualname__", "")
 
 
 def _fast_datetime(converter: Callable) -> Callable:

@@ -16,7 +16,10 @@ def _by_column(text: str) -> str | None:
     """The by-column text of a by-row `rows` text; None when there is nothing to repack."""
     if not text or not text.startswith("["):
         return None
-    rows = orjson.loads(text)
+    try:
+        rows = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None  # not JSON: the reader reads this rollup's commits instead
     if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 6 for r in rows):
         return None  # not what the ingest wrote: left for the reader's fallback
     columns = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in range(6)]

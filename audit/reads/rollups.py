@@ -114,7 +114,10 @@ def pack_rows(block: list[tuple]) -> str:
 def unpack_columns(text: str) -> list[list]:
     """The six ROW_FIELDS columns of a rollup's `rows` text: by column (`pack_rows`), or a
     list per row as rollups were packed before (read as they are, until rebuilt)."""
-    data = orjson.loads(text) if text else []
+    try:
+        data = orjson.loads(text) if text else []
+    except orjson.JSONDecodeError:  # not what pack_rows wrote: the caller reads the commits
+        data = []
     if isinstance(data, dict):
         columns = data.get("columns")
         if (
