@@ -132,7 +132,7 @@ def window_columns(table_id: int, lo: int, hi: int, *, expected: int | None = No
     out: list[list] = [[] for _ in rollups.ROW_FIELDS]
     for start, commits, text in timeline_sql.rollup_rows(table_id, lo // size * size, hi):
         block = rollups.unpack_columns(text)
-        if len(block[0]) != commits:  # packed before rollups carried rows
+        if len(block[0]) != commits:  # packed before rollups carried rows, or damaged
             block = _columns(_commit_rows(table_id, start, start + size - 1))
         versions = block[0]
         if lo <= start and start + size - 1 <= hi:
@@ -162,8 +162,9 @@ _BLIND_TYPES = frozenset({bool, type(None)})
 
 
 def _fill_columns(out: dict[str, Any], columns: list[list]) -> None:
-    """`_fill_rows` of the rows these columns hold (the same JSON): operations numbered in
-    order of first appearance, blind appends as booleans, rows as tuples (JSON arrays)."""
+    """The "rows" mode of the rows these columns hold: operations numbered in order of first
+    appearance, blind appends as booleans, rows as tuples (JSON arrays; the JSON a list per
+    row gave, tests/app/timeline_reference.py)."""
     versions, reads, timestamps, operations, blinds, concurrent = columns
     # dict.fromkeys keeps the first appearance's order; C loops, not Python ones, per row.
     op_index = {op: i for i, op in enumerate(dict.fromkeys(operations))}
