@@ -156,8 +156,13 @@ def health_history(table: Table, max_points: int = MAX_POINTS) -> list[dict[str,
     wanted = list(range(first, last + 1, stride))
     if wanted[-1] != last:
         wanted.append(last)
-    places = ", ".join(["%s"] * len(wanted))
-    rows = _health_sql(_POINTS_SQL.format(places=places), [table.id, *wanted])
+    if connection.vendor == "postgresql":
+        # One array parameter: psycopg adapting and PostgreSQL planning ~400 separate values
+        # cost twice the CPU of the lookups (client 2.1-2.5 -> 1.0-1.2 ms a request).
+        rows = _health_sql(_POINTS_ANY_SQL, [table.id, wanted])
+    else:
+        places = ", ".join(["%s"] * len(wanted))
+        rows = _health_sql(_POINTS_SQL.format(places=places), [table.id, *wanted])
     return [dict(zip(POINT_FIELDS, row, strict=True)) for row in rows]
 
 
@@ -171,6 +176,10 @@ _POINT_BOUNDS_SQL = (
 _POINTS_SQL = (
     f"SELECT {', '.join(POINT_FIELDS)} FROM {_POINTS} "
     "WHERE table_id = %s AND version IN ({places}) ORDER BY version"
+)
+_POINTS_ANY_SQL = (
+    f"SELECT {', '.join(POINT_FIELDS)} FROM {_POINTS} "
+    "WHERE table_id = %s AND version = ANY(%s) ORDER BY version"
 )
 
 

@@ -384,3 +384,34 @@ def write_deltalake_append(uri: str, batch) -> None:
 
     batch = batch.append_column(HOSTILE_COLUMN, pa.array([None] * len(batch), pa.float64()))
     write_deltalake(uri, batch, mode="append")
+
+
+@pytest.mark.parametrize("max_points", [1, 3, 50, 400, 5000])
+def test_health_history_reads_the_chosen_versions_as_the_orm_does(max_points):
+    """The thinned history (one `version IN (...)` on SQLite, one array parameter on
+    PostgreSQL) holds exactly the stored points at every stride-th version and the last,
+    whatever the gaps: the ORM's filter as the reference."""
+    import random
+
+    from audit.health.models import HealthPoint
+    from audit.models import Table
+    from audit.reads.health import POINT_FIELDS, health_history
+
+    table = Table.objects.create(uri="/nowhere/points", name="points")
+    versions = sorted(random.Random(max_points).sample(range(3, 3000), 700))
+    HealthPoint.objects.bulk_create(
+        HealthPoint(table=table, version=v, timestamp=v * 10 if v % 7 else None,
+                    num_files=v, total_bytes=2 * v, small_files=v % 5)
+        for v in versions
+    )  # fmt: skip
+    first, last = versions[0], versions[-1]
+    stride = max(-(-(last - first + 1) // max_points), 1)
+    wanted = [*range(first, last + 1, stride)]
+    wanted += [] if wanted[-1] == last else [last]
+    expected = list(
+        HealthPoint.objects.filter(table=table, version__in=wanted)
+        .order_by("version")
+        .values(*POINT_FIELDS)
+    )
+    assert health_history(table, max_points=max_points) == expected
+    assert expected and expected[-1]["version"] == last
