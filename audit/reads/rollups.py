@@ -105,10 +105,15 @@ def pack_rows(block: list[tuple]) -> str:
     [versions, read_versions, timestamps, operations, blind_appends, concurrent_counts]}`.
     Six lists of plain values decode several times faster than a list per row (a 2,000-version
     window decoded ~3,000 row lists: a third of its cold request)."""
-    columns = [list(column) for column in zip(*block, strict=True)] or [[] for _ in ROW_FIELDS]
-    blinds = columns[4]
-    columns[4] = [None if b is None else bool(b) for b in blinds]
+    columns = columns_of(block)
+    columns[4] = [None if b is None else bool(b) for b in columns[4]]
     return orjson.dumps({"columns": columns}).decode()
+
+
+def columns_of(rows: list) -> list[list]:
+    """The ROW_FIELDS columns of timeline rows (six empty lists for none). Raises ValueError
+    for rows of different lengths."""
+    return [list(column) for column in zip(*rows, strict=True)] or [[] for _ in ROW_FIELDS]
 
 
 def unpack_columns(text: str) -> list[list]:
@@ -127,18 +132,11 @@ def unpack_columns(text: str) -> list[list]:
         ):
             return columns
         return [[] for _ in ROW_FIELDS]  # not what pack_rows wrote: the commits are read
-    if not data:
-        return [[] for _ in ROW_FIELDS]
     try:
-        columns = [list(column) for column in zip(*data, strict=True)]
+        columns = columns_of(data)
     except (TypeError, ValueError):  # not rows of one length: the caller reads the commits
         return [[] for _ in ROW_FIELDS]
     return columns if len(columns) == len(ROW_FIELDS) else [[] for _ in ROW_FIELDS]
-
-
-def unpack_rows(text: str) -> list[list]:
-    """A rollup's timeline rows, a list per row (either packing)."""
-    return [list(row) for row in zip(*unpack_columns(text), strict=True)]
 
 
 def unpack_cells(text: str, width: int) -> list[int]:

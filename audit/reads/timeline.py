@@ -133,7 +133,7 @@ def window_columns(table_id: int, lo: int, hi: int, *, expected: int | None = No
     for start, commits, text in timeline_sql.rollup_rows(table_id, lo // size * size, hi):
         block = rollups.unpack_columns(text)
         if len(block[0]) != commits:  # packed before rollups carried rows, or damaged
-            block = _columns(_commit_rows(table_id, start, start + size - 1))
+            block = rollups.columns_of(_commit_rows(table_id, start, start + size - 1))
         versions = block[0]
         if lo <= start and start + size - 1 <= hi:
             first, stop = 0, len(versions)
@@ -143,12 +143,8 @@ def window_columns(table_id: int, lo: int, hi: int, *, expected: int | None = No
         for column, part in zip(out, block, strict=True):
             column += part[first:stop]
     if expected is not None and len(out[0]) != expected:
-        return _columns(_commit_rows(table_id, lo, hi))
+        return rollups.columns_of(_commit_rows(table_id, lo, hi))
     return out
-
-
-def _columns(rows: list[list]) -> list[list]:
-    return [list(column) for column in zip(*rows, strict=True)] or [[] for _ in rollups.ROW_FIELDS]
 
 
 def _commit_rows(table_id: int, lo: int, hi: int) -> list[list]:

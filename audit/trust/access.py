@@ -111,11 +111,6 @@ def restrict_to(queryset: QuerySet, ids: frozenset[int] | None, project_field: s
     return queryset.filter(**{f"{project_field}__in": sorted(ids)})
 
 
-def visible_table_ids(user: Any) -> list[int] | None:
-    """The ids of the tables `user` sees, None for every table (staff)."""
-    return table_ids_in(visible_project_ids(user))
-
-
 def table_ids_in(project_ids: frozenset[int] | None) -> list[int] | None:
     """The ids of the tables of the projects `project_ids` (None: every table, as for staff)."""
     if project_ids is None:

@@ -26,8 +26,8 @@ from audit.ingest.chunk import store_history_chunk
 from audit.ingest.rollup_store import rebuild_rollups
 from audit.ingest.tables import register_table
 from audit.models import Commit, CommitRollup, Finding, Table
-from audit.reads import rollups
 from audit.reads.timeline import table_timeline
+from tests.app import timeline_reference
 from tests.support import scenarios
 from tests.support.ingested import ingest_table
 
@@ -235,7 +235,7 @@ def test_the_migration_repacks_rollups_stored_by_row_as_packed_now(racy_table):
     out of migration 0019 exactly as the packing writes them now; other texts are left."""
     expected = dict(CommitRollup.objects.filter(table=racy_table).values_list("pk", "rows"))
     for pk, text in expected.items():
-        by_row = rollups.unpack_rows(text)
+        by_row = timeline_reference.unpack_rows(text)
         if pk % 2:
             by_row = [[*r[:4], None if r[4] is None else int(r[4]), r[5]] for r in by_row]
         CommitRollup.objects.filter(pk=pk).update(rows=orjson.dumps(by_row).decode())

@@ -24,7 +24,7 @@ from audit.core.vocab import SEVERITY_ORDER, FindingKind
 from audit.health.models import TableChange
 from audit.ingest.rollup_store import rebuild_rollups
 from audit.models import Commit, CommitRollup, Finding, Table
-from audit.reads import rollups, timeline
+from audit.reads import timeline
 from tests.app import timeline_reference
 
 pytestmark = pytest.mark.django_db
@@ -88,7 +88,7 @@ def _pack_by_row(table: Table) -> None:
     """Rollups as they were packed before `rollups.pack_rows` (a list per row), blind appends
     as 0/1 in every other one: stored by an earlier release, read until rebuilt."""
     for i, rollup in enumerate(CommitRollup.objects.filter(table=table).order_by("bucket_start")):
-        rows = rollups.unpack_rows(rollup.rows)
+        rows = timeline_reference.unpack_rows(rollup.rows)
         if i % 2:
             rows = [[*r[:4], None if r[4] is None else int(r[4]), r[5]] for r in rows]
         assert rollup.rows.startswith('{"columns":')

@@ -99,7 +99,7 @@ def window_rows(table_id: int, lo: int, hi: int, *, expected: int | None = None)
     )
     out: list[list] = []
     for start, commits, text in _raw(packed):
-        rows = rollups.unpack_rows(text)
+        rows = unpack_rows(text)
         if len(rows) != commits:  # packed before rollups carried rows
             rows = _commit_rows(table_id, start, start + size - 1)
         if lo <= start and start + size - 1 <= hi:
@@ -110,6 +110,11 @@ def window_rows(table_id: int, lo: int, hi: int, *, expected: int | None = None)
     if expected is not None and len(out) != expected:
         return _commit_rows(table_id, lo, hi)
     return out
+
+
+def unpack_rows(text: str) -> list[list]:
+    """A rollup's timeline rows, a list per row (either packing), as the reference reads them."""
+    return [list(row) for row in zip(*rollups.unpack_columns(text), strict=True)]
 
 
 def _version(row: list) -> int:
@@ -173,7 +178,7 @@ def _fill_buckets(
                 _add_cells(stats, row[0], row[4], unit, base, width)
     # The partly covered rollups at the edges, row by row.
     for start, commits, text in _raw(edges.values_list("bucket_start", "commits", "rows")):
-        rows = rollups.unpack_rows(text)
+        rows = unpack_rows(text)
         if len(rows) != commits:
             rows = _commit_rows(table_id, start, start + size - 1)
         for r in rows:
