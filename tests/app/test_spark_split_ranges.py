@@ -22,7 +22,7 @@ from audit.core.errors import DeltaAuditError
 from audit.core.history.summary import load_history
 from audit.core.integrity.checks import MAX_FINDINGS_PER_KIND
 from audit.core.vocab import INTEGRITY_KINDS
-from tests.support import revealing_tables
+from tests.support import revealing_tables, storm_tables
 from tests.support.hand_commits import base_actions, changed_add, write_commit
 from tests.support.paths import DELTA_TABLES
 
@@ -73,6 +73,19 @@ def test_it_equals_the_python_path_on_random_short_histories_in_ranges_of_1(seed
     outcome = split_outcome(uri, 1)
     assert outcome.error is None, outcome.error
     assert comparable(outcome.history, outcome.audit) == comparable(history, audit_history(history))
+
+
+@pytest.mark.parametrize("storm", range(4))
+def test_it_equals_the_python_path_on_random_concurrent_workloads_in_ranges(storm, tmp_path):
+    uri = str(tmp_path / "storm")
+    storm_tables.build_storm(uri, seed=storm)
+    history = load_history(uri)
+    assert len(history.summaries) >= 6, "the storm wrote too little"
+    want = comparable(history, audit_history(history))
+    for chunk in (1, 2, 5):
+        outcome = split_outcome(uri, chunk)
+        assert outcome.error is None, outcome.error
+        assert comparable(outcome.history, outcome.audit) == want, f"ranges of {chunk}"
 
 
 def data_tables() -> list[str]:

@@ -25,7 +25,7 @@ from audit.ingest.tables import register_table
 from audit.models import Table
 from audit.tail import step
 from audit.tail.step import tail_once
-from tests.support import revealing_tables, scenarios
+from tests.support import revealing_tables, scenarios, storm_tables
 from tests.support.logutil import all_table_dirs
 from tests.support.tail_views import cli_json, cli_view, stored_view
 
@@ -218,3 +218,14 @@ def test_it_equals_the_cli_on_random_short_histories_with_stale_writes_at_chunk_
     revealing_tables.build_random_history(str(src), seed=history)
     for seed in SEEDS:
         assert_tail_equals_cli(src, roots / f"tail-{seed}", seed, monkeypatch, (1,))
+
+
+@pytest.mark.parametrize("storm", range(6))
+def test_it_equals_the_cli_on_random_concurrent_workloads(storm, roots, monkeypatch):
+    """Threads of delta-rs writers racing (stale ones among them) with every kind of operation:
+    whatever log the race leaves, the tail stores what the one-shot audit reports."""
+    src = roots / "src"
+    storm_tables.build_storm(str(src), seed=storm)
+    assert len(list((src / "_delta_log").glob("*.json"))) >= 6, "the storm wrote too little"
+    for seed in SEEDS:
+        assert_tail_equals_cli(src, roots / f"tail-{seed}", seed, monkeypatch, (1, 2, 3, None))

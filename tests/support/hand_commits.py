@@ -33,8 +33,13 @@ def write_commit(
     path: Path, version: int, *actions: dict[str, Any], info: dict | None = None
 ) -> None:
     info = {"timestamp": 1_700_000_000_000 + version, "operation": "WRITE", **(info or {})}
+    log_file(path, version).write_text(commit_text(*actions, info=info))
+
+
+def commit_text(*actions: dict[str, Any], info: dict[str, Any]) -> str:
+    """A commit file's text: commitInfo first, then the actions, one JSON object a line."""
     lines = [{"commitInfo": info}, *actions]
-    log_file(path, version).write_text("\n".join(json.dumps(a) for a in lines) + "\n")
+    return "\n".join(json.dumps(a) for a in lines) + "\n"
 
 
 def changed_add(add: dict[str, Any], **changes: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from tests.support.hand_commits import log_file, write_commit
+from tests.support.hand_commits import commit_text, log_file, write_commit
 from tests.support.scenarios import DAY1, DAY2, rows
 
 
@@ -136,6 +136,13 @@ def build_random_history(path: str, seed: int, steps: int = 6) -> None:
 
 
 def _random_stale_write(path: Path, rng: random.Random) -> None:
+    version, text = random_stale_removes(path, rng)
+    log_file(path, version).write_text(text)
+
+
+def random_stale_removes(path: Path, rng: random.Random) -> tuple[int, str]:
+    """The next version and the text of a DELETE or overwrite without a read version that
+    removes a random part of the live files (at least one while any is live)."""
     table = DeltaTable(str(path))
     live = sorted(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist())
     gone = rng.sample(live, k=rng.randint(1, max(1, len(live) - 1))) if live else []
@@ -145,7 +152,8 @@ def _random_stale_write(path: Path, rng: random.Random) -> None:
     operation, params = rng.choice(
         [("DELETE", {"predicate": "[]"}), ("WRITE", {"mode": "Overwrite"})]
     )
-    _stale_write(path, table.version() + 1, operation, params, *removes)
+    info = {"timestamp": _now(), "operation": operation, "operationParameters": params}
+    return table.version() + 1, commit_text(*removes, info=info)
 
 
 BUILDERS = {
