@@ -4,6 +4,8 @@ the way a faulty engine would (engines that break the log are rare on demand).""
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,21 @@ def write_commit(
 ) -> None:
     info = {"timestamp": 1_700_000_000_000 + version, "operation": "WRITE", **(info or {})}
     log_file(path, version).write_text(commit_text(*actions, info=info))
+
+
+def put_commit_if_absent(path: Path, version: int, text: str) -> bool:
+    """Write a commit file only if no writer took its version (a hard link fails on an
+    existing name, as a log store's put-if-absent does); False when it was taken."""
+    target = log_file(path, version)
+    staged = target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    staged.write_text(text)
+    try:
+        os.link(staged, target)
+    except FileExistsError:
+        return False
+    finally:
+        staged.unlink()
+    return True
 
 
 def commit_text(*actions: dict[str, Any], info: dict[str, Any]) -> str:

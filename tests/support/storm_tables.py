@@ -15,7 +15,6 @@ failing history can be audited again by hand.
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+from tests.support.hand_commits import put_commit_if_absent
 from tests.support.revealing_tables import random_stale_removes
 from tests.support.scenarios import BLIND, WRITE_SERIALIZABLE, rows
 
@@ -102,15 +102,5 @@ def _operation(path: str, table: DeltaTable, rng: random.Random, partitioned: bo
 
 def _stale_write_if_free(path: Path, rng: random.Random) -> None:
     """A hand-built destructive commit without a read version, at the next version, written
-    only if no writer took that version meanwhile (a hard link fails on an existing name, as
-    a log store's put-if-absent does)."""
-    version, text = random_stale_removes(path, rng)
-    log = path / "_delta_log"
-    staged = log / f".storm-{os.getpid()}-{threading.get_ident()}.tmp"
-    staged.write_text(text)
-    try:
-        os.link(staged, log / f"{version:020d}.json")
-    except FileExistsError:
-        pass
-    finally:
-        staged.unlink()
+    only if no writer took that version meanwhile."""
+    put_commit_if_absent(path, *random_stale_removes(path, rng))
