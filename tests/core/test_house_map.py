@@ -80,3 +80,10 @@ def test_it_keeps_every_package_small():
         if len(_modules(p)) > MAX_MODULES_PER_PACKAGE
     }
     assert not crowded, f"packages over {MAX_MODULES_PER_PACKAGE} modules: {crowded}"
+
+
+def test_it_keeps_the_performance_notes_current_and_short():
+    # Current numbers and how to measure them; their history lives in git, not in the file.
+    lines = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300, f"docs/performance.md has {len(lines)} lines (at most 300)"
+    assert not [line for line in lines if re.match(r"^\*\*Stop \d+", line)], "a stop's log"
