@@ -125,7 +125,9 @@ def test_it_falls_back_to_the_commits_when_a_checkpoint_links_outside(tables):
 def test_it_takes_a_last_checkpoint_linked_outside_as_no_hint(tables):
     ours, outside = tables
     assert json.loads((outside / "_delta_log" / "_last_checkpoint").read_text())["version"] == 1
-    os.symlink(outside / "_delta_log" / "_last_checkpoint", ours / "_delta_log" / "_last_checkpoint")
+    os.symlink(
+        outside / "_delta_log" / "_last_checkpoint", ours / "_delta_log" / "_last_checkpoint"
+    )
 
     assert list_log(str(ours)).last_checkpoint is None
     assert len(replay_log(str(ours)).files) == 3

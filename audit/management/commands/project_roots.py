@@ -1,5 +1,5 @@
 """`manage.py project_roots <project> [--add URI]... [--remove URI]...`: the read roots a project
-is granted besides each table's own location (a shallow clone's source files, say), then the
+(created if missing) is granted besides each table's own location (a shallow clone's source files, say), then the
 list as it stands, one per line.
 
 A granted root must lie under AUDIT_ALLOWED_ROOTS and not inside another project's table;
@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand
 
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.storage.roots import location_of
-from audit.models import Project
+from audit.models import Project, project_named
 from audit.trust.paths import check_grantable
 
 
@@ -28,10 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--remove", action="append", default=[], metavar="URI")
 
     def handle(self, *args, project: str, add: list[str], remove: list[str], **options):
-        found = Project.objects.filter(name=project).first()
-        if found is None:
-            self.stderr.write(f"error: no project named {project!r}")
-            sys.exit(2)
+        found = project_named(project)  # created if missing, as project_member does
         roots = list(found.read_roots or [])
         try:
             for uri in add:
