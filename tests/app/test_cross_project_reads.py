@@ -199,3 +199,25 @@ def test_it_registers_inside_its_own_projects_table_and_beside_another_projects(
         django_user_model.objects.create_user("omar", password="password"), "alpha", "owner"
     )
     assert _post(other, str(beside)).status_code == 201
+
+
+def test_the_admin_checks_read_roots_and_registrations_as_the_commands_do(lake, tmp_path):
+    from audit.admin import ProjectAdminForm, TableAdminForm
+
+    alpha = project_named("alpha")
+    inside_beta = str(lake["root"] / "beta" / "b" / "x")
+
+    def project_form(roots):
+        data = {"name": "alpha", "slug": alpha.slug, "read_roots": dumped(roots)}
+        return ProjectAdminForm(data=data, instance=alpha)
+
+    assert not project_form([str(tmp_path / "elsewhere")]).is_valid()
+    assert not project_form([inside_beta]).is_valid()
+    good = project_form([str(lake["root"] / "clones") + "/"])
+    assert good.is_valid(), good.errors
+    assert good.cleaned_data["read_roots"] == [str(lake["root"] / "clones")]
+
+    table = TableAdminForm(
+        data={"uri": inside_beta, "name": "x", "project": alpha.pk, "status": "ok"}
+    )
+    assert not table.is_valid() and "not under an allowed root" in str(table.errors["uri"])
