@@ -47,7 +47,7 @@ def exposed_product_files(
     return problems
 
 
-def refuse_exposed_roots(roots: Iterable[str], databases: dict, var_dir: str) -> list[str]:
+def exposed_roots(roots: Iterable[str], databases: dict, var_dir: str) -> list[str]:
     """The problems of `exposed_product_files` for this configuration: the SQLite database
     files (with `-wal`, `-shm`, `-journal`), the var dir, the storage configuration."""
     files = [os.environ.get("AUDIT_STORAGE_CONFIG", "").strip()]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from config.checks import refuse_exposed_roots
+from config.checks import exposed_roots
 from config.declared import django_settings, read_all
 from config.env import ConfigError
 
@@ -124,7 +124,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 # A log steers reads inside the allowed roots: none may hold the database, the var dir or the
 # storage configuration (config/checks.py).
-_exposed = refuse_exposed_roots(env["AUDIT_ALLOWED_ROOTS"], DATABASES, str(VAR_DIR))
+_exposed = exposed_roots(env["AUDIT_ALLOWED_ROOTS"], DATABASES, str(VAR_DIR))
 if _exposed:
     raise ConfigError(f"refusing to start: {_exposed[0]}, which logs must never reach")
 

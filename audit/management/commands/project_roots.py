@@ -1,6 +1,6 @@
-"""`manage.py project_roots <project> [--add URI]... [--remove URI]...`: the read roots a project
-(created if missing) is granted besides each table's own location (a shallow clone's source files, say), then the
-list as it stands, one per line.
+"""`manage.py project_roots <project> [--add URI]... [--remove URI]...`: the read roots a
+project (created if missing) is granted besides each table's own location (a shallow clone's
+source files, say); prints the list as it stands, one per line.
 
 A granted root must lie under AUDIT_ALLOWED_ROOTS and not inside another project's table;
 tables of other projects inside it are never read (audit/trust/paths.py). The same list is
