@@ -17,7 +17,7 @@ from audit.models import (
     Table,
     project_named,
 )
-from audit.trust.paths import check_allowed
+from audit.trust.paths import check_allowed, check_grantable, check_registrable
 
 
 class TableAdminForm(forms.ModelForm):
@@ -45,6 +45,17 @@ class TableAdminForm(forms.ModelForm):
             return check_allowed(self.cleaned_data["uri"])
         except DeltaAuditError as err:
             raise forms.ValidationError(str(err)) from None
+
+    def clean(self) -> dict:
+        # Not inside nor around another project's table (audit/trust/paths.py).
+        data = super().clean()
+        uri, project = data.get("uri"), data.get("project")
+        if uri and project is not None:
+            try:
+                check_registrable(uri, project.pk)
+            except DeltaAuditError as err:
+                self.add_error("uri", str(err))
+        return data
 
 
 @admin.register(Table)
@@ -91,8 +102,27 @@ class MembershipInline(admin.TabularInline):
     extra = 1
 
 
+class ProjectAdminForm(forms.ModelForm):
+    """A project's read roots are checked as `manage.py project_roots --add` checks them."""
+
+    class Meta:
+        model = Project
+        fields = "__all__"
+
+    def clean_read_roots(self) -> list[str]:
+        roots = self.cleaned_data.get("read_roots") or []
+        if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+            raise forms.ValidationError("read roots must be a list of URIs")
+        project_id = self.instance.pk or 0  # a new project has no table yet
+        try:
+            return sorted({check_grantable(root, project_id) for root in roots})
+        except DeltaAuditError as err:
+            raise forms.ValidationError(str(err)) from None
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
+    form = ProjectAdminForm
     list_display = ("name", "slug", "created_at")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}

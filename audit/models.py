@@ -55,6 +55,10 @@ class Project(models.Model):
     name = models.CharField(max_length=200, unique=True)
     slug = models.SlugField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Locations besides each table's own that its tables' logs may make the witness read
+    # (shallow clones within the project): normalised URIs under AUDIT_ALLOWED_ROOTS, set by
+    # staff (`manage.py project_roots`, the admin); audit/trust/paths.py read_scope_of.
+    read_roots = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -79,8 +83,10 @@ def project_named(name: str) -> Project:
 
 def default_project_id() -> int:
     """The default project's id: Table.project's default, so code that registers a table
-    without naming a project still gives it one."""
-    return project_named(DEFAULT_PROJECT).pk
+    without naming a project still gives it one. Reads the id alone: migration 0009 calls
+    this default with today's model on the schema of its time (columns added later absent)."""
+    found = Project.objects.filter(name=DEFAULT_PROJECT).values_list("pk", flat=True).first()
+    return found if found is not None else project_named(DEFAULT_PROJECT).pk
 
 
 class Membership(models.Model):

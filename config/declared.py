@@ -87,7 +87,7 @@ DECLARED: tuple[Setting, ...] = (
     _S("AUDIT_TEST_SQLITE", Derived("`<var dir>/test-db.sqlite3`", lambda v: str(Path(v["AUDIT_VAR_DIR"]) / "test-db.sqlite3")), str, "the SQLite test database (a file, so worker subprocesses in tests share it)", ""),
     _S("LOG_LEVEL", "INFO", str, "the root logger's level", ""),
     # --- tables, tailing, ingest ---
-    _S("AUDIT_ALLOWED_ROOTS", Derived("the project folder", lambda v: [str(v["BASE_DIR"])]), list, "local folders and remote prefixes (`s3://bucket/prefix`) tables must live under"),
+    _S("AUDIT_ALLOWED_ROOTS", Derived("`./demo-tables`", lambda v: [str(v["BASE_DIR"] / "demo-tables")]), list, "local folders and remote prefixes (`s3://bucket/prefix`) tables must live under; none may hold the database, the var dir or the storage config"),
     _S("AUDIT_STORAGE_CONFIG", "", str, "TOML file of `[[storage]]` roots: per-prefix object-store options, read by each process that reads a table; without it the standard `AWS_*`/`AZURE_STORAGE_*`/`GOOGLE_*` variables apply ([docs/storage.md](docs/storage.md))", read_by=EACH_PROCESS),
     _S("AUDIT_DISCOVERY_PROJECTS", [], list, "`<root-uri>=<project>,...`: the project each discovery root registers its tables into (others: `default`)"),
     _S("AUDIT_DISCOVERY_ROOTS", [], list, "roots beat walks with `discover --register` (new tables registered, vanished ones marked gone)"),

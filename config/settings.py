@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from config.checks import exposed_roots
 from config.declared import django_settings, read_all
 from config.env import ConfigError
 
@@ -120,6 +121,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
     # A file, not :memory:, so a worker subprocess in the tests shares the test database.
     DATABASES["default"]["TEST"] = {"NAME": env["AUDIT_TEST_SQLITE"]}
+
+# A log steers reads inside the allowed roots: none may hold the database, the var dir or the
+# storage configuration (config/checks.py).
+_exposed = exposed_roots(env["AUDIT_ALLOWED_ROOTS"], DATABASES, str(VAR_DIR))
+if _exposed:
+    raise ConfigError(f"refusing to start: {_exposed[0]}, which logs must never reach")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

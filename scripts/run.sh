@@ -38,7 +38,8 @@ DEMO="${AUDIT_DEMO_DIR:-$ROOT/demo-tables}"
 GRACE="${AUDIT_STOP_GRACE_SECONDS:-5}"
 mkdir -p "$VAR"
 export DJANGO_SETTINGS_MODULE=config.settings
-export AUDIT_ALLOWED_ROOTS="${AUDIT_ALLOWED_ROOTS:-$ROOT}"
+# The demo tables only: never the checkout (its database, var/ and storage config).
+export AUDIT_ALLOWED_ROOTS="${AUDIT_ALLOWED_ROOTS:-$DEMO}"
 export AUDIT_TAIL_INTERVAL_SECONDS="${AUDIT_TAIL_INTERVAL_SECONDS:-2}"
 export AUDIT_TABLE_FINDINGS_SECONDS="${AUDIT_TABLE_FINDINGS_SECONDS:-10}"
 export DJANGO_DEBUG="${DJANGO_DEBUG:-false}"

@@ -237,7 +237,7 @@ class TableViewSet(
             raise Conflict(f"table already registered as id {existing}", {"id": existing})
         keys = body.validated_data.get("key_columns")
         # Opens the log (and checks the key's names): DeltaAuditError -> 400.
-        table, _ = register_table(normalised, name=name, key_columns=keys)
+        table, _ = register_table(normalised, name=name, key_columns=keys, project=project)
         access.move_table(table.pk, project)
         queued = queries.enqueue_tail(table.id)
         data = s.TableCreatedSerializer(_tables_with_counts().get(pk=table.pk)).data

@@ -20,8 +20,8 @@ from audit.core.jsonsafe import clean_text
 from audit.core.log import open_log
 from audit.core.scrub import scrub_error
 from audit.core.vocab import StorageCause
-from audit.models import Table
-from audit.trust.paths import check_allowed
+from audit.models import DEFAULT_PROJECT, Project, Table, project_named
+from audit.trust.paths import check_registrable
 
 log = logging.getLogger("audit.ingest")
 
@@ -31,13 +31,19 @@ class LockLost(Exception):
 
 
 def register_table(
-    uri: str, name: str | None = None, key_columns: list[str] | None = None
+    uri: str,
+    name: str | None = None,
+    key_columns: list[str] | None = None,
+    project: Project | None = None,
 ) -> tuple[Table, bool]:
-    """Validate `uri` (allowed root, readable Delta log) and register it. Returns (table, created).
+    """Validate `uri` (allowed root, not inside nor around another project's table, readable
+    Delta log) and register it into `project` (None: the default project). Returns (table,
+    created); an existing table keeps its project (callers move it when asked to).
 
     `key_columns` (None: leave as is) declares the table's key (duplicate_key findings)."""
     keys = valid_key_columns(key_columns) if key_columns is not None else None
-    normalised = check_allowed(uri)
+    project = project or project_named(DEFAULT_PROJECT)
+    normalised = check_registrable(uri, project.pk)  # before any read of the path
     listing = open_log(normalised).listing  # DeltaAuditError if it is not a readable table
     default_name = normalised.rstrip("/").rsplit("/", 1)[-1] or normalised
     table, created = Table.objects.get_or_create(
@@ -48,6 +54,7 @@ def register_table(
             "latest_version_in_log": listing.latest_version,
             "first_available_version": listing.first_available_version,
             "key_columns": keys or [],
+            "project": project,
         },
     )
     if not created and keys is not None and table.key_columns != keys:

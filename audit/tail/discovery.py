@@ -22,7 +22,6 @@ from audit.core.storage.stores import open_store
 from audit.core.vocab import StorageCause
 from audit.ingest.tables import register_table
 from audit.models import DEFAULT_PROJECT, Table, project_named
-from audit.trust.access import move_table
 from audit.trust.paths import check_allowed
 
 log = logging.getLogger(__name__)
@@ -97,14 +96,15 @@ def discover(
         if table.uri in report.registered:
             continue
         try:
-            row, created = register_table(table.uri)
+            row, created = register_table(
+                table.uri, project=project_named(project or root_project(root))
+            )
         except DeltaAuditError as err:
             report.refused[table.uri] = str(err)
             continue
         report.registered[table.uri] = row.id
         if created:
             report.added.append(table.uri)
-            move_table(row.id, project_named(project or root_project(root)))
     _mark_gone_and_revived(report, set(keys.values()))
     return report
 

@@ -225,7 +225,7 @@ def test_it_reads_typed_values_and_refuses_bad_ones():
 
 def test_it_derives_defaults_from_where_the_app_runs(tmp_path):
     values = declared.read_all(tmp_path, environ={"AUDIT_VAR_DIR": str(tmp_path / "v")})
-    assert values["AUDIT_ALLOWED_ROOTS"] == [str(tmp_path)]
+    assert values["AUDIT_ALLOWED_ROOTS"] == [str(tmp_path / "demo-tables")]  # not the checkout
     assert values["AUDIT_TEST_SQLITE"] == str(tmp_path / "v" / "test-db.sqlite3")
     assert values["DJANGO_SECURE_COOKIES"] is False
     production = declared.read_all(tmp_path, environ={"AUDIT_ENV": "Production"})

@@ -155,9 +155,12 @@ def run_manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[s
 
 
 @pytest.mark.slow  # four manage.py subprocesses
-def test_add_table_registers_a_table_and_rejects_bad_ones(tmp_path, delta_table_factory):
+def test_add_table_registers_a_table_and_rejects_bad_ones(
+    tmp_path, tmp_path_factory, delta_table_factory
+):
     env = {
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        # Outside the allowed root: a root holding the database refuses to start.
+        "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('db') / 'db.sqlite3'}",
         "AUDIT_ALLOWED_ROOTS": str(tmp_path),
     }
     assert run_manage("migrate", "-v", "0", env=env).returncode == 0

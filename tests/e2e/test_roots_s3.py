@@ -1,9 +1,10 @@
-"""Reads stay inside the allowed roots on a real S3 protocol server (moto, IAM enforced).
+"""Reads stay inside the table's read scope on a real S3 protocol server (moto, IAM enforced).
 
-A table in one bucket whose log names a data file in another bucket: with only the table's
-bucket allowed, the other bucket is not read, although credentials for it are configured;
-with both allowed (a shallow clone), the file is read with its own bucket's credentials, never
-with the table's (which the server refuses for that bucket).
+A table in one bucket whose log names a data file in another bucket: without a read root for
+it, the other bucket is not read, although credentials for it are configured; with one (a
+shallow clone: `--read-root` here, a project's read roots on the server), the file is read
+with the table's own credentials, never with those configured for the other bucket. A file
+under the table is read with the table's credentials too, whatever root its folder matches.
 """
 
 from __future__ import annotations
@@ -72,60 +73,50 @@ def buckets(s3_server: MotoS3, tmp_path_factory):
     return {"lake": lake, "other": other, "env": env, "config": config, "sub": sub_config}
 
 
-def _finding(buckets, allowed: list[str], keys: tuple[str, str]) -> tuple[dict, str]:
-    env = {
-        **buckets["env"],
-        "AUDIT_STORAGE_CONFIG": buckets["config"](*keys),
-        "AUDIT_ALLOWED_ROOTS": ",".join(allowed),
-    }
-    done = audit_cli(f"s3://{buckets['lake']}/t", env)
+def _finding(buckets, read_roots: list[str], keys: tuple[str, str]) -> tuple[dict, str]:
+    env = {**buckets["env"], "AUDIT_STORAGE_CONFIG": buckets["config"](*keys)}
+    extra = [arg for root in read_roots for arg in ("--read-root", root)]
+    done = audit_cli(f"s3://{buckets['lake']}/t", env, *extra)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     [finding] = [f for f in report["findings"] if f["kind"] == "never_existed_snapshot"]
     return finding, done.stdout
 
 
-def test_it_does_not_read_another_bucket_outside_the_roots(buckets):
-    finding, stdout = _finding(buckets, [f"s3://{buckets['lake']}"], ("LAKE", "OTHER"))
+def test_it_does_not_read_another_bucket_without_a_read_root(buckets):
+    finding, stdout = _finding(buckets, [], ("LAKE", "OTHER"))
 
     assert finding["confirmed"] is False
     assert SECRET not in stdout
     assert [r["reason"] for r in finding["witness"]["not_read"]] == [REFUSED]
 
 
-def test_it_reads_a_shallow_clone_in_an_allowed_bucket_with_that_buckets_credentials(buckets):
-    allowed = [f"s3://{buckets['lake']}", f"s3://{buckets['other']}"]
-
-    finding, stdout = _finding(buckets, allowed, ("LAKE", "OTHER"))
+def test_it_reads_a_shallow_clone_in_a_read_root_with_the_tables_credentials(buckets):
+    # The table's keys read both buckets; the other bucket's root is configured with keys
+    # the server refuses there: read with the table's, the clone confirms.
+    finding, stdout = _finding(buckets, [f"s3://{buckets['other']}"], ("BOTH", "LAKE"))
 
     assert finding["confirmed"] is True and finding["witness"]["row_count"] == 3
     assert SECRET in stdout
 
 
-def test_it_never_reads_a_file_with_the_tables_credentials(buckets):
-    # The table's keys could read both buckets; the other bucket's root is configured with
-    # keys the server refuses there. Read with its own root's keys, the file is unreadable.
-    allowed = [f"s3://{buckets['lake']}", f"s3://{buckets['other']}"]
-
-    finding, stdout = _finding(buckets, allowed, ("BOTH", "LAKE"))
+def test_it_never_reads_a_file_with_the_credentials_of_another_prefix(buckets):
+    # The table's keys are refused in the other bucket, whose own root has keys that read it:
+    # a log cannot borrow them, so the file is unreadable.
+    finding, stdout = _finding(buckets, [f"s3://{buckets['other']}"], ("LAKE", "OTHER"))
 
     assert finding["confirmed"] is False and SECRET not in stdout
     assert "access denied" in finding["explanation"]
 
 
-def test_it_reads_a_file_under_the_table_with_its_own_folders_root(buckets):
+def test_it_reads_a_file_under_the_table_with_the_tables_credentials(buckets):
     # t2's file lies under the table, in a folder whose storage root has keys of its own
-    # (refused in this bucket): it must be read with those, not with the table's store.
-    env = {
-        **buckets["env"],
-        "AUDIT_STORAGE_CONFIG": buckets["sub"](),
-        "AUDIT_ALLOWED_ROOTS": f"s3://{buckets['lake']}",
-    }
+    # (refused in this bucket): it is read with the table's keys, as the log itself is.
+    env = {**buckets["env"], "AUDIT_STORAGE_CONFIG": buckets["sub"]()}
     done = audit_cli(f"s3://{buckets['lake']}/t2", env)
     assert done.returncode == 0, done.stderr
     [finding] = [
         f for f in json.loads(done.stdout)["findings"] if f["kind"] == "never_existed_snapshot"
     ]
 
-    assert finding["confirmed"] is False and SECRET not in done.stdout
-    assert "access denied" in finding["explanation"]
+    assert finding["confirmed"] is True and SECRET in done.stdout

@@ -87,12 +87,13 @@ def test_run_sh_stops_everything_within_10_seconds(tmp_path, broker, sig):
         "AUDIT_PORT": str(port),
         "AUDIT_VAR_DIR": str(var),
         "AUDIT_DEMO_DIR": str(tmp_path / "demo"),
-        "AUDIT_ALLOWED_ROOTS": str(tmp_path),
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "CELERY_TASK_DEFAULT_QUEUE": f"run-stop-{marker[:12]}",
         "AUDIT_TAIL_INTERVAL_SECONDS": "1",
     }
     env.pop("WEB_BIND", None)
+    # run.sh's default roots: the demo folder, never tmp_path (it holds the database and var/).
+    env.pop("AUDIT_ALLOWED_ROOTS", None)
     if broker == "redis":
         env["CELERY_BROKER_URL"] = "redis://127.0.0.1:6379/0"
     else:

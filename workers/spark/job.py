@@ -34,7 +34,7 @@ import stat
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -215,7 +215,7 @@ def audit_fleet(
     *,
     chunk_commits: int = DEFAULT_CHUNK_COMMITS,
     check_data: bool = True,
-    read_roots: Iterable[str] | None = None,
+    read_roots: Iterable[str] | Mapping[str, Sequence[str]] | None = None,
     sample_rows: int | None = None,
     parallelism: int | None = None,
     paths: bool = False,
@@ -223,7 +223,8 @@ def audit_fleet(
     """Audit every table of `uris` in one Spark job; yields one TableOutcome per table.
 
     Data files are read only with `check_data`, only inside `read_roots` (None: each table's
-    own root), and a witness keeps at most `sample_rows` rows (as `audit_history`).
+    own root; a mapping: each table URI's own roots, e.g. its ReadScope, a table missing
+    there its own root), and a witness keeps at most `sample_rows` rows (as `audit_history`).
 
     The summaries in the outcomes carry no file paths unless `paths=True` (storage needs none
     of them, and they are most of the bytes a big history sends back to the driver).
@@ -248,8 +249,11 @@ def audit_fleet(
     listings = {p.table_uri: p.listing for p in plans}
     setup = _storage_setup(storage_config_text())
     expected = {p.table_uri: len(p.units) for p in plans}
-    roots = None if read_roots is None else tuple(read_roots)
-    reads = spark_units.DataReads(check_data, roots, sample_rows)
+    if isinstance(read_roots, Mapping):
+        reads = spark_units.DataReads(check_data, None, sample_rows, dict(read_roots))
+    else:
+        roots = None if read_roots is None else tuple(read_roots)
+        reads = spark_units.DataReads(check_data, roots, sample_rows)
     pending: dict[str, list[dict[str, Any]]] = {}
     waves_of_bins = [bins[first : first + per_wave] for first in range(0, len(bins), per_wave)]
     # Each wave is decoded on a helper thread while the next wave's job runs (this thread

@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import os
 import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -125,15 +125,19 @@ class ListedLog(DeltaLog):
 @dataclass(frozen=True)
 class DataReads:
     """What a task may read of the data files, as the Python path's audit does: whether at all,
-    only inside `roots` (None: each table's own root), and how many matching rows a witness
-    keeps (`sample_rows`; 0: counts and file names only; None: the witness's default)."""
+    only inside `roots` (None: each table's own root), or each table inside its own scope
+    (`scopes`, by table URI: audit/trust/paths.py read_scope_of; a table missing there reads
+    its own root only), and how many matching rows a witness keeps (`sample_rows`; 0: counts
+    and file names only; None: the witness's default)."""
 
     check: bool = True
     roots: tuple[str, ...] | None = None
     sample_rows: int | None = None
+    scopes: Mapping[str, Sequence[str]] | None = None
 
-    def audit_options(self) -> dict[str, Any]:
-        return {"check_data": self.check, "read_roots": self.roots, "sample_rows": self.sample_rows}
+    def audit_options(self, table_uri: str) -> dict[str, Any]:
+        roots = self.roots if self.scopes is None else self.scopes.get(table_uri)
+        return {"check_data": self.check, "read_roots": roots, "sample_rows": self.sample_rows}
 
 
 def run_units(
@@ -214,11 +218,13 @@ def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict
         return _range_with_part(log, unit, reads, paths)
     if unit.kind == RANGE:
         history = load_tail_history(log, unit.start, unit.end)
-        result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
+        result = audit_history(
+            history, **reads.audit_options(unit.table_uri), versions=(unit.start, unit.end)
+        )
         payload = _payload(history, result, lambda f: False, (unit.start, unit.end), paths)
         return {**payload, **revealed_findings(log, unit, reads, result)}
     history = history_from_log(log, end=listing.latest_version)
-    result = audit_history(history, **reads.audit_options())
+    result = audit_history(history, **reads.audit_options(unit.table_uri))
     if unit.kind == TABLE_LEVEL:
         payload = _payload(history, result, lambda f: f.kind in TABLE_LEVEL_KINDS, None, paths)
         return {**payload, "summaries": [], "audits": []}
@@ -235,7 +241,9 @@ def _range_with_part(log: ListedLog, unit: Unit, reads: DataReads, paths: bool) 
     from audit.core.history.split_history import load_range_checked  # noqa: PLC0415
 
     history, integrity = load_range_checked(log, unit.start, unit.end)
-    result = audit_history(history, **reads.audit_options(), versions=(unit.start, unit.end))
+    result = audit_history(
+        history, **reads.audit_options(unit.table_uri), versions=(unit.start, unit.end)
+    )
     payload = _payload(history, result, lambda f: False, (unit.start, unit.end), paths)
     payload["partial"] = range_partial(history, result, unit.start, unit.end, integrity)
     if unit.end == log.listing.latest_version:
@@ -260,7 +268,9 @@ def revealed_findings(log: DeltaLog, unit: Unit, reads: DataReads, result: Any) 
     lo = first_revealed(result.findings, unit.start)
     if lo < unit.start:
         history = load_tail_history(log, lo, unit.end)
-        result = audit_history(history, **reads.audit_options(), versions=(lo, unit.end))
+        result = audit_history(
+            history, **reads.audit_options(unit.table_uri), versions=(lo, unit.end)
+        )
     kept = [
         f
         for f in result.findings

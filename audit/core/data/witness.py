@@ -7,9 +7,10 @@ needs. Rows a file's deletion vector deletes (dv.py) are left out; a file whose 
 be read is not counted. A finding is `confirmed` only when rows were found. Files that are gone
 (vacuumed) or unreadable leave it unconfirmed, with the reason in `note`.
 
-A log's paths are untrusted: a file is opened only when it resolves inside the allowed roots
-(audit/core/storage/roots.py), by its resolved location and with the store (credentials) of that
-location; a refused file is never opened and the witness lists it under `not_read`.
+A log's paths are untrusted: a file is opened only when it resolves inside the table's read
+scope (its own location, its project's granted roots, never another project's table:
+audit/core/storage/roots.py), by its resolved location and with the table's own credentials; a
+refused file is never opened and the witness lists it under `not_read`.
 """
 
 from __future__ import annotations
@@ -350,19 +351,21 @@ def _no_rows(files: DataFiles, problems: list[str]) -> Outcome:
 
 
 class DataFiles:
-    """Opens a table's data files by their resolved location, inside the allowed roots only.
+    """Opens a table's data files by their resolved location, inside its read scope only.
 
-    Each file is opened with the store of its own resolved location, so with the credentials
-    of the storage root it lies in (storage_config's longest prefix of *that* location), never
-    with the table's when it lies elsewhere. Files under the table root that share its
-    storage root use one store for the table; others one store per folder.
+    Every file is opened with the table's own storage options (storage_config's longest
+    prefix of the *table's* location), wherever it lies: a log cannot borrow the credentials
+    another prefix is configured with, so it reads at most what the table's own credentials
+    can, as a Delta reader given the table's options would. Files under the table root use
+    one store for the table; others (a granted root) one store per folder.
     """
 
     def __init__(self, table_uri: str, roots: Sequence[str] | None):
         self.table_uri = table_uri
-        self.roots = tuple(roots) if roots is not None else (table_uri,)
+        self.roots = allowed.as_scope(roots, table_uri)
         self.refused: list[dict[str, str]] = []
         self._stores: dict[str, Any] = {}
+        self._storage: Any = None  # the table's resolved options, on the first remote file
 
     def open(self, path: str) -> Any:
         """A random-access file for `path`; UriNotAllowed (recorded) when outside the roots."""
@@ -384,12 +387,9 @@ class DataFiles:
         from audit.core.storage.config import storage_for  # noqa: PLC0415
 
         base = allowed.remote_table_location(self.table_uri)
-        if (
-            base is not None
-            and location.startswith(base + "/")
-            and storage_for(location).root == storage_for(base).root
-        ):
-            # Under the table root and read with the table's own storage root: its store.
+        if self._storage is None:
+            self._storage = storage_for(base or self.table_uri)
+        if base is not None and location.startswith(base + "/"):
             return self._store_at(base), location[len(base) + 1 :]
         folder, _, name = location.rpartition("/")
         return self._store_at(folder), name
@@ -399,9 +399,8 @@ class DataFiles:
 
         store = self._stores.get(uri)
         if store is None:
-            # Opened at the location itself: its options come from that location's storage
-            # root (longest prefix), whatever the table's are.
-            store = open_store(uri)
+            # The table's options, never those of the location's own storage root.
+            store = open_store(uri, storage=self._storage)
             self._stores[uri] = store
         return store
 

@@ -67,7 +67,7 @@ def audit_unpublished(
     read inside `read_roots` only, as audit_history reads them."""
     published = log.listing.latest_version
     found = find_unpublished(log.store, published)
-    if not found.staged_versions:
+    if not found.staged_versions and not found.refused:
         return None
     section: dict[str, Any] = {
         "published_version": published,
@@ -78,6 +78,8 @@ def audit_unpublished(
         "commits": [],
         "findings": [],
     }
+    if found.refused:
+        section["refused"] = found.refused  # links leading outside the table: not read
     history = None
     if found.readable:
         history = history_from_log(DeltaLog(StagedStore(log.store, found.readable)))

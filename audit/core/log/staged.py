@@ -24,6 +24,7 @@ from typing import Any
 
 from audit.core.errors import DeltaAuditError
 from audit.core.storage.store import FileEntry, LogStore
+from audit.core.storage.stores import LinkRefused, link_refused
 
 STAGED_DIRS = {"_delta_log/_staged_commits": "catalog", "_delta_log/_commits": "coordinated"}
 LOG_DIR = "_delta_log"
@@ -46,27 +47,38 @@ class Unpublished:
     readable: list[StagedCommit] = field(default_factory=list)  # one candidate each, in a run
     ambiguous: list[int] = field(default_factory=list)  # versions with several candidates
     staged_versions: list[int] = field(default_factory=list)  # every version beyond published
+    # Staged folders or files that are symbolic links leading outside the table: not read,
+    # one line each (local disks only).
+    refused: list[str] = field(default_factory=list)
 
     @property
     def lag_versions(self) -> int:
         return (self.staged_versions[-1] - self.published) if self.staged_versions else 0
 
 
-def _candidates(store: LogStore, published: int) -> dict[int, list[StagedCommit]]:
+def _candidates(
+    store: LogStore, published: int, refused: list[str]
+) -> dict[int, list[StagedCommit]]:
     found: dict[int, list[StagedCommit]] = {}
     for directory, source in STAGED_DIRS.items():
         try:
             entries = store.list(directory, stats=True)
+        except LinkRefused as err:
+            refused.append(str(err))
+            continue
         except DeltaAuditError:
             continue  # no such directory: nothing staged there
         for entry in entries:
             match = _STAGED.match(entry.name)
             if entry.is_dir or match is None or int(match.group(1)) <= published:
                 continue
+            path = f"{directory}/{entry.name}"
+            # Only local stores list links (and have leads_inside).
+            if entry.is_link and not store.leads_inside(path):  # type: ignore[attr-defined]
+                refused.append(str(link_refused(store.uri, path)))
+                continue
             version = int(match.group(1))
-            staged = StagedCommit(
-                version, f"{directory}/{entry.name}", entry.modification_time, source
-            )
+            staged = StagedCommit(version, path, entry.modification_time, source)
             found.setdefault(version, []).append(staged)
     return found
 
@@ -74,8 +86,9 @@ def _candidates(store: LogStore, published: int) -> dict[int, list[StagedCommit]
 def find_unpublished(store: LogStore, published: int) -> Unpublished:
     """The staged commits after `published`; `readable` is the unbroken run after it with a
     single candidate per version."""
-    candidates = _candidates(store, published)
-    result = Unpublished(published, staged_versions=sorted(candidates))
+    refused: list[str] = []
+    candidates = _candidates(store, published, refused)
+    result = Unpublished(published, staged_versions=sorted(candidates), refused=refused)
     result.ambiguous = sorted(v for v, files in candidates.items() if len(files) > 1)
     version = published + 1
     while len(candidates.get(version, ())) == 1:

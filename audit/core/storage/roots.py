@@ -4,7 +4,9 @@ Two questions, one rule. `check_allowed(uri, roots)` answers for a table URI a u
 CLI, the API and the workers call it through audit/trust/paths.py). `resolve_data_file(path,
 table_uri, roots)` answers for a data file an `add` action names, before the witness opens it:
 a log is written by whoever can write the table, so its paths are untrusted input, and a file
-read there has its rows shown to every user who can see the finding.
+read there has its rows shown to every user who can see the finding. The roots a table's
+files are read in are its `ReadScope`: its own location, the read roots its project was
+granted, minus the tables of other projects inside them (`table_scope`).
 
 Both resolve before comparing: local paths through `..` and symlinks (os.path.realpath),
 `file:` URIs and percent-encoding decoded; remote URIs must name a listed scheme and bucket and
@@ -19,8 +21,9 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 from urllib.parse import unquote, urlsplit
 
 from audit.core.errors import DeltaAuditError
@@ -41,6 +44,97 @@ REFUSED = "witness not read: path outside the allowed roots"
 
 class UriNotAllowed(DeltaAuditError):
     """The URI is malformed or outside every allowed root."""
+
+
+def not_under_roots(uri: str) -> UriNotAllowed:
+    """The refusal of a table URI outside every root, in the one wording every refusal of a
+    well-formed URI uses (a URI inside another project's table gets it too: the answer must
+    not tell the two apart)."""
+    return UriNotAllowed(f"{_show(uri.strip())} is not under an allowed root (AUDIT_ALLOWED_ROOTS)")
+
+
+@dataclass(frozen=True, slots=True)
+class ReadScope(Sequence[str]):
+    """Where one table's reads may go: `roots` (its own location first, then the read roots
+    its project was granted), except inside `excluded` (other projects' tables). A sequence
+    of its roots, so it goes wherever read roots go; DataFiles also honours the exclusions."""
+
+    roots: tuple[str, ...]
+    excluded: tuple[str, ...] = ()
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self.roots[index]
+
+    def __len__(self) -> int:
+        return len(self.roots)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.roots)
+
+    def excludes(self, location: str) -> bool:
+        """Whether `location` (normalised as `resolve_data_file` finds it) lies in an
+        excluded location."""
+        return any(within(location, other) for other in self.excluded)
+
+
+def as_scope(roots: Sequence[str] | None, table_uri: str) -> ReadScope:
+    """`roots` as a ReadScope (None: the table's own location only)."""
+    if isinstance(roots, ReadScope):
+        return roots
+    return ReadScope(tuple(roots) if roots is not None else (table_uri,))
+
+
+def location_of(uri: str) -> str | None:
+    """`uri` normalised as a table location (resolved local path, normalised remote URI), or
+    None when it is malformed."""
+    try:
+        text = _basic_checks(uri)
+        scheme = _scheme(text)
+        if scheme in REMOTE_SCHEMES:
+            return _normalise_remote(text, scheme)
+        if scheme in ("", "file"):
+            return _normalise_local(text)
+    except DeltaAuditError:
+        return None
+    return None
+
+
+def within(location: str, outer: str) -> bool:
+    """Whether the normalised `location` is `outer` or lies under it (whole path segments)."""
+    return location == outer or location.startswith(outer.rstrip("/") + "/")
+
+
+def ancestors(location: str) -> list[str]:
+    """The folders above a normalised location, nearest first, down to "/" or the bucket."""
+    scheme, sep, rest = location.partition("://")
+    if not sep:  # a local path: "/a/b" -> "/a", "/"
+        parts = [p for p in location.split("/") if p]
+        return ["/" + "/".join(parts[:i]) for i in range(len(parts) - 1, -1, -1)]
+    parts = [p for p in rest.split("/") if p]  # "s3://b/x/y" -> "s3://b/x", "s3://b"
+    return [f"{scheme}://" + "/".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+
+
+def table_scope(own: str, granted: Sequence[str] = (), others: Sequence[str] = ()) -> ReadScope:
+    """The ReadScope of the table at `own`: its location, then the `granted` roots that do not
+    lie in one of `others` (other projects' table locations); excluded: the `others` inside
+    those roots, except one holding the table itself (its own files stay readable). Every
+    entry normalised; malformed ones are dropped."""
+    here = location_of(own) or own
+    other_locations = [o for o in (location_of(x) for x in others) if o is not None]
+    roots = [here]
+    for root in granted:
+        found = location_of(root)
+        taken = found is None or found in roots
+        if not taken and not any(within(found, o) for o in other_locations):
+            roots.append(found)
+    excluded = [
+        o for o in other_locations if not within(here, o) and any(within(o, r) for r in roots)
+    ]
+    return ReadScope(tuple(roots), tuple(sorted(set(excluded))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +164,7 @@ def check_allowed(uri: str, roots: Sequence[str]) -> str:
             return normalised
     else:
         raise UriNotAllowed(f"unsupported URI scheme {scheme!r} in {_show(text)}")
-    raise UriNotAllowed(f"{_show(text)} is not under an allowed root (AUDIT_ALLOWED_ROOTS)")
+    raise not_under_roots(text)
 
 
 def resolve_data_file(path: str, table_uri: str, roots: Sequence[str]) -> DataFile:
@@ -83,14 +177,11 @@ def resolve_data_file(path: str, table_uri: str, roots: Sequence[str]) -> DataFi
     """
     try:
         location, local = _locate(path, table_uri)
-        root = (
-            _local_root_of(location, roots)
-            if local
-            else _remote_root_of(_normalise_remote(location, _scheme(location)), roots)
-        )
+        where = location if local else _normalise_remote(location, _scheme(location))
+        root = _local_root_of(where, roots) if local else _remote_root_of(where, roots)
     except DeltaAuditError:
         raise UriNotAllowed(REFUSED) from None
-    if root is None:
+    if root is None or (isinstance(roots, ReadScope) and roots.excludes(where)):
         raise UriNotAllowed(REFUSED)
     return DataFile(location, root, local)
 

@@ -12,7 +12,9 @@ remote stores, the cause (audit/core/storage/errors.py): access denied, not foun
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections import deque
 from collections.abc import Iterator
 from urllib.parse import unquote, urlparse
@@ -26,6 +28,7 @@ from audit.core.storage.store import FileEntry, LogStore
 from audit.core.vocab import StorageCause
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _READ_CHUNK = 1 << 16
 
 
@@ -39,29 +42,94 @@ def _read_fd(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+class LinkRefused(DeltaAuditError):
+    """A symbolic link under the table leads outside it: not read (nor what it names)."""
+
+
+def link_refused(uri: str, path: str) -> LinkRefused:
+    """The one line for `path` (relative to the table at `uri`) linking outside the table.
+    Never where the link leads: that would tell what lies outside."""
+    return LinkRefused(
+        f"{uri}: {path[:200]} is a symbolic link leading outside the table: not read",
+        table_uri=uri,
+    )
+
+
 class LocalStore:
-    """A table on the local filesystem."""
+    """A table on the local filesystem.
+
+    Everything read stays inside the root once symbolic links are resolved: a log is written
+    by whoever can write the table, and a `_delta_log`, commit, checkpoint, sidecar or staged
+    folder linked to another table would show that table's files as this one's. A link that
+    leads outside raises LinkRefused (its target is never named); one inside is followed.
+    """
 
     def __init__(self, root: str, uri: str | None = None):
         self.root = os.path.abspath(os.path.expanduser(root))
         self.uri = uri or self.root
+        self._real_root = os.path.realpath(self.root)
+        # Folder (relative) -> whether it resolves inside the root. Checked once, then again
+        # at each listing (a tail tick lists `_delta_log` first): a folder swapped for a link
+        # between ticks is caught by the next tick's listing.
+        self._folders: dict[str, bool] = {}
 
     def _full(self, path: str) -> str:
         if not path:
             return self.root
         # Paths are relative to the table root; one that climbs out of it or is absolute
         # (os.path.join would then drop the root) names something else: refused. Lexical and
-        # cheap, since the log reader calls this per commit file; data files are resolved
-        # fully (symlinks too) by audit/core/storage/roots.py before they are opened.
+        # cheap, since the log reader calls this per commit file; the folders on the way are
+        # checked for links leading out once (`_folder_inside`), the file itself where it is
+        # opened (`_opened_path`). Data files are resolved fully by audit/core/storage/roots.py.
         if path.startswith("/") or ".." in path.split("/"):
             raise DeltaAuditError(f"path {path[:200]!r} leaves the table root", table_uri=self.uri)
+        folder = path.rpartition("/")[0]
+        if folder and not self._folder_inside(folder):
+            raise self._refused(folder)
         return os.path.join(self.root, path)
+
+    def _inside(self, full: str) -> bool:
+        target = os.path.realpath(full)
+        root = self._real_root
+        return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
+    def _folder_inside(self, folder: str) -> bool:
+        inside = self._folders.get(folder)
+        if inside is None:
+            inside = self._folders[folder] = self._inside(os.path.join(self.root, folder))
+        return inside
+
+    def _refused(self, path: str) -> LinkRefused:
+        return link_refused(self.uri, path)
+
+    def _opened_path(self, path: str) -> str:
+        """The path to open for `path`: itself, or where its link leads when that is inside
+        the root (LinkRefused when it leads out). One lstat."""
+        full = self._full(path)
+        try:
+            link = stat.S_ISLNK(os.lstat(full).st_mode)
+        except OSError:
+            return full  # the open names the problem
+        if not link:
+            return full
+        if not self._inside(full):
+            raise self._refused(path)
+        return os.path.realpath(full)
 
     def full_path(self, path: str) -> str:
         return self._full(path)
 
-    def list(self, directory: str, stats: bool = True) -> list[FileEntry]:
+    def _listed(self, directory: str) -> str:
+        """The full path of a folder about to be listed, checked afresh (with every cached
+        verdict: a listing starts each tail tick)."""
+        self._folders.clear()
         full = self._full(directory)
+        if directory and not self._folder_inside(directory):
+            raise self._refused(directory)
+        return full
+
+    def list(self, directory: str, stats: bool = True) -> list[FileEntry]:
+        full = self._listed(directory)
         entries: list[FileEntry] = []
         try:
             with os.scandir(full) as it:
@@ -72,7 +140,9 @@ class LocalStore:
                         entries.append(FileEntry(entry.name, None, None, entry.is_dir(), link))
                         continue
                     try:
-                        st = entry.stat()
+                        # A link leading out is described by itself, not by its target.
+                        follow = not link or self._inside(entry.path)
+                        st = entry.stat(follow_symlinks=follow)
                     except OSError:
                         continue  # vanished between listing and stat (a temp file): skip it
                     entries.append(
@@ -80,7 +150,7 @@ class LocalStore:
                             entry.name,
                             st.st_size,
                             st.st_mtime_ns // 1_000_000,
-                            entry.is_dir(),
+                            entry.is_dir(follow_symlinks=follow),
                             link,
                         )
                     )
@@ -90,7 +160,7 @@ class LocalStore:
 
     def list_names(self, directory: str) -> list[str]:
         """The names in `directory` alone: no stat and no entry object (the log listing)."""
-        full = self._full(directory)
+        full = self._listed(directory)
         try:
             return os.listdir(full)
         except OSError as err:
@@ -105,8 +175,14 @@ class LocalStore:
         full = self._full(path)
         try:
             # os.open/os.read: about twice as fast as open().read() for tiny files (no
-            # buffered-reader object, no fstat to size the buffer).
-            fd = os.open(full, _OPEN_FLAGS)
+            # buffered-reader object, no fstat to size the buffer). O_NOFOLLOW: a link is
+            # opened only after `_opened_path` checked where it leads (costs nothing else).
+            try:
+                fd = os.open(full, _OPEN_FLAGS | _NOFOLLOW)
+            except OSError as err:
+                if err.errno != errno.ELOOP or not _NOFOLLOW:
+                    raise
+                fd = os.open(self._opened_path(path), _OPEN_FLAGS)
             try:
                 return _read_fd(fd)
             finally:
@@ -126,8 +202,8 @@ class LocalStore:
 
     def modification_time(self, path: str) -> int | None:
         try:
-            return os.stat(self._full(path)).st_mtime_ns // 1_000_000
-        except OSError:
+            return os.stat(self._opened_path(path)).st_mtime_ns // 1_000_000
+        except (OSError, LinkRefused):  # unknown: nothing of a file outside the table
             return None
 
     def is_dir(self, path: str) -> bool:
@@ -135,12 +211,10 @@ class LocalStore:
 
     def leads_inside(self, path: str) -> bool:
         """Whether `path` (a symbolic link, say) resolves inside this store's root."""
-        root = os.path.realpath(self.root)
-        target = os.path.realpath(self._full(path))
-        return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+        return self._inside(self._full(path))
 
     def open_input(self, path: str) -> pa.NativeFile:
-        full = self._full(path)
+        full = self._opened_path(path)
         try:
             return pa.OSFile(full, "rb")
         except (OSError, pa.ArrowException) as err:
@@ -311,10 +385,12 @@ def local_path_of(uri: str) -> str | None:
     return uri
 
 
-def open_store(uri: str | os.PathLike[str]) -> LogStore:
+def open_store(uri: str | os.PathLike[str], storage: ResolvedStorage | None = None) -> LogStore:
     """A store for the table at `uri` (a local path, file:// URI, or s3:// abfss:// gs:// ...).
 
     A URI pointing at the `_delta_log` directory itself is accepted and means its parent.
+    Remote stores are opened with `storage` (a table's own options, for a witness reading a
+    file elsewhere), by default with the options of `uri`'s own storage root.
     """
     text = os.fspath(uri).strip()
     if not text:
@@ -326,7 +402,7 @@ def open_store(uri: str | os.PathLike[str]) -> LogStore:
     if local is not None:
         return LocalStore(local, uri=trimmed)
     # Options resolved here, in the process that reads: the Celery worker, a Spark executor.
-    storage = storage_for(trimmed)
+    storage = storage or storage_for(trimmed)
     from audit.core.storage import remote  # noqa: PLC0415
 
     if trimmed.split("://", 1)[0].lower() in remote.REMOTE_SCHEMES and remote.available():

@@ -32,7 +32,8 @@ class Command(BaseCommand):
     def handle(self, *args, uri: str, name: str | None, project: str | None, **options):
         try:
             keys = parse_key_columns(options["key"]) if options.get("key") else None
-            table, created = register_table(uri, name=name, key_columns=keys)
+            into = project_named(project) if project else None
+            table, created = register_table(uri, name=name, key_columns=keys, project=into)
         except DeltaAuditError as err:
             self.stderr.write(f"error: {err}")
             sys.exit(2)

@@ -3,6 +3,9 @@
 Audits one table without any server: reads its log, runs the isolation audit and prints the
 report of SPEC §4. Exit status: 0; 1 when --fail-on is given and a finding at or above that
 severity exists; 2 when the table cannot be read (one line on stderr).
+
+A local user's tool with no project: data files are read inside the audited table's own
+location only, plus the roots named by `--read-root` (a shallow clone's source).
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from audit.core.history.parallel import spare_core
 from audit.core.history.summary import load_history, paused_gc, young_gc
 from audit.core.history.unpublished import audit_unpublished
 from audit.core.report import build_report, fails_gate, render_text, write_json
+from audit.core.storage.roots import table_scope
 from audit.core.vocab import Severity
-from audit.trust.paths import allowed_roots
 
 
 class Command(BaseCommand):
@@ -52,6 +55,14 @@ class Command(BaseCommand):
             "--key",
             metavar="COL[,COL]",
             help="the table's key columns: live rows sharing a key are duplicate_key findings",
+        )
+        parser.add_argument(
+            "--read-root",
+            action="append",
+            default=[],
+            metavar="URI",
+            help="also read data files the log names under URI (a shallow clone's source); "
+            "by default only the table's own files are read (repeatable)",
         )
 
     def handle(self, *args, **options):
@@ -87,9 +98,9 @@ class Command(BaseCommand):
         try:
             keys = parse_key_columns(options["key"])
             history = load_history(options["table_uri"], parallel=spare_core)
-            # A local user's one-shot tool: the audited table's own root is allowed too
-            # (its data files), the other roots only as configured (shallow clones).
-            roots = [*allowed_roots(), history.table_uri]
+            # A local user's one-shot tool: the audited table's own root, and the roots the
+            # user names (shallow clones); never AUDIT_ALLOWED_ROOTS as a whole.
+            roots = table_scope(history.table_uri, options["read_root"])
             # The history lives to the end: frozen, and the audit's own garbage collected.
             with young_gc():
                 result = audit_history(
@@ -111,7 +122,7 @@ class Command(BaseCommand):
         if fails_gate([*result.findings, *scanned], options["fail_on"]):
             sys.exit(1)
 
-    def _print(self, history, result, options, keys: list[str], roots: list[str]) -> list:
+    def _print(self, history, result, options, keys: list[str], roots) -> list:
         """Print the report; returns the data scan's findings (the gate counts them too)."""
         report = build_report(
             history, result, include_files=options["files"], stream_commits=options["json"]

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.core.errors import DeltaAuditError, one_line
-from audit.trust.paths import allowed_roots
+from audit.trust.paths import read_scope_of
 
 
 class Command(BaseCommand):
@@ -101,7 +101,7 @@ class Command(BaseCommand):
                 uris,
                 chunk_commits=settings.AUDIT_SPARK_CHUNK_COMMITS,
                 check_data=False if options["no_data"] else settings.AUDIT_CHECK_DATA,
-                read_roots=allowed_roots(),
+                read_roots={uri: read_scope_of(uri) for uri in uris},
                 sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
             )
             summary = write_outcomes(options["output"], outcomes, on_table=report)
