@@ -34,6 +34,7 @@ from audit.ingest.tables import LockLost, keep_lock, mark_error, mark_up_to_date
 from audit.models import Table
 from audit.tail import logs as tailing
 from audit.tail.notifications import clear_notice
+from audit.trust.limits import dv_limits
 from audit.trust.paths import allowed_roots, check_registered
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
         versions=versions,
         read_roots=allowed_roots(),  # the witness reads data files only inside them
         sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+        dv_limits=dv_limits(),
     )
 
 
@@ -231,7 +233,9 @@ def refresh_table_findings(
     result = run_audit(history, None)
     findings = [f for f in result.findings if f.kind in TABLE_LEVEL_KINDS]
     if table.key_columns and settings.AUDIT_CHECK_DATA:
-        findings += key_findings(history, result, table.key_columns, allowed_roots())
+        findings += key_findings(
+            history, result, table.key_columns, allowed_roots(), dv_limits=dv_limits()
+        )
     now = timezone.now()
     with transaction.atomic():
         if not update_table(

@@ -32,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from audit.core import serialize
+from audit.core.data.dv import DvLimits
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log, paused_gc
 from audit.core.log import DeltaLog
@@ -131,9 +132,15 @@ class DataReads:
     check: bool = True
     roots: tuple[str, ...] | None = None
     sample_rows: int | None = None
+    dv_limits: DvLimits | None = None  # what deletion vectors may cost (None: the defaults)
 
     def audit_options(self) -> dict[str, Any]:
-        return {"check_data": self.check, "read_roots": self.roots, "sample_rows": self.sample_rows}
+        return {
+            "check_data": self.check,
+            "read_roots": self.roots,
+            "sample_rows": self.sample_rows,
+            "dv_limits": self.dv_limits,
+        }
 
 
 def run_units(

@@ -23,6 +23,7 @@ from audit.core.history.summary import load_history, paused_gc, young_gc
 from audit.core.history.unpublished import audit_unpublished
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.vocab import Severity
+from audit.trust.limits import dv_limits
 from audit.trust.paths import allowed_roots
 
 
@@ -72,6 +73,7 @@ class Command(BaseCommand):
                 now_ms=int(time.time() * 1000),
                 read_roots=roots,
                 sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+                dv_limits=dv_limits(),
             )
         except DeltaAuditError as err:
             section = {"error": one_line(str(err))}
@@ -99,6 +101,7 @@ class Command(BaseCommand):
                     sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
                     key_columns=keys,
                     pause_gc=False,
+                    dv_limits=dv_limits(),
                 )
             scanned = self._print(history, result, options, keys, roots)
         except DeltaAuditError as err:
