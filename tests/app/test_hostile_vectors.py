@@ -140,11 +140,7 @@ def _audit_bounded(table: Path, out: Path) -> tuple[int, int, str]:
     return child.returncode, usage.ru_maxrss * 1024, out.with_suffix(".err").read_text()
 
 
-# The budget case builds four 16 MB vectors of 1.6M containers each: ~20 s on 2 cores.
-@pytest.mark.parametrize(
-    "case",
-    [pytest.param(c, marks=[pytest.mark.slow] if c == "budget" else []) for c in hv.CASES],
-)
+@pytest.mark.parametrize("case", hv.CASES)
 def test_it_audits_each_memory_exhausting_vector_within_a_gigabyte(tmp_path, case):
     table = tmp_path / case
     problem = hv.build_memory_case(table, case)
