@@ -65,7 +65,7 @@ from audit.core.conflicts.window import (
     read_version_of,
 )
 from audit.core.cycles import stale_commit_cycle
-from audit.core.data.dv import Loader
+from audit.core.data.dv import DvLimits, Loader
 from audit.core.errors import DeltaAuditError
 from audit.core.history.summary import History, paused_gc
 from audit.core.integrity.catalog import catalog_feature, catalog_findings
@@ -94,6 +94,7 @@ def audit_history(
     sample_rows: int | None = None,
     key_columns: list[str] | tuple[str, ...] = (),
     pause_gc: bool = True,
+    dv_limits: DvLimits | None = None,
 ) -> AuditResult:
     """Audit a history. `versions=(lo, hi)` keeps only commits whose (read, commit] interval
     overlaps [lo, hi] (the incremental re-audit of a window). Data files are read only inside
@@ -101,11 +102,12 @@ def audit_history(
     `sample_rows` matching rows (0: counts and file names only; None: the witness's default).
     `key_columns`: the table's declared key, looked for twice among the live rows (full audits
     that read data only). `pause_gc=False`: the caller runs the collector its own way
-    (`young_gc`)."""
+    (`young_gc`). Deletion vectors are decoded within `dv_limits` (None: the defaults), each
+    once for the whole pass."""
     # The audit builds per-commit results for the whole history: see `paused_gc`.
     with paused_gc() if pause_gc else contextlib.nullcontext():
         return _audit_history(
-            history, check_data, versions, read_roots, sample_rows, list(key_columns)
+            history, check_data, versions, read_roots, sample_rows, list(key_columns), dv_limits
         )
 
 
@@ -116,13 +118,16 @@ def _audit_history(
     read_roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
     keys: list[str] | None = None,
+    dv_limits: DvLimits | None = None,
 ) -> AuditResult:
     ctx = TableContext(history)
     stale = find_stale_snapshots(history, ctx, versions)
     derived = {c.txn.version: c.read_version for c in stale if c.read_version is not None}
+    # One loader for the pass: each vector decoded once, the limits spent once.
+    vectors = _vector_loader(history, read_roots, dv_limits)
     auditor = _Auditor(
         history, ctx, derived, versions, check_data=check_data, read_roots=read_roots,
-        sample_rows=sample_rows,
+        sample_rows=sample_rows, vectors=vectors,
     )  # fmt: skip
     auditor.run()
     findings = auditor.findings
@@ -133,6 +138,7 @@ def _audit_history(
         check_data=check_data,
         read_roots=read_roots,
         sample_rows=sample_rows,
+        vectors=vectors,
     )
     findings += _unless_found(findings, auditor.resurrections)
     upgrade_reorders(findings)
@@ -143,9 +149,11 @@ def _audit_history(
         # full audits only (the kinds are table-level, so windowed audits leave them alone).
         findings += integrity_findings(history)
         if check_data:
-            findings += dv_integrity_findings(history, read_roots)
+            findings += dv_integrity_findings(history, read_roots, vectors)
         if check_data and keys:
-            findings += duplicate_key_findings(history, ctx, auditor.commits, keys, read_roots)
+            findings += duplicate_key_findings(
+                history, ctx, auditor.commits, keys, read_roots, vectors
+            )
         findings += retry_storm_findings(history, auditor.commits)
     findings.sort(key=lambda f: (f.version, f.kind, f.related_versions))
     hotspots = auditor.tally.ordered()
@@ -157,12 +165,23 @@ def key_findings(
     result: AuditResult,
     keys: list[str],
     read_roots: Sequence[str] | None = None,
+    dv_limits: DvLimits | None = None,
 ) -> list[Finding]:
     """duplicate_key findings for an audit already run (the tail's table-level refresh)."""
     if not keys:
         return []
     ctx = TableContext(history)
-    return duplicate_key_findings(history, ctx, result.commits, list(keys), read_roots)
+    vectors = _vector_loader(history, read_roots, dv_limits)
+    return duplicate_key_findings(history, ctx, result.commits, list(keys), read_roots, vectors)
+
+
+def _vector_loader(
+    history: History, read_roots: Sequence[str] | None, limits: DvLimits | None
+) -> Loader:
+    """The deletion-vector loader of one pass; files opened inside `read_roots` only."""
+    from audit.core.data.witness import DataFiles  # noqa: PLC0415  (pyarrow when needed)
+
+    return Loader(DataFiles(history.table_uri, read_roots), limits)
 
 
 def _unless_found(findings: list[Finding], extra: list[Finding]) -> list[Finding]:
@@ -194,12 +213,13 @@ class _Auditor:
         check_data: bool = True,
         read_roots: Sequence[str] | None = None,
         sample_rows: int | None = None,
+        vectors: Loader,
     ):
         self.history = history
         self.check_data = check_data
         self.read_roots, self.sample_rows = read_roots, sample_rows
         self.resurrections: list[Finding] = []
-        self._dv_loader: Loader | None = None
+        self.vectors = vectors
         self.ctx = ctx
         self.derived = derived
         self.versions = versions
@@ -299,15 +319,11 @@ class _Auditor:
         paths = shared_dv_rewrites(txn, winner)
         if not paths:
             return verdict
-        if self._dv_loader is None:
-            from audit.core.data.witness import DataFiles  # noqa: PLC0415  (pyarrow when needed)
-
-            self._dv_loader = Loader(DataFiles(self.history.table_uri, self.read_roots))
         try:
             log = self.history.get_log()
         except DeltaAuditError:
             return verdict
-        pair = compare(log, self._dv_loader, txn, winner, paths)
+        pair = compare(log, self.vectors, txn, winner, paths)
         if not pair.decided:
             return verdict
         if pair.resurrected:

@@ -33,7 +33,8 @@ the rules are deliberately few and stable:
 | duplicate_key                 | critical (a declared key held by two live rows)                |
 | dv_integrity                  | critical for two live entries of one file or positions past    |
 |                               | its records (rows read twice or wrongly); warning for counts   |
-|                               | that disagree with the decoded vectors                         |
+|                               | that disagree with the decoded vectors and malformed vectors;  |
+|                               | info for vectors over the audit's limits (not checked)         |
 
 The thresholds below are the only tuning knobs.
 """
@@ -136,6 +137,9 @@ _CRITICAL_DV_PROBLEMS = frozenset({"two_live_entries", "beyond_records"})
 def dv_integrity_severity(problem: str) -> Severity:
     # Two entries or impossible positions change what readers get; a wrong count only misleads
     # whoever computes row counts from the log.
+    # Vectors over the audit's limits say only what was not checked.
+    if problem == "vectors_not_decoded":
+        return Severity.INFO
     return Severity.CRITICAL if problem in _CRITICAL_DV_PROBLEMS else Severity.WARNING
 
 

@@ -34,6 +34,7 @@ from audit.ingest.tables import LockLost, keep_lock, mark_error, mark_up_to_date
 from audit.models import Table
 from audit.tail import logs as tailing
 from audit.tail.notifications import clear_notice
+from audit.trust.limits import dv_limits
 from audit.trust.paths import check_registered, read_scope_of
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
         # and its project's granted roots, never in another project's table.
         read_roots=read_scope_of(history.table_uri),
         sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+        dv_limits=dv_limits(),
     )
 
 
@@ -234,7 +236,11 @@ def refresh_table_findings(
     findings = [f for f in result.findings if f.kind in TABLE_LEVEL_KINDS]
     if table.key_columns and settings.AUDIT_CHECK_DATA:
         findings += key_findings(
-            history, result, table.key_columns, read_scope_of(history.table_uri)
+            history,
+            result,
+            table.key_columns,
+            read_scope_of(history.table_uri),
+            dv_limits=dv_limits(),
         )
     now = timezone.now()
     with transaction.atomic():

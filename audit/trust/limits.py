@@ -1,4 +1,5 @@
-"""Request size limits: oversized bodies answer 413 with a message a user can act on.
+"""Request size limits: oversized bodies answer 413 with a message a user can act on; and
+the limits of what a log can make an audit decode (deletion vectors, `dv_limits`).
 
 Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE by raising RequestDataTooBig wherever
 the body is first read; in a DRF view that surfaced as a 500 and on a form as a bare 400. This
@@ -14,6 +15,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+
+from audit.core.data.dv import DvLimits
 
 # A pasted exception text (API `text`, the explain page's textarea): a longer paste is a log
 # dump, and the exception sits near its top.
@@ -73,3 +76,14 @@ def _content_length(request: HttpRequest) -> int | None:
         return int(request.META.get("CONTENT_LENGTH") or "")
     except ValueError:
         return None
+
+
+def dv_limits() -> DvLimits:
+    """What one audit pass may spend on deletion vectors, from the AUDIT_DV_* settings: a log
+    chooses every vector's size, offset and positions, so these bound what it can make the
+    audit allocate (a negative value counts as 0: nothing of that kind is decoded)."""
+    return DvLimits(
+        vector_bytes=max(int(settings.AUDIT_DV_MAX_VECTOR_BYTES), 0),
+        positions=max(int(settings.AUDIT_DV_MAX_POSITIONS), 0),
+        pass_bytes=max(int(settings.AUDIT_DV_MAX_PASS_BYTES), 0),
+    )

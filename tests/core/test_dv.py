@@ -9,7 +9,7 @@ from deltalake import DeltaTable, QueryBuilder
 
 from audit.core.anomalies.dv_integrity import dv_integrity_findings
 from audit.core.audit import audit_history
-from audit.core.data.dv import Loader
+from audit.core.data.dv import Loader, Unusable
 from audit.core.history.summary import load_history
 from audit.core.log import open_log
 from tests.support import dv_tables as t
@@ -47,7 +47,7 @@ def test_it_decodes_the_golden_tables_vectors_to_deltalakes_row_counts(name):
     live = 0
     for add in state.files.values():
         positions = loader.get(add.deletion_vector)
-        assert not isinstance(positions, str), positions
+        assert not isinstance(positions, Unusable), positions
         if add.deletion_vector:
             assert len(positions) == add.deletion_vector["cardinality"]
         live += orjson.loads(add.stats)["numRecords"] - len(positions)
@@ -85,7 +85,7 @@ def test_it_refuses_a_vector_whose_checksum_does_not_match(tmp_path):
     body[-6] ^= 0x01  # a bitmap byte: the positions change, the CRC no longer matches
     dv_file.write_bytes(bytes(body))
     found = loader_for(str(tmp_path)).get(descriptor)
-    assert isinstance(found, str) and "checksum" in found
+    assert isinstance(found, Unusable) and "checksum" in found.reason
 
 
 def test_it_refuses_bytes_without_the_magic_number(tmp_path):
@@ -93,7 +93,7 @@ def test_it_refuses_bytes_without_the_magic_number(tmp_path):
     data = b"\0\0\0\0" + t.bitmap_bytes([1])[4:]
     descriptor = {**descriptor, "pathOrInlineDv": t.z85_encode(data)}
     found = loader_for(str(tmp_path)).get(descriptor)
-    assert isinstance(found, str) and "magic number" in found
+    assert isinstance(found, Unusable) and "magic number" in found.reason
 
 
 # --------------------------------------------------------------------------- dv_integrity
@@ -211,7 +211,7 @@ def test_it_never_opens_a_vector_file_outside_the_allowed_roots(tmp_path):
     name = f"deletion_vector_{_uuid_of(stored)}.bin"
     absolute = {**stored, "storageType": "p", "pathOrInlineDv": (outside / name).as_uri()}
     found = loader_for(str(table_dir)).get(absolute)  # roots: the table's own root only
-    assert isinstance(found, str) and "outside the allowed roots" in found
+    assert isinstance(found, Unusable) and "outside the allowed roots" in found.reason
     assert list(loader_for(str(table_dir), [str(tmp_path)]).get(absolute)) == [4]
 
 

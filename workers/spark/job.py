@@ -44,6 +44,7 @@ import orjson
 import pyarrow as pa
 
 from audit.core import serialize
+from audit.core.data.dv import DvLimits
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, paused_gc
 from audit.core.log import open_log
@@ -219,12 +220,14 @@ def audit_fleet(
     sample_rows: int | None = None,
     parallelism: int | None = None,
     paths: bool = False,
+    dv_limits: DvLimits | None = None,
 ) -> Iterator[TableOutcome]:
     """Audit every table of `uris` in one Spark job; yields one TableOutcome per table.
 
     Data files are read only with `check_data`, only inside `read_roots` (None: each table's
     own root; a mapping: each table URI's own roots, e.g. its ReadScope, a table missing
-    there its own root), and a witness keeps at most `sample_rows` rows (as `audit_history`).
+    there its own root), a witness keeps at most `sample_rows` rows and deletion vectors are
+    decoded within `dv_limits` (as `audit_history`).
 
     The summaries in the outcomes carry no file paths unless `paths=True` (storage needs none
     of them, and they are most of the bytes a big history sends back to the driver).
@@ -250,10 +253,10 @@ def audit_fleet(
     setup = _storage_setup(storage_config_text())
     expected = {p.table_uri: len(p.units) for p in plans}
     if isinstance(read_roots, Mapping):
-        reads = spark_units.DataReads(check_data, None, sample_rows, dict(read_roots))
+        reads = spark_units.DataReads(check_data, None, sample_rows, dict(read_roots), dv_limits)
     else:
         roots = None if read_roots is None else tuple(read_roots)
-        reads = spark_units.DataReads(check_data, roots, sample_rows)
+        reads = spark_units.DataReads(check_data, roots, sample_rows, None, dv_limits)
     pending: dict[str, list[dict[str, Any]]] = {}
     waves_of_bins = [bins[first : first + per_wave] for first in range(0, len(bins), per_wave)]
     # Each wave is decoded on a helper thread while the next wave's job runs (this thread

@@ -27,6 +27,7 @@ from audit.ingest.findings import upsert_findings
 from audit.ingest.plan import TailResult, plan_next_chunk
 from audit.ingest.tables import LockLost, mark_error, mark_up_to_date, register_table
 from audit.models import Table
+from audit.trust.limits import dv_limits
 from audit.trust.paths import check_registered, read_scope_of
 from workers import locks
 
@@ -120,6 +121,7 @@ def _run(
         check_data=settings.AUDIT_CHECK_DATA if check_data is None else check_data,
         read_roots={uri: read_scope_of(uri) for uri in by_uri},  # each table its own
         sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+        dv_limits=dv_limits(),
     )
     results = []
     for outcome in outcomes:

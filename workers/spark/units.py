@@ -32,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from audit.core import serialize
+from audit.core.data.dv import DvLimits
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log, paused_gc
 from audit.core.log import DeltaLog
@@ -134,10 +135,16 @@ class DataReads:
     roots: tuple[str, ...] | None = None
     sample_rows: int | None = None
     scopes: Mapping[str, Sequence[str]] | None = None
+    dv_limits: DvLimits | None = None  # what deletion vectors may cost (None: the defaults)
 
     def audit_options(self, table_uri: str) -> dict[str, Any]:
         roots = self.roots if self.scopes is None else self.scopes.get(table_uri)
-        return {"check_data": self.check, "read_roots": roots, "sample_rows": self.sample_rows}
+        return {
+            "check_data": self.check,
+            "read_roots": roots,
+            "sample_rows": self.sample_rows,
+            "dv_limits": self.dv_limits,
+        }
 
 
 def run_units(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from audit.core import severity as sev
 from audit.core.cycles import Cycle, Edge, anti_dependency, classify, write_dependency
+from audit.core.data.dv import Loader
 from audit.core.data.keys import KeyGroup, KeyScan, added_versions, concurrency, scan_keys
 from audit.core.model import CommitSummary, Finding
 from audit.core.vocab import FindingKind, IsolationLevel, ReadVersionFact
@@ -44,9 +45,13 @@ def duplicate_key_findings(
     commits: dict[int, CommitAudit],
     keys: list[str],
     roots: Sequence[str] | None = None,
+    vectors: Loader | None = None,
 ) -> list[Finding]:
+    """Duplicated keys among the live rows; deletion vectors decoded through `vectors` (the
+    pass's loader; None: the scan's own)."""
     live = set(history.state.files)
-    scan = scan_keys(history, keys, added_by=added_versions(history, live), roots=roots)
+    added_by = added_versions(history, live)
+    scan = scan_keys(history, keys, added_by=added_by, roots=roots, vectors=vectors)
     return [_finding(group, scan, ctx, commits) for group in scan.groups]
 
 

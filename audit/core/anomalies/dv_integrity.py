@@ -14,21 +14,27 @@ the first available version (the state before comes from its checkpoint):
 - `cardinality`: the decoded vector's size differs from the descriptor's `cardinality`, or a
   DELETE's `numDeletedRows` differs from the live rows its actions retire (numRecords minus
   cardinality, removed minus added).
+- `unusable_vectors`: a commit adds vectors that could not be decoded because they are
+  malformed (the size header, checksum or magic number is wrong, the bitmap does not decode:
+  readers fail on the file); `vectors_not_decoded` when they are only over the audit's limits
+  (not checked). Vectors whose file is missing or outside the
+  allowed roots are a storage matter, left to the reads that need them.
 
-Bounded cost: at most MAX_DECODED distinct vectors are decoded per audit (each once); checks
-that would need more are skipped and the finding-free result says nothing about them. Tables
-whose log carries no deletion vector are not read again at all.
+Bounded cost: at most MAX_DECODED vector lookups and the loader's `DvLimits` per audit (each
+vector decoded once); a file's numRecords above the positions limit is not believed, and no
+bitmap is ever built from it. Tables whose log carries no deletion vector are not read again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from audit.core import severity as sev
 from audit.core.conflicts.dv_recheck import DvPair
-from audit.core.data.dv import Loader
+from audit.core.data.dv import Loader, Unusable
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.integrity.checks import dv_identity
 from audit.core.jsonsafe import cell_value
@@ -37,7 +43,7 @@ from audit.core.model import AddFile, Commit, CommitSummary, Finding
 from audit.core.numbers import stats_records
 from audit.core.scrub import scrub_error
 from audit.core.vocab import FindingKind
-from audit.core.wording.dv import DvFacts, dv_integrity_text, resurrection_text
+from audit.core.wording.dv import DvFacts, DvProblem, dv_integrity_text, resurrection_text
 
 if TYPE_CHECKING:
     from pyroaring import BitMap64
@@ -68,8 +74,18 @@ def _metric(metrics: Any, name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _positions(bitmap: BitMap64) -> list[int]:
-    return list(bitmap[:MAX_POSITIONS]) if len(bitmap) else []
+def _positions(bitmap: BitMap64, start: int = 0) -> list[int]:
+    """The first few positions from `start`: read one by one, never the whole bitmap."""
+    return list(islice(bitmap.iter_equal_or_larger(start), MAX_POSITIONS))
+
+
+def _below(bitmap: BitMap64, records: int) -> int:
+    """How many positions are under `records`, counted in the bitmap's containers."""
+    return bitmap.rank(records - 1) if records > 0 else 0
+
+
+_OVER_BOUND = Unusable("over the audit's bound of deletion vectors decoded", "budget")
+_SHOWN_VECTORS = 10
 
 
 @dataclass
@@ -80,11 +96,18 @@ class DvChecker:
     live: dict[str, list[_Entry]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     decoded: int = 0
+    budget_said: bool = False
+    _unusable: list[tuple[str, Unusable]] = field(default_factory=list)
+
+    def records(self, add: AddFile) -> int | None:
+        """numRecords, unless over the positions limit: then unknown (no check trusts it)."""
+        records = stats_records(add.stats)
+        return records if records is None or records <= self.loader.limits.positions else None
 
     def start_from(self, files: Iterable[AddFile]) -> None:
         for add in files:
             self.live.setdefault(path_key(add.path), []).append(
-                _Entry(-1, add.deletion_vector, stats_records(add.stats))
+                _Entry(-1, add.deletion_vector, self.records(add))
             )
 
     def observe(self, commit: Commit) -> None:
@@ -101,7 +124,7 @@ class DvChecker:
         added: list[_Entry] = []
         for add in commit.adds:
             key = path_key(add.path)
-            entry = _Entry(commit.version, add.deletion_vector, stats_records(add.stats))
+            entry = _Entry(commit.version, add.deletion_vector, self.records(add))
             entries = self.live.setdefault(key, [])
             # A re-add of the same (path, vector) replaces its statistics: still one entry.
             entries[:] = [e for e in entries if dv_identity(e.dv) != dv_identity(entry.dv)]
@@ -110,11 +133,12 @@ class DvChecker:
             self._check_vector(commit.version, add.path, entry)
             if len(entries) > 1:
                 self._two_entries(commit.version, add.path, entries)
+        self._report_unusable(commit.version)
         self._check_deleted_rows(commit, retired, added)
 
-    def _bitmap(self, dv: dict[str, Any] | None) -> BitMap64 | str:
+    def _bitmap(self, dv: dict[str, Any] | None) -> BitMap64 | Unusable:
         if dv and self.decoded >= MAX_DECODED:
-            return "over the decode bound"
+            return _OVER_BOUND
         found = self.loader.get(dv)
         self.decoded += 1 if dv else 0
         return found
@@ -123,38 +147,58 @@ class DvChecker:
         if not entry.dv:
             return
         bitmap = self._bitmap(entry.dv)
-        if isinstance(bitmap, str):
-            return  # unreadable vectors are a storage matter (missing files), not this kind
+        if isinstance(bitmap, Unusable):
+            if bitmap.cause != "storage":  # a missing file is a storage matter, not this kind
+                self._unusable.append((path, bitmap))
+            return
         recorded = _cardinality(entry.dv)
         if len(bitmap) != recorded:
             self._add(
                 DvFacts("cardinality", version, path, [], decoded=len(bitmap), recorded=recorded)
             )
         if entry.records is not None and len(bitmap) and bitmap.max() >= entry.records:
-            beyond = bitmap.copy()
-            beyond.remove_range(0, entry.records)
             self._add(
                 DvFacts(
                     "beyond_records",
                     version,
                     path,
                     [],
-                    decoded=len(beyond),
+                    decoded=len(bitmap) - _below(bitmap, entry.records),
                     recorded=entry.records,
-                    positions=_positions(beyond),
+                    positions=_positions(bitmap, entry.records),
                 )
             )
+
+    def _report_unusable(self, version: int) -> None:
+        """One finding for the vectors of a commit that could not be decoded; the pass's
+        budget running out is said once, at the commit where it ran out."""
+        found, self._unusable = self._unusable, []
+        if self.budget_said:
+            found = [(p, u) for p, u in found if u.cause != "budget"]
+        if not found:
+            return
+        self.budget_said = self.budget_said or any(u.cause == "budget" for _, u in found)
+        vectors = [{"path": p, "reason": u.reason} for p, u in found[:_SHOWN_VECTORS]]
+        # Malformed vectors are a fact about the table; vectors over the limits only say
+        # what this audit did not check.
+        invalid = any(u.cause == "invalid" for _, u in found)
+        problem: DvProblem = "unusable_vectors" if invalid else "vectors_not_decoded"
+        facts = DvFacts(problem, version, None, [], decoded=len(found), vectors=vectors)
+        facts.confirmed = invalid
+        self._add(facts)
 
     def _two_entries(self, version: int, path: str, entries: list[_Entry]) -> None:
         earlier = [e.version for e in entries[:-1] if 0 <= e.version < version]
         bitmaps = [self._bitmap(e.dv) for e in entries]
         records = entries[-1].records
         facts = DvFacts("two_live_entries", version, path, earlier, entries=len(entries))
-        if records is not None and not any(isinstance(b, str) for b in bitmaps):
+        if records is not None and not any(isinstance(b, Unusable) for b in bitmaps):
             union = bitmaps[0].union(*bitmaps[1:])  # type: ignore[union-attr]
             both = bitmaps[0].intersection(*bitmaps[1:])  # type: ignore[union-attr]
             lost = union.difference(both)
-            live = records - len(union.intersection(_range(records)))
+            # Counted in the bitmap, never by building one of `records` positions (the log
+            # says numRecords: 2^62 would be 2^46 containers).
+            live = records - _below(union, records)
             facts.rows_counted_twice = live * (len(entries) - 1)
             facts.decoded = len(lost)
             facts.positions = _positions(lost)
@@ -193,14 +237,6 @@ class DvChecker:
             self.findings.append(dv_finding(facts))
 
 
-def _range(records: int) -> BitMap64:
-    from pyroaring import BitMap64
-
-    bitmap = BitMap64()
-    bitmap.add_range(0, records)
-    return bitmap
-
-
 def dv_finding(facts: DvFacts) -> Finding:
     return dv_integrity_text(facts).finding(
         FindingKind.DV_INTEGRITY,
@@ -213,8 +249,11 @@ def dv_finding(facts: DvFacts) -> Finding:
     )
 
 
-def dv_integrity_findings(history: History, roots: Sequence[str] | None = None) -> list[Finding]:
-    """The dv_integrity findings of a whole history (none, and no read, without vectors)."""
+def dv_integrity_findings(
+    history: History, roots: Sequence[str] | None = None, vectors: Loader | None = None
+) -> list[Finding]:
+    """The dv_integrity findings of a whole history (none, and no read, without vectors).
+    Vectors are decoded through `vectors`, the pass's loader (None: one of its own)."""
     from audit.core.data.witness import DataFiles  # noqa: PLC0415  (pyarrow only when needed)
 
     summaries = history.summaries
@@ -226,7 +265,7 @@ def dv_integrity_findings(history: History, roots: Sequence[str] | None = None) 
     first, last = summaries[0].version, summaries[-1].version
     try:
         log = history.get_log()
-        checker = DvChecker(Loader(DataFiles(history.table_uri, roots)))
+        checker = DvChecker(vectors or Loader(DataFiles(history.table_uri, roots)))
         start = first
         if first > 0:
             checker.start_from(log.snapshot(first).files.values())

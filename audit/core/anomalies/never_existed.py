@@ -23,6 +23,7 @@ from audit.core.vocab import FindingKind, ReadVersionFact
 from audit.core.wording.anomalies import never_existed_text
 
 if TYPE_CHECKING:
+    from audit.core.data.dv import Loader
     from audit.core.data.witness import Outcome
     from audit.core.history.summary import History
 
@@ -173,6 +174,7 @@ def never_existed_findings(
     check_data: bool,
     read_roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
+    vectors: Loader | None = None,
 ) -> list[Finding]:
     from audit.core.data import witness  # noqa: PLC0415  (pyarrow dataset only when needed)
 
@@ -185,6 +187,7 @@ def never_existed_findings(
             check_data=check_data,
             roots=read_roots,
             sample_rows=sample_rows,
+            vectors=vectors,
         )
         if outcome.status == "no_rows":
             continue  # the predicate matches none of the surviving rows: nothing never-existed

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from audit.core.data.dv import Loader
+from audit.core.data.dv import Loader, Unusable
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.model import EMPTY_SET, Commit, CommitSummary
 
@@ -81,7 +81,7 @@ def compare(
         w_old, w_new = _vectors(w_commit, path)
         t_old, t_new = _vectors(t_commit, path)
         bitmaps = [loader.get(d) for d in (w_old, w_new, t_old, t_new)]
-        problem = next((b for b in bitmaps if isinstance(b, str)), None)
+        problem = next((b for b in bitmaps if isinstance(b, Unusable)), None)
         if problem is not None:
             pair.unreadable = f"{path}: {problem}"
             return pair

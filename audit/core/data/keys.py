@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from audit.core.data import dv
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, CommitSummary
@@ -157,8 +158,8 @@ def _key_table(
     files: Any, add: AddFile, keys: list[str], physical: dict[str, str], loader: Any
 ) -> pa.Table:
     """The live rows' key columns and positions of one file (partition values as text)."""
+    import numpy as np  # noqa: PLC0415
     import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.compute as pc  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 
     source = files.open(add.path)  # witness.DataFiles: confined to the allowed roots
@@ -177,15 +178,15 @@ def _key_table(
         else:  # a partition column (or one the file lacks: NULL, as readers see it)
             value = add.partition_values.get(name, add.partition_values.get(key))
             columns[f"k{i}"] = pa.array([value] * rows, pa.string())
-    columns["pos"] = pa.array(range(rows), pa.int64())
+    columns["pos"] = pa.array(np.arange(rows, dtype=np.int64))
     table = pa.table(columns)
     deleted = loader.get(add.deletion_vector)
-    if isinstance(deleted, str):
+    if isinstance(deleted, dv.Unusable):
         raise DeltaAuditError(f"deletion vector unreadable: {deleted}")
-    if len(deleted):
-        keep = pc.invert(pc.is_in(table.column("pos"), pa.array(list(deleted), pa.int64())))
-        table = table.filter(keep)
-    return table
+    # A mask built from the bitmap (numpy), never a list of its positions: a hostile vector
+    # of a few KiB can hold 2^32 of them.
+    keep = dv.live_mask(deleted, rows)
+    return table if keep is None else table.filter(keep)
 
 
 def scan_keys(
@@ -194,14 +195,15 @@ def scan_keys(
     *,
     added_by: dict[str, int],
     roots: Sequence[str] | None = None,
+    vectors: dv.Loader | None = None,
 ) -> KeyScan:
     """Read the candidates' keys and group duplicated ones by the commit that added the last
     row. `added_by` maps each live path to the version that added it; files are read only
-    inside `roots` (None: the table's own root), as the witness reads them."""
+    inside `roots` (None: the table's own root), as the witness reads them; deletion vectors
+    through `vectors`, the pass's loader (None: one of this scan's own)."""
     import pyarrow as pa  # noqa: PLC0415
 
     from audit.core.data import rowfilter  # noqa: PLC0415
-    from audit.core.data.dv import Loader  # noqa: PLC0415
     from audit.core.data.witness import DataFiles  # noqa: PLC0415
 
     state = history.state
@@ -215,7 +217,7 @@ def scan_keys(
     if len(read) < 2 and not any(_many_rows(a) for a in read):
         return scan
     files = DataFiles(history.table_uri, roots)
-    loader = Loader(files)
+    loader = vectors or dv.Loader(files)
     tables = []
     for index, add in enumerate(read):
         try:

@@ -24,8 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from audit.core.data import rowfilter
-from audit.core.data.dv import Loader
+from audit.core.data import dv, rowfilter
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, CommitSummary, Metadata, Predicate
@@ -34,6 +33,8 @@ from audit.core.storage import roots as allowed
 from audit.core.vocab import Operation
 
 if TYPE_CHECKING:
+    from pyroaring import BitMap64
+
     from audit.core.history.summary import History
 
 # At most this many surviving files are read per candidate; by default this many rows sampled
@@ -77,10 +78,12 @@ def confirm_candidate(
     check_data: bool = True,
     roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
+    vectors: dv.Loader | None = None,
 ) -> Outcome:
     """Look for rows of the candidate's surviving files that its commit should have changed.
 
-    Data files are read only inside `roots` (None: the table's own root only)."""
+    Data files are read only inside `roots` (None: the table's own root only); deletion
+    vectors through `vectors`, the pass's loader (None: one of this call's own)."""
     predicate = effective_predicate(candidate.txn)
     read_at = (
         candidate.read_version if candidate.read_version is not None else candidate.txn.version - 1
@@ -282,6 +285,7 @@ def find_rows(
     names: rowfilter.NameTree | None = None,
     roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
+    vectors: dv.Loader | None = None,
 ) -> Outcome:
     """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness
     keeping at most `sample_rows` of them (0: the count and the files only; None: the default).
@@ -293,12 +297,12 @@ def find_rows(
     total = 0
     samples: list[dict[str, Any]] = []
     problems: list[str] = []
-    vectors = Loader(files)
+    vectors = vectors or dv.Loader(files)
     for add in sorted(adds, key=lambda a: a.path)[:MAX_FILES_READ]:
         # Rows its deletion vector marks deleted are not in the table: they are left out, and
         # a file whose vector cannot be read is not counted (it could confirm rows that are gone).
         deleted = vectors.get(add.deletion_vector)
-        if isinstance(deleted, str):
+        if isinstance(deleted, dv.Unusable):
             if len(problems) < SHOWN_PROBLEMS:
                 problems.append(scrub_error(f"{add.path}: deletion vector unreadable ({deleted})"))
             continue
@@ -310,7 +314,7 @@ def find_rows(
                 partition_types,
                 names or rowfilter.NameTree(),
                 max(keep - len(samples), 0),
-                deleted=list(deleted),
+                deleted=deleted,
             )
         except rowfilter.Unevaluable as err:
             return Outcome("unevaluable", None, str(err))
@@ -436,7 +440,7 @@ def _rows_in_file(
     names: rowfilter.NameTree,
     want: int,
     *,
-    deleted: list[int] | None = None,
+    deleted: BitMap64 | None = None,
 ) -> tuple[int, list[dict[str, Any]]]:
     """Rows of one file matching `predicate` (every row when None), less the positions its
     deletion vector deletes (`deleted`)."""
@@ -449,7 +453,7 @@ def _rows_in_file(
     types = _physical_partition_types(partition_types, names)
     if predicate is None:
         if deleted:
-            hits = _live(pa.array(range(parquet.metadata.num_rows), pa.int64()), deleted)
+            hits = dv.live_positions(deleted, parquet.metadata.num_rows)
             rows = _sample(parquet, hits, partition_values, types, want) if want else []
             return len(hits), rows
         count = parquet.metadata.num_rows
@@ -468,18 +472,10 @@ def _rows_in_file(
     sql = rowfilter.render(expression, names, table.schema)
     hits = rowfilter.matching_rows(table, sql)
     if deleted:
-        hits = _live(hits, deleted)
+        hits = dv.without_deleted(hits, deleted)
     count = len(hits)
     rows = _sample(parquet, hits, partition_values, types, want) if count and want else []
     return count, rows
-
-
-def _live(positions: pa.Array, deleted: list[int]) -> pa.Array:
-    """`positions` without those a deletion vector deletes."""
-    import pyarrow.compute as pc  # noqa: PLC0415
-
-    gone = pc.is_in(positions, value_set=pa.array(deleted, pa.int64()))
-    return pc.filter(positions, pc.invert(gone))
 
 
 def _physical_partition_types(types: dict[str, str], names: rowfilter.NameTree) -> dict[str, str]:

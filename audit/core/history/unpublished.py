@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from audit.core.audit import audit_history
+from audit.core.data.dv import DvLimits
 from audit.core.history.summary import History, history_from_log
 from audit.core.log import DeltaLog
 from audit.core.log.staged import StagedStore, Unpublished, find_unpublished
@@ -62,9 +63,11 @@ def audit_unpublished(
     now_ms: int,
     read_roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
+    dv_limits: DvLimits | None = None,
 ) -> dict[str, Any] | None:
     """The section, or None when nothing is staged beyond the published log. Data files are
-    read inside `read_roots` only, as audit_history reads them."""
+    read inside `read_roots` only and deletion vectors within `dv_limits`, as audit_history
+    reads them."""
     published = log.listing.latest_version
     found = find_unpublished(log.store, published)
     if not found.staged_versions and not found.refused:
@@ -89,6 +92,7 @@ def audit_unpublished(
             key_columns=key_columns,
             read_roots=read_roots,
             sample_rows=sample_rows,
+            dv_limits=dv_limits,
         )
         section["commits"] = [
             {**commit_entry(s, result.commits.get(s.version)), "unpublished": True}

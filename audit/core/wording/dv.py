@@ -7,7 +7,14 @@ from typing import Any, Literal
 
 from audit.core.wording import FindingText
 
-DvProblem = Literal["two_live_entries", "beyond_records", "cardinality", "deleted_rows"]
+DvProblem = Literal[
+    "two_live_entries",
+    "beyond_records",
+    "cardinality",
+    "deleted_rows",
+    "unusable_vectors",
+    "vectors_not_decoded",
+]
 
 
 @dataclass(slots=True)
@@ -25,6 +32,7 @@ class DvFacts:
     entries: int = 0
     rows_counted_twice: int | None = None
     confirmed: bool = True
+    vectors: list[dict[str, str]] = field(default_factory=list)  # path, reason (fixed words)
 
     def witness(self) -> dict[str, Any]:
         out: dict[str, Any] = {"problem": self.problem, "path": self.path}
@@ -38,6 +46,8 @@ class DvFacts:
             out["live_entries"] = self.entries
         if self.rows_counted_twice is not None:
             out["rows_counted_twice"] = self.rows_counted_twice
+        if self.vectors:
+            out["vectors"] = self.vectors
         return out
 
 
@@ -50,8 +60,9 @@ def _two_entries(f: DvFacts) -> FindingText:
     decoded = (
         f" Decoded: {f.rows_counted_twice} row(s) deleted by neither vector are read twice, and "
         f"{f.decoded} row(s) deleted by one vector are live in the other (lost deletes)."
-        if f.confirmed
-        else " The vectors could not be decoded to count the rows."
+        if f.rows_counted_twice is not None
+        else " The rows could not be counted: a vector could not be decoded, or the file's "
+        "numRecords is missing or over the positions limit."
     )
     return FindingText(
         f"v{f.version} left {f.entries} live entries of {f.path} (each with its own deletion "
@@ -95,11 +106,37 @@ def _deleted_rows(f: DvFacts) -> FindingText:
     )
 
 
+def _unusable(f: DvFacts) -> FindingText:
+    shown = "; ".join(f"{v['path']}: {v['reason']}" for v in f.vectors)
+    more = f" (and {f.decoded - len(f.vectors)} more)" if (f.decoded or 0) > len(f.vectors) else ""
+    return FindingText(
+        f"v{f.version} adds {f.decoded} deletion vector(s) that cannot be decoded",
+        f"Version {f.version} adds files whose deletion vectors are malformed: {shown}{more}. "
+        "Readers fail on such a file, or read rows the vector was meant to delete; the "
+        "vector's descriptor (size, offset, path) or its bytes were written wrongly, or the "
+        "descriptor points at a file that is not a deletion vector.",
+    )
+
+
+def _not_decoded(f: DvFacts) -> FindingText:
+    shown = "; ".join(f"{v['path']}: {v['reason']}" for v in f.vectors)
+    more = f" (and {f.decoded - len(f.vectors)} more)" if (f.decoded or 0) > len(f.vectors) else ""
+    return FindingText(
+        f"v{f.version} adds {f.decoded} deletion vector(s) over the audit's limits: not checked",
+        f"The deletion vectors that version {f.version} adds were not decoded, so this audit "
+        f"did not check them: {shown}{more}. The limits (AUDIT_DV_MAX_VECTOR_BYTES, "
+        "AUDIT_DV_MAX_POSITIONS, AUDIT_DV_MAX_PASS_BYTES) keep a hostile vector from "
+        "exhausting the audit's memory; raise them if such vectors are expected.",
+    )
+
+
 _TEXTS = {
     "two_live_entries": _two_entries,
     "beyond_records": _beyond,
     "cardinality": _cardinality,
     "deleted_rows": _deleted_rows,
+    "unusable_vectors": _unusable,
+    "vectors_not_decoded": _not_decoded,
 }
 
 

@@ -27,6 +27,7 @@ from audit.core.history.unpublished import audit_unpublished
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.storage.roots import table_scope
 from audit.core.vocab import Severity
+from audit.trust.limits import dv_limits
 
 
 class Command(BaseCommand):
@@ -83,6 +84,7 @@ class Command(BaseCommand):
                 now_ms=int(time.time() * 1000),
                 read_roots=roots,
                 sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+                dv_limits=dv_limits(),
             )
         except DeltaAuditError as err:
             section = {"error": one_line(str(err))}
@@ -110,6 +112,7 @@ class Command(BaseCommand):
                     sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
                     key_columns=keys,
                     pause_gc=False,
+                    dv_limits=dv_limits(),
                 )
             scanned = self._print(history, result, options, keys, roots)
         except DeltaAuditError as err:

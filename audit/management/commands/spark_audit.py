@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.core.errors import DeltaAuditError, one_line
+from audit.trust.limits import dv_limits
 from audit.trust.paths import read_scope_of
 
 
@@ -103,6 +104,7 @@ class Command(BaseCommand):
                 check_data=False if options["no_data"] else settings.AUDIT_CHECK_DATA,
                 read_roots={uri: read_scope_of(uri) for uri in uris},
                 sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+                dv_limits=dv_limits(),
             )
             summary = write_outcomes(options["output"], outcomes, on_table=report)
         except DeltaAuditError as err:
