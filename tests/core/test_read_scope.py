@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from audit.core.data.dv import Loader, z85_decode
+from audit.core.data.dv import Loader, Unusable, z85_decode
 from audit.core.data.witness import DataFiles
 from audit.core.storage.roots import (
     REFUSED,
@@ -93,7 +93,7 @@ def test_it_never_opens_a_deletion_vector_in_another_projects_table(tmp_path):
 
     found = Loader(files).get(absolute)
 
-    assert isinstance(found, str) and "outside the allowed roots" in found
+    assert isinstance(found, Unusable) and "outside the allowed roots" in found.reason
     [refused] = files.refused
     assert refused["reason"] == REFUSED and refused["file"].endswith(f"/lake/b/{name}")
     assert list(Loader(DataFiles(str(lake / "a"), list(scope))).get(absolute)) == [4]
