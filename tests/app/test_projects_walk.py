@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls import get_resolver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -28,6 +28,7 @@ from tests.support.alerting import rule_for, webhook
 from tests.support.clients import session_client, token_client
 from tests.support.ingested import ingest_table
 from tests.support.projects import into, join
+from tests.support.routes import routes, url_of
 
 MARKER = b"hrsecret"
 # The parameters of routes that name one of the people project's objects.
@@ -106,42 +107,6 @@ def lake(tmp_path, settings, django_user_model, fresh_cache):
             "rest": f"tables/{people.id}/nothing/",
         },
     }
-
-
-def routes() -> list[str]:
-    """Every route of the URL resolver (the admin's aside) as its pattern text."""
-
-    def walk(patterns, prefix: str):
-        for p in patterns:
-            if isinstance(p, URLResolver):
-                yield from walk(p.url_patterns, prefix + str(p.pattern))
-            else:
-                assert isinstance(p, URLPattern)
-                yield prefix + str(p.pattern)
-
-    return [r for r in walk(get_resolver().url_patterns, "") if not r.startswith("admin/")]
-
-
-_PARAM = re.compile(r"\(\?P<(\w+)>[^)]*\)|<(?:\w+:)?(\w+)>")
-
-
-def url_of(route: str, values: dict) -> tuple[str, set[str]]:
-    """The URL of `route` with its parameters filled in, and the parameters' keys."""
-    used: set[str] = set()
-
-    def fill(match: re.Match) -> str:
-        name = match[1] or match[2]
-        before = route[: match.start()]
-        key = name
-        if name == "pk":
-            key = before.rstrip("/").rsplit("/", 1)[-1].lstrip("^") + "/pk"
-        assert key in values, f"a route with a parameter the walk does not know: {route}"
-        used.add(key)
-        return str(values[key])
-
-    text = _PARAM.sub(fill, route.replace("(/.*)?", ""))
-    text = text.replace("^", "").replace("$", "").replace("\\.", ".").replace("/?", "/")
-    return "/" + text, used
 
 
 def test_it_walks_every_route_as_a_member_of_another_project(lake):
