@@ -2,6 +2,7 @@
 (its meaning, default and type; README.md's configuration table is generated from it); this
 module composes them with the fixed settings."""
 
+import ipaddress
 import warnings
 from pathlib import Path
 
@@ -299,7 +300,15 @@ CELERY_BEAT_SCHEDULE = {
 
 # --- teams ---------------------------------------------------------------------------------
 # Log in through a reverse proxy that names the user in a header (the `request.META` key, e.g.
-# "HTTP_X_REMOTE_USER"). Only behind a proxy that strips it from clients' requests.
+# "HTTP_X_REMOTE_USER"), honoured only from AUDIT_TRUSTED_PROXIES (audit/trust/remote_user.py),
+# whose entries must parse: a typo stops the start, rather than a proxy that logs nobody in.
+for _proxy in AUDIT_TRUSTED_PROXIES:  # noqa: F821  (a declared setting)
+    try:
+        ipaddress.ip_network(_proxy.strip(), strict=False)
+    except ValueError:
+        raise ConfigError(
+            f"AUDIT_TRUSTED_PROXIES: not an address or network: {_proxy.strip()[:60]!r}"
+        ) from None
 if AUDIT_REMOTE_USER_HEADER:  # noqa: F821  (a declared setting)
     _AFTER_AUTH = MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1
     MIDDLEWARE = [

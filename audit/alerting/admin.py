@@ -5,8 +5,8 @@ from audit.alerting.models import AlertRule, Channel, Delivery
 
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "enabled", "disabled_reason", "last_error"]
-    list_filter = ["kind", "enabled"]
+    list_display = ["name", "project", "kind", "enabled", "disabled_reason", "last_error"]
+    list_filter = ["project", "kind", "enabled"]
     # The config holds the webhook's signing secret (write-only everywhere else) and is
     # validated (URL, address) only by the alert pages and the API: it is not edited here.
     exclude = ["config"]
@@ -27,7 +27,8 @@ class ChannelAdmin(admin.ModelAdmin):
 
 @admin.register(AlertRule)
 class AlertRuleAdmin(admin.ModelAdmin):
-    list_display = ["name", "min_severity", "confirmed_only", "table_pattern", "enabled"]
+    list_display = ["name", "project", "min_severity", "confirmed_only", "table_pattern", "enabled"]
+    list_filter = ["project"]
     filter_horizontal = ["channels"]
 
 

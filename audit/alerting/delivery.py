@@ -143,6 +143,8 @@ def _create_deliveries(finding_ids: list[int], rules: list[AlertRule], now: date
             if not rule.matches(finding, finding.table):
                 continue
             for channel in rule.channels.all():
+                if channel.project_id != rule.project_id:
+                    continue  # the forms and the API refuse it; a row edited by hand too
                 top = alerted.get((finding.id, rule.id, channel.id))
                 if top is not None and top >= level:
                     continue

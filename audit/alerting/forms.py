@@ -1,8 +1,13 @@
-"""Dashboard forms for alert rules and channels (validation shared with the API serializers)."""
+"""Dashboard forms for alert rules and channels (validation shared with the API serializers).
+
+Both take the user who edits: the project is one the user manages (audit/trust/access.py),
+and a rule's channels are channels of the rule's project.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -10,6 +15,8 @@ from django.core.validators import validate_email
 
 from audit.alerting.models import AlertRule, Channel
 from audit.alerting.transports import TransportError, check_destination
+from audit.models import Project
+from audit.trust import access
 
 KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # The rule fields the form and the API serializer both edit (the API adds id, kinds, created_at).
@@ -61,6 +68,20 @@ def clean_channel_config(kind: str, url: str, secret: str, emails: list[str]) ->
     raise ValidationError({"kind": "unknown channel kind"})
 
 
+def managed_projects(user: Any):
+    """The projects `user` may put rules and channels into (owners; staff: every one)."""
+    return access.restrict_to(Project.objects.all(), access.managed_project_ids(user), "id")
+
+
+def _choose_project(form: forms.ModelForm, user: Any) -> Any:
+    """Limit the form's project to those `user` manages, no empty choice (the instance's, or
+    the first one, is selected); returns them."""
+    projects = managed_projects(user)
+    field = form.fields["project"]
+    field.queryset, field.empty_label = projects, None
+    return projects
+
+
 class RuleForm(forms.ModelForm):
     kinds_text = forms.CharField(
         label="Finding kinds",
@@ -70,15 +91,17 @@ class RuleForm(forms.ModelForm):
 
     class Meta:
         model = AlertRule
-        fields = list(RULE_FIELDS)
+        fields = ["project", *RULE_FIELDS]
         help_texts = {
             "table_pattern": "fnmatch pattern on the table name or URI (e.g. sales_* or "
             "s3://lake/prod/*); empty = every table."
         }
         widgets = {"channels": forms.CheckboxSelectMultiple}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user: Any, **kwargs):
         super().__init__(*args, **kwargs)
+        projects = _choose_project(self, user)
+        self.fields["channels"].queryset = Channel.objects.filter(project__in=projects)
         if self.instance.pk:
             self.fields["kinds_text"].initial = ", ".join(self.instance.kinds or [])
 
@@ -86,6 +109,9 @@ class RuleForm(forms.ModelForm):
         cleaned = super().clean()
         if cleaned.get("health_metric") and cleaned.get("threshold") is None:
             self.add_error("threshold", "a health rule needs a threshold")
+        project = cleaned.get("project")
+        if project and any(c.project_id != project.pk for c in cleaned.get("channels") or []):
+            self.add_error("channels", "a rule sends only through channels of its own project")
         return cleaned
 
     def clean_kinds_text(self) -> list[str]:
@@ -108,10 +134,11 @@ class ChannelForm(forms.ModelForm):
 
     class Meta:
         model = Channel
-        fields = ["name", "kind", "enabled"]
+        fields = ["project", "name", "kind", "enabled"]
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user: Any, **kwargs):
         super().__init__(*args, **kwargs)
+        _choose_project(self, user)
         if self.instance.pk:
             self.fields["url"].initial = self.instance.url
             self.fields["emails"].initial = ", ".join(self.instance.emails)
@@ -131,5 +158,5 @@ class ChannelForm(forms.ModelForm):
 
     def save(self, commit: bool = True) -> Channel:
         if self.cleaned_data.get("enabled"):
-            self.instance.disabled_reason = ""  # re-enabled by an admin after fixing it
+            self.instance.disabled_reason = ""  # re-enabled by an owner after fixing it
         return super().save(commit)

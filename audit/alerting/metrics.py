@@ -114,7 +114,7 @@ class AuditCollector(Collector):
         counts = {(s, k): 0 for s in Delivery.Status.values for k in Channel.Kind.values}
         deliveries_seen = Delivery.objects.all()
         if self.projects is not None:
-            deliveries_seen = self._scoped(deliveries_seen, "finding__table__project_id")
+            deliveries_seen = self._scoped(deliveries_seen, "channel__project_id")
         rows = deliveries_seen.values("status", "channel__kind").annotate(n=Count("id")).order_by()
         for row in rows:
             counts[(row["status"], row["channel__kind"])] = row["n"]
@@ -125,7 +125,8 @@ class AuditCollector(Collector):
             "deltaaudit_alert_channels_disabled",
             "Alert channels currently disabled (by a user or a permanent failure).",
         )
-        disabled.add_metric([], Channel.objects.filter(enabled=False).count())
+        channels = self._scoped(Channel.objects.filter(enabled=False), "project_id")
+        disabled.add_metric([], channels.count())
         yield disabled
 
 

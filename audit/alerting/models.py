@@ -1,5 +1,9 @@
 """Alert rules, channels and deliveries (in the spirit of healthchecks' Channel/Notification).
 
+Rules and channels belong to a project, as tables do (audit/trust/access.py decides who sees
+and manages them): a rule matches only its own project's tables and sends only through its own
+project's channels, so a delivery is about one project.
+
 A Delivery is one alert about one finding, for one rule and one channel, at one *level*
 (severity and confirmation together, see `alert_level`). The unique constraint on
 (finding, rule, channel, level) is what makes "at most one alert per rule and channel, and a new
@@ -13,7 +17,7 @@ import fnmatch
 from django.db import models
 
 from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_RANK
-from audit.models import Finding, Table
+from audit.models import Finding, Project, Table, default_project_id
 
 __all__ = [
     "HEALTH_FINDING_PREFIX",
@@ -24,16 +28,17 @@ __all__ = [
 ]
 
 
-HIDDEN_ERROR = "failed (the details are shown to administrators)"
+HIDDEN_ERROR = "failed (the details are shown to the project owners)"
 
 
-def error_shown(text: str, staff: bool) -> str:
+def error_shown(text: str, manager: bool) -> str:
     """What a user sees of a channel's or delivery's stored error text.
 
     The text is scrubbed when stored, but it still names the channel's host and says what the
-    endpoint answered; like the channel's URL it is for administrators only.
+    endpoint answered; like the channel's recipients it is for those who manage the channel's
+    project (its owners and administrators: `manager`).
     """
-    return text if staff or not text else HIDDEN_ERROR
+    return text if manager or not text else HIDDEN_ERROR
 
 
 def alert_level(severity: str, confirmed: bool) -> int:
@@ -48,6 +53,9 @@ class Channel(models.Model):
         SLACK = "slack"
         EMAIL = "email"
 
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="channels", default=default_project_id
+    )
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=10, choices=Kind.choices)
     # webhook: {"url", "secret"}; slack: {"url"}; email: {"emails": [...]}
@@ -91,13 +99,17 @@ class AlertRule(models.Model):
         PUBLISH_LAG_VERSIONS = "publish_lag_versions", "staged commits not yet published"
         PUBLISH_LAG_SECONDS = "publish_lag_seconds", "seconds the oldest staged commit waited"
 
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="alert_rules", default=default_project_id
+    )
     name = models.CharField(max_length=100)
     kinds = models.JSONField(default=list, blank=True)  # finding kinds; empty = every kind
     min_severity = models.CharField(
         max_length=10, choices=Finding.Severity.choices, default=Finding.Severity.WARNING
     )
     confirmed_only = models.BooleanField(default=False)
-    # fnmatch pattern matched against the table's name or its URI; empty = every table.
+    # fnmatch pattern matched against the name or URI of the project's tables; empty = every
+    # table of the project.
     table_pattern = models.CharField(max_length=500, blank=True)
     channels = models.ManyToManyField(Channel, related_name="rules", blank=True)
     enabled = models.BooleanField(default=True)
@@ -129,6 +141,8 @@ class AlertRule(models.Model):
         return self.matches_table(table)
 
     def matches_table(self, table: Table) -> bool:
+        if table.project_id != self.project_id:
+            return False  # another project's table: never, whatever the pattern
         pattern = self.table_pattern.strip()
         if not pattern:
             return True

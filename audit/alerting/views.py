@@ -1,8 +1,13 @@
-"""/metrics and the alert pages (/alerts/): rules, channels, recent deliveries, forms, send test."""
+"""/metrics and the alert pages (/alerts/): rules, channels, recent deliveries, forms, send test.
+
+A user sees the rules, channels and deliveries of their projects (another project's rule or
+channel answers 404, as a missing one); the owners of a project and administrators create,
+edit, delete and test them, and read the channels' recipients and error texts."""
 
 from __future__ import annotations
 
 import hmac
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -55,41 +60,57 @@ def _bearer_ok(request: HttpRequest) -> bool:
     return hmac.compare_digest(given.strip().encode(), token.encode())
 
 
-def _admin_only(request: HttpRequest) -> None:
-    if not request.user.is_staff:
-        raise PermissionDenied("only administrators can change alerting")
+def _manager_of(managed: frozenset[int] | None, project_id: int) -> bool:
+    return managed is None or project_id in managed
 
 
 @login_required
 def index(request: HttpRequest) -> HttpResponse:
-    staff = request.user.is_staff
-    channels = list(Channel.objects.all())
+    user = request.user
+    managed = access.managed_project_ids(user)
+    channels = list(access.visible_channels(user).select_related("project"))
     for ch in channels:
-        ch.error_shown = error_shown(ch.last_error, staff)
-        ch.reason_shown = error_shown(ch.disabled_reason, staff)
+        ch.can_edit = _manager_of(managed, ch.project_id)
+        ch.error_shown = error_shown(ch.last_error, ch.can_edit)
+        ch.reason_shown = error_shown(ch.disabled_reason, ch.can_edit)
+    rules = list(access.visible_rules(user).select_related("project").prefetch_related("channels"))
+    for rule in rules:
+        rule.can_edit = _manager_of(managed, rule.project_id)
     # Deliveries name tables and findings: only those of the reader's projects.
     deliveries = list(
-        access.visible_deliveries(request.user).select_related("channel", "rule", "finding__table")[
+        access.visible_deliveries(user).select_related("channel", "rule", "finding__table")[
             :RECENT_DELIVERIES
         ]
     )
     for d in deliveries:
-        d.error_shown = error_shown(d.last_error, staff)
+        d.error_shown = error_shown(d.last_error, _manager_of(managed, d.channel.project_id))
     ctx = {
-        "rules": AlertRule.objects.prefetch_related("channels"),
+        "rules": rules,
         "channels": channels,
         "deliveries": deliveries,
-        "can_edit": staff,
+        "can_create": managed is None or bool(managed),
     }
     return render(request, "alerting/index.html", ctx)
 
 
+def _managed(request: HttpRequest, model: type, pk: int | None) -> Any:
+    """The rule or channel `pk` (None: a new one) for a change: 404 outside the user's
+    projects (as for none), 403 unless they manage its project (or, for a new one, any)."""
+    user = request.user
+    visible = access.visible_rules if model is AlertRule else access.visible_channels
+    obj = get_object_or_404(visible(user), id=pk) if pk else None
+    project = obj.project_id if obj is not None else None
+    managed = access.managed_project_ids(user)
+    allowed = _manager_of(managed, project) if obj is not None else managed != frozenset()
+    if not allowed:
+        raise PermissionDenied("only owners of the project and administrators change its alerting")
+    return obj
+
+
 def _edit(request: HttpRequest, form_class: type, pk: int | None, what: str) -> HttpResponse:
     """The new/edit page of a rule or channel (`what`): the form, saved on a valid POST."""
-    _admin_only(request)
-    model = form_class._meta.model
-    obj = get_object_or_404(model, id=pk) if pk else None
-    form = form_class(request.POST or None, instance=obj)
+    obj = _managed(request, form_class._meta.model, pk)
+    form = form_class(request.POST or None, instance=obj, user=request.user)
     if request.method == "POST" and form.is_valid():
         form.save()
         messages.success(request, f"{what.capitalize()} saved.")
@@ -98,8 +119,7 @@ def _edit(request: HttpRequest, form_class: type, pk: int | None, what: str) -> 
 
 
 def _delete(request: HttpRequest, model: type, pk: int, what: str) -> HttpResponse:
-    _admin_only(request)
-    get_object_or_404(model, id=pk).delete()
+    _managed(request, model, pk).delete()
     messages.success(request, f"{what.capitalize()} deleted.")
     return redirect("alerting:index")
 
@@ -129,8 +149,7 @@ def channel_delete(request: HttpRequest, channel_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def channel_test(request: HttpRequest, channel_id: int) -> HttpResponse:
-    _admin_only(request)
-    channel = get_object_or_404(Channel, id=channel_id)
+    channel = _managed(request, Channel, channel_id)
     result = delivery.send_test(channel)
     if result.status == Delivery.Status.SENT:
         messages.success(request, f"Test alert sent to {channel.name}.")

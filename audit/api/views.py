@@ -9,7 +9,7 @@ register tables into it (POST /api/tables/) and remove its tables (DELETE /api/t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.http import Http404, HttpResponse
@@ -42,7 +42,7 @@ from audit.reads import cache, queries
 from audit.reads.analysis import table_analysis, table_history
 from audit.trust import access
 from audit.trust.limits import limit_text
-from audit.trust.paths import check_allowed
+from audit.trust.paths import UriNotAllowed, check_allowed
 
 ERROR_RESPONSE = OpenApiResponse(
     response=OpenApiTypes.OBJECT, description='`{"error": "<message>", "detail": ...}`'
@@ -114,6 +114,14 @@ def _narrowing(ordering: str, status: str) -> Callable[[Any], Any]:
         return listed.filter(status=status) if status else listed
 
     return narrow
+
+
+def _refuse_as_outside_the_roots(uri: str) -> NoReturn:
+    """Refuse `uri` exactly as a URI under no allowed root is refused (the same 400, byte for
+    byte): for a table registered in a project the user does not see, whose existence is not
+    told. A table is registered once; its owners can add the user to its project instead."""
+    check_allowed(uri, roots=[])  # raises UriNotAllowed: no root lets anything in
+    raise UriNotAllowed("table URI refused")  # not reached
 
 
 @extend_schema(responses=DETAIL_ERRORS)
@@ -234,6 +242,8 @@ class TableViewSet(
         normalised = check_allowed(uri)  # DeltaAuditError -> 400
         existing = queries.table_id_by_uri(normalised)
         if existing is not None:
+            if not access.request_sees_table(request, request.user, existing):
+                _refuse_as_outside_the_roots(uri)
             raise Conflict(f"table already registered as id {existing}", {"id": existing})
         keys = body.validated_data.get("key_columns")
         # Opens the log (and checks the key's names): DeltaAuditError -> 400.
@@ -248,10 +258,8 @@ class TableViewSet(
         """The project a table is registered into: 404 unless the user sees it (staff see
         every project, and may name a new one), 403 unless they own it."""
         user = self.request.user
-        found = queries.project_by_name(name)
-        if found is None and access.is_staff(user):
-            return queries.project_by_name(name, create=True)
-        if found is None or not access.sees_project(user, found.pk):
+        found = access.named_project(user, name, create=True)
+        if found is None:
             raise NotFound("no such project")
         if not access.may_manage(user, found):
             raise PermissionDenied(

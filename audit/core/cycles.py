@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from audit.core.model import CommitSummary, PartitionKey
+from audit.core.storage.roots import shown_path
 from audit.core.vocab import IsolationLevel, ReadVersionFact
 
 EdgeType = Literal["ww", "wr", "rw"]
@@ -112,7 +113,7 @@ def anti_dependency(
             "predicate": txn.predicate.raw if txn.predicate is not None else None,
             "writer_operation": winner.operation,
             "writer_blind_append": winner.blind_append,
-            "writer_files": files[:5],
+            "writer_files": [shown_path(f) for f in files[:5]],
             "writer_file_count": len(files),
             "compaction": compaction,
         },

@@ -15,6 +15,7 @@ from audit.core.history.provenance import provenance_of
 from audit.core.history.summary import paused_gc
 from audit.core.jsonsafe import json_text
 from audit.core.model import CommitSummary, Finding
+from audit.core.storage.roots import shown_path
 from audit.core.vocab import SEVERITY_RANK
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def build_report(
         "findings": [finding_entry(f) for f in (result.findings if result is not None else [])],
     }
     if include_files:
-        report["live_files"] = sorted(history.state.files)
+        report["live_files"] = sorted(shown_path(path) for path in history.state.files)
     return report
 
 

@@ -5,7 +5,7 @@ were given: signed URLs, SAS tokens, session tokens, Authorization headers, and 
 webhook URL itself, whose path *is* the credential. `scrub(text, secrets)` removes
 
 - the path, query and fragment of every http(s) URL (scheme and host stay, so the reader still
-  sees which endpoint failed), and user:password@ in front of the host;
+  sees which endpoint failed), and user:password@ in front of the host of any URI;
 - signed-request parameters (`sig=`, `se=`, `X-Amz-Signature=`, `X-Amz-Security-Token=`,
   session tokens ...) and Azure connection-string keys;
 - `Authorization:` and `Bearer` values;
@@ -54,6 +54,9 @@ _SIGNED = re.compile(r"(?i)(\b(?:" + "|".join(_SIGNED_NAMES) + r")=)[^&\s;'\"<>]
 _QUERY_PARAM = re.compile(
     r"(?i)([?&](?:se|st|sp|skoid|sktid|skt|ske|sks|skv|key|token|code)=)[^&\s'\"<>]+"
 )
+# user:password@ in front of any URI's host (s3://key:secret@bucket/...); http(s) URLs lose it
+# with their path anyway.
+_USER_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:'\"<>]*:)[^\s/?#@'\"<>]*@")
 # urllib3 logs each request as `https://host:443 "POST /path HTTP/1.1" 200`: the path follows.
 _LOGGED_REQUEST = re.compile(r"(?i)(https?://[^\s/\"'<>]+\s+\"[A-Z]+ )/[^\s\"]*")
 _AUTHORIZATION = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+")
@@ -82,7 +85,18 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     # Literal secrets first: a URL or parameter rule could otherwise cut one in half.
     for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
         text = text.replace(secret, MASK)
-    for pattern, replace, needs in _RULES:
+    return _apply(text, _RULES)
+
+
+def scrub_parameters(text: str) -> str:
+    """`text` with signed-request parameters (`sig=`, `X-Amz-Signature=`, `se=` after ? or &
+    ...) and user:password@ of any URI masked, and nothing else changed: for a path shown as
+    it is (audit/core/storage/roots.py `shown_path`), whose folders and file name stay."""
+    return _apply(text, _PARAMETER_RULES)
+
+
+def _apply(text: str, rules: tuple[tuple[re.Pattern[str], Any, tuple[str, ...]], ...]) -> str:
+    for pattern, replace, needs in rules:
         # An ASCII text without any of the rule's literals cannot match it (most texts: a
         # local path, a parse error): its scan is skipped. Any other text is scanned, since
         # case-insensitive matching pairs some non-ASCII letters with ASCII ones ("ſ", "K").
@@ -100,6 +114,10 @@ def _masked(match: re.Match[str]) -> str:
 
 def _path_cut(match: re.Match[str]) -> str:
     return match.group(1) + "/…"
+
+
+def _password_masked(match: re.Match[str]) -> str:
+    return match.group(1) + MASK + "@"
 
 
 def _credential_masked(match: re.Match[str]) -> str:
@@ -125,7 +143,9 @@ _RULES: tuple[tuple[re.Pattern[str], Any, tuple[str, ...]], ...] = (
     (_BARE_PATH, _path_cut, ("url:",)),
     (_LOGGED_REQUEST, _path_cut, ("://",)),
     (_URL, _url_without_path, ("://",)),
+    (_USER_PASSWORD, _password_masked, ("://",)),
 )
+_PARAMETER_RULES = (_RULES[2], _RULES[3], _RULES[-1])  # signed, query parameters, passwords
 
 
 def environment_secrets(environ: Mapping[str, str]) -> set[str]:

@@ -7,7 +7,8 @@ alerts, /metrics) asks here, so a table outside a user's projects answers 404 ev
 rather than 403: its existence is not told either.
 
 Roles: viewer reads; member also acknowledges and re-opens findings; owner also manages the
-project's tables (register, remove) and members; staff everything.
+project's tables (register, remove), members, alert rules and channels (and reads the channels'
+recipients); staff everything. Alert rules, channels and deliveries are a project's too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from django.http import Http404
 
 from audit.core.numbers import log_int
 from audit.models import Finding, Membership, Project, Table
+from audit.reads import queries
 from audit.reads.prepared import fetch_sql
 
 Role = Membership.Role
@@ -86,16 +88,35 @@ def visible_findings(user: Any) -> QuerySet[Finding]:
     return restrict(Finding.objects.all(), user, "table__project_id")
 
 
+def visible_channels(user: Any) -> QuerySet:
+    """The alert channels of the projects `user` sees."""
+    from audit.alerting.models import Channel
+
+    return restrict(Channel.objects.all(), user, "project_id")
+
+
+def visible_rules(user: Any) -> QuerySet:
+    """The alert rules of the projects `user` sees."""
+    from audit.alerting.models import AlertRule
+
+    return restrict(AlertRule.objects.all(), user, "project_id")
+
+
 def visible_deliveries(user: Any) -> QuerySet:
-    """Alert deliveries of the findings of the tables `user` sees, and test deliveries (which
-    name no finding)."""
+    """Alert deliveries through the channels of the projects `user` sees, of a finding of
+    those projects' tables or of none (a test). A rule sends only its own project's findings
+    through its own project's channels; the finding is checked too for rows older than that."""
     from audit.alerting.models import Delivery
 
     ids = visible_project_ids(user)
     rows = Delivery.objects.all()
     if ids is None:
         return rows
-    return rows.filter(Q(finding__isnull=True) | Q(finding__table__project_id__in=sorted(ids)))
+    among = sorted(ids)
+    return rows.filter(
+        Q(finding__isnull=True) | Q(finding__table__project_id__in=among),
+        channel__project_id__in=among,
+    )
 
 
 def restrict(queryset: QuerySet, user: Any, project_field: str) -> QuerySet:
@@ -191,8 +212,31 @@ def may_acknowledge(user: Any, table: Table) -> bool:
 
 
 def may_manage(user: Any, project: Project | int) -> bool:
-    """Registering and removing the project's tables, managing its members: owners, staff."""
+    """Registering and removing the project's tables, managing its members, its alert rules
+    and channels (and reading the channels' recipients): owners, staff."""
     return has_role(user, project, Role.OWNER)
+
+
+def managed_project_ids(user: Any) -> frozenset[int] | None:
+    """The ids of the projects `user` may manage (`may_manage`), at once for a list of rows
+    of several projects; None means every project (staff)."""
+    if is_staff(user):
+        return None
+    if user is None or not user.is_authenticated:
+        return frozenset()
+    owned = Membership.objects.filter(user_id=user.pk, role=Role.OWNER)
+    return frozenset(owned.values_list("project_id", flat=True))
+
+
+def named_project(user: Any, name: str, *, create: bool = False) -> Project | None:
+    """The project called `name` if `user` sees it, else None (the caller answers as for no
+    such project). Staff see every project, and with `create` a missing one is made."""
+    found = queries.project_by_name(name)
+    if found is None and create and is_staff(user):
+        return queries.project_by_name(name, create=True)
+    if found is None or not sees_project(user, found.pk):
+        return None
+    return found
 
 
 def set_member(project: Project, user: Any, role: str) -> Membership:

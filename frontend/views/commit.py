@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.storage.roots import shown_path
 from audit.core.vocab import TABLE_ISOLATION_LEVELS
 from audit.models import Commit, Table
 from audit.reads import queries
@@ -70,6 +71,7 @@ def _stats_records(stats: str | None) -> Any:
 def _file_action(action: Any) -> dict[str, Any]:
     return {
         **{name: getattr(action, name) for name in FILE_FIELDS},
+        "path": shown_path(action.path),  # a logged path can carry a signed URL's token
         "partition_values": action.partition_values or {},
         "deletion_vector": bool(action.deletion_vector),
     }

@@ -196,6 +196,7 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
         "related_total": len(finding.related_versions),
         "witness": witness,
         "has_witness_rows": witness is not None and ("row_count" in witness or "files" in witness),
+        "witness_files": _witness_files(witness),
         "cycle": cycle_edges(witness),
         "witness_table": witness_table(witness),
         "details": pretty(finding.details) if finding.details else "",
@@ -203,6 +204,15 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
         "may_acknowledge": access.may_acknowledge(request.user, finding.table),
     }
     return render(request, "frontend/finding.html", ctx)
+
+
+def _witness_files(witness: dict | None) -> list[str]:
+    """The files a witness names: its `files` list, or an orphan scan's `sample` (whose
+    `files` is a count)."""
+    files = (witness or {}).get("files")
+    if not isinstance(files, list):
+        files = (witness or {}).get("sample")
+    return [str(f) for f in files] if isinstance(files, list) else []
 
 
 def _set_acknowledged(request: HttpRequest, finding_id: int, *, acknowledged: bool):

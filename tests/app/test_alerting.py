@@ -16,7 +16,7 @@ from audit.alerting import delivery, risk
 from audit.alerting.models import AlertRule, Channel, Delivery
 from audit.alerting.transports import slack_escape
 from audit.ingest.findings import upsert_findings
-from audit.models import FindingFlip, Table
+from audit.models import DEFAULT_PROJECT, FindingFlip, Table
 from tests.support.alerting import (
     SECRET,
     documented_verifier,
@@ -27,6 +27,7 @@ from tests.support.alerting import (
     webhook,
 )
 from tests.support.clients import authorize
+from tests.support.projects import project
 
 
 @pytest.fixture(autouse=True)
@@ -372,9 +373,11 @@ def test_alert_pages_need_a_login_and_only_admins_edit(client, member, owner, re
     assert client.post("/alerts/channels/new/", {"name": "x"}).status_code == 403
 
     client.force_login(owner)
+    default = project(DEFAULT_PROJECT).id
     r = client.post(
         "/alerts/channels/new/",
         {
+            "project": default,
             "name": "ops hook",
             "kind": "webhook",
             "url": receiver.url,
@@ -393,6 +396,7 @@ def test_alert_pages_need_a_login_and_only_admins_edit(client, member, owner, re
     r = client.post(
         "/alerts/rules/new/",
         {
+            "project": default,
             "name": "critical",
             "kinds_text": "never_existed_snapshot, write_serializable_reorder",
             "min_severity": "critical",
@@ -407,7 +411,14 @@ def test_alert_pages_need_a_login_and_only_admins_edit(client, member, owner, re
     # Editing a channel without retyping the secret keeps it.
     r = client.post(
         f"/alerts/channels/{channel.id}/",
-        {"name": "ops hook", "kind": "webhook", "url": receiver.url, "secret": "", "enabled": "on"},
+        {
+            "project": default,
+            "name": "ops hook",
+            "kind": "webhook",
+            "url": receiver.url,
+            "secret": "",
+            "enabled": "on",
+        },
     )
     assert r.status_code == 302
     channel.refresh_from_db()

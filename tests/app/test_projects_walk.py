@@ -1,13 +1,14 @@
 """Every routed page and API endpoint, walked as a member of another project.
 
 Two projects: "finance" (erin is a member) and "people" (frank is a member). The people table,
-its findings (their summaries) and a witness row carry the marker `hrsecret`. The routes come
+its findings (their summaries), a witness row, its alert channel (name and recipients) and rule
+(name and table pattern) carry the marker `hrsecret`. The routes come
 from the URL resolver, so a new route cannot escape the walk: a route with a parameter this
 module does not know fails it. Bodies are warmed first by frank (the cached API bodies, the
 fast path, the cached pages), then read by erin:
 
-- a route naming the people table, one of its findings or deliveries answers erin 404 on every
-  method (and frank not 404 on GET, so the 404 is about the project, not the URL);
+- a route naming the people table, one of its findings, deliveries, alert rules or channels
+  answers erin 404 on every method (and frank not 404 on GET, so the 404 is about the project, not the URL);
 - no body erin gets (lists, counts, pages, /metrics, the schema) holds the marker.
 """
 
@@ -16,21 +17,32 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls import get_resolver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from audit.alerting.models import Delivery
+from audit.alerting.models import Channel, Delivery
 from audit.models import Finding, Table
 from tests.support import scenarios
 from tests.support.alerting import rule_for, webhook
 from tests.support.clients import session_client, token_client
 from tests.support.ingested import ingest_table
 from tests.support.projects import into, join
+from tests.support.routes import routes, url_of
 
 MARKER = b"hrsecret"
 # The parameters of routes that name one of the people project's objects.
-PROJECT_OBJECTS = {"table_id", "finding_id", "tables/pk", "findings/pk", "deliveries/pk"}
+PROJECT_OBJECTS = {
+    "table_id",
+    "finding_id",
+    "tables/pk",
+    "findings/pk",
+    "deliveries/pk",
+    "rules/pk",
+    "rule_id",
+    "channels/pk",
+    "channel_id",
+}
 
 
 @pytest.fixture
@@ -56,8 +68,18 @@ def lake(tmp_path, settings, django_user_model, fresh_cache):
     frank = join(
         django_user_model.objects.create_user("frank", password="password"), "people", "member"
     )
-    channel = webhook("http://127.0.0.1:9/", name="ops")
-    rule = rule_for(channel)
+    channel = webhook("http://127.0.0.1:9/hrsecrethook", name="hrsecret ops")
+    channel.project = frank.memberships.get().project
+    channel.save()
+    rule = rule_for(
+        channel, name="hrsecret rule", table_pattern="hrsecret*", project=channel.project
+    )
+    # Erin's own project has alerting too: the lists are not merely empty for her.
+    mine = Channel.objects.create(
+        name="finance mail", kind="email", config={"emails": ["oncall@finance.example"]},
+        project=erin.memberships.get().project,
+    )  # fmt: skip
+    rule_for(mine, name="finance rule", project=mine.project)
     delivery = Delivery.objects.create(
         finding=findings.first(),
         rule=rule,
@@ -85,42 +107,6 @@ def lake(tmp_path, settings, django_user_model, fresh_cache):
             "rest": f"tables/{people.id}/nothing/",
         },
     }
-
-
-def routes() -> list[str]:
-    """Every route of the URL resolver (the admin's aside) as its pattern text."""
-
-    def walk(patterns, prefix: str):
-        for p in patterns:
-            if isinstance(p, URLResolver):
-                yield from walk(p.url_patterns, prefix + str(p.pattern))
-            else:
-                assert isinstance(p, URLPattern)
-                yield prefix + str(p.pattern)
-
-    return [r for r in walk(get_resolver().url_patterns, "") if not r.startswith("admin/")]
-
-
-_PARAM = re.compile(r"\(\?P<(\w+)>[^)]*\)|<(?:\w+:)?(\w+)>")
-
-
-def url_of(route: str, values: dict) -> tuple[str, set[str]]:
-    """The URL of `route` with its parameters filled in, and the parameters' keys."""
-    used: set[str] = set()
-
-    def fill(match: re.Match) -> str:
-        name = match[1] or match[2]
-        before = route[: match.start()]
-        key = name
-        if name == "pk":
-            key = before.rstrip("/").rsplit("/", 1)[-1].lstrip("^") + "/pk"
-        assert key in values, f"a route with a parameter the walk does not know: {route}"
-        used.add(key)
-        return str(values[key])
-
-    text = _PARAM.sub(fill, route.replace("(/.*)?", ""))
-    text = text.replace("^", "").replace("$", "").replace("\\.", ".").replace("/?", "/")
-    return "/" + text, used
 
 
 def test_it_walks_every_route_as_a_member_of_another_project(lake):
@@ -165,6 +151,8 @@ def test_it_walks_every_route_as_a_member_of_another_project(lake):
         "/api/findings/?severity=critical&acknowledged=false",
         "/api/findings/?status=open",
         "/api/alerts/deliveries/",
+        "/api/alerts/rules/",
+        "/api/alerts/channels/",
         "/metrics",
         "/",
         "/findings/",
@@ -187,7 +175,9 @@ def test_it_keeps_the_other_projects_rows_out_of_every_list(lake, url):
         assert not any(mark in body.content.lower() for mark in theirs), url
         # ... and still holds the reader's own project's rows.
         own = f'"table":{ledger.id}'.encode() if url.startswith("/api/findings") else b"ledger"
-        assert own in body.content or url in ("/api/alerts/deliveries/", "/alerts/"), url
+        if url.startswith(("/api/alerts/rules", "/api/alerts/channels", "/alerts/")):
+            own = b"finance"
+        assert own in body.content or url == "/api/alerts/deliveries/", url
 
 
 def test_it_answers_a_filter_naming_another_projects_table_404(lake):
@@ -222,3 +212,73 @@ def test_staff_see_every_project(lake, admin):
 
 def test_anonymous_clients_get_nothing(lake):
     assert APIClient().get(f"/api/tables/{lake['people'].id}/").status_code == 401
+
+
+# --------------------------------------------------------------------------- filters by id
+
+
+def list_filters_taking_ids(values: dict) -> list[tuple[str, str, type]]:
+    """(list URL, query parameter, model) of every filter of an API list route (a route of the
+    URL resolver without parameters, served by a DRF view with a FilterSet) whose value is the
+    id of a row: a model choice, or a number compared with a foreign key or `<name>_id`."""
+    import django_filters
+    from django.db.models import ForeignKey
+    from django_filters.utils import get_model_field
+
+    found = []
+    for route in routes():
+        url, used = url_of(route, values)
+        if used:
+            continue  # a list route has no parameter
+        view = get_resolver().resolve(url)
+        cls = getattr(view.func, "cls", None)
+        if cls is None or (getattr(view.func, "actions", None) or {}).get("get") != "list":
+            continue
+        filterset = getattr(cls, "filterset_class", None)
+        if filterset is None and getattr(cls, "filterset_fields", None):
+            filterset = django_filters.filterset.filterset_factory(
+                cls.serializer_class.Meta.model, fields=cls.filterset_fields
+            )
+        for name, flt in filterset.base_filters.items() if filterset else ():
+            field = get_model_field(filterset._meta.model, flt.field_name or "")
+            if isinstance(flt, django_filters.ModelChoiceFilter):
+                found.append((url, name, field.related_model))
+            elif isinstance(field, ForeignKey) or (flt.field_name or "").endswith("_id"):
+                target = field.related_model if field is not None else None
+                found.append((url, name, target or field))
+    return found
+
+
+def test_every_list_filter_naming_another_projects_object_answers_as_for_none(lake):
+    from audit.alerting.models import AlertRule, Channel
+
+    people = lake["values"]
+    theirs = {  # the people project's row of each model a filter may name
+        Table: people["table_id"],
+        Finding: people["finding_id"],
+        Delivery: people["deliveries/pk"],
+        AlertRule: people["rule_id"],
+        Channel: people["channel_id"],
+    }
+    filters = list_filters_taking_ids(people)
+    params = {(url, name) for url, name, _ in filters}
+    # The walk finds what the API has (a filter the walk misses would escape it).
+    assert {
+        ("/api/findings/", "table"),
+        ("/api/alerts/deliveries/", "finding"),
+        ("/api/alerts/deliveries/", "rule"),
+        ("/api/alerts/deliveries/", "channel"),
+    } <= params, params
+    frank = [token_client(lake["frank"]), session_client(lake["frank"])]
+    erin = [token_client(lake["erin"]), session_client(lake["erin"])]
+    for url, name, model in filters:
+        assert model in theirs, f"{url}?{name}= names a {model}: add one to the walk"
+        real, ghost = theirs[model], 999_999
+        for warm, client in zip(frank, erin, strict=True):
+            seen = warm.get(f"{url}?{name}={real}")  # fills the caches first
+            assert seen.status_code == 200, (url, name)
+            other = client.get(f"{url}?{name}={real}")
+            missing = client.get(f"{url}?{name}={ghost}")
+            assert other.status_code == missing.status_code, (url, name)
+            shown = re.sub(rf"\b{ghost}\b", str(real), missing.content.decode())
+            assert other.content.decode() == shown, (url, name)

@@ -105,6 +105,19 @@ def test_it_defines_the_services_with_health_checks(compose):
     assert all(services[s].get("profiles") == ["spark"] for s in ("spark-master", "spark-worker"))
 
 
+def test_it_publishes_ports_on_loopback_only(compose):
+    # The proxy in front is the way in (TLS, the remote-user header from trusted proxies).
+    published = {
+        name: service["ports"]
+        for name, service in compose["services"].items()
+        if "ports" in service
+    }
+    assert "web" in published and "spark-master" in published
+    for name, ports in published.items():
+        for port in ports:
+            assert str(port).startswith("127.0.0.1:"), (name, port)
+
+
 def test_every_service_command_exists_in_the_project(compose):
     checked = 0
     for name, service in compose["services"].items():

@@ -199,7 +199,7 @@ def _shown_to_a_member(client, member) -> dict[str, str]:
     for path in ("/api/alerts/deliveries/", "/api/alerts/channels/"):
         api = client.get(path, HTTP_AUTHORIZATION=f"Token {member_token.key}")
         shown[f"{path} (member token)"] = api.content.decode()
-    assert "failed (the details are shown to administrators)" in shown["/alerts/ (member)"]
+    assert "failed (the details are shown to the project owners)" in shown["/alerts/ (member)"]
     return shown
 
 

@@ -42,6 +42,7 @@ from audit.core.log.replay import path_key
 from audit.core.model import AddFile, Commit, CommitSummary, Finding
 from audit.core.numbers import stats_records
 from audit.core.scrub import scrub_error
+from audit.core.storage.roots import shown_path
 from audit.core.vocab import FindingKind
 from audit.core.wording.dv import DvFacts, DvProblem, dv_integrity_text, resurrection_text
 
@@ -306,10 +307,10 @@ def resurrection_finding(
             # Scrubbed whole: a data file's URL or its reader's error can carry a token.
             problems.append(scrub_error(f"{path}: {one_line(err, limit=200)}"))
     witness = {
-        "files": sorted(pair.resurrected),
+        "files": sorted(shown_path(path) for path in pair.resurrected),
         "row_count": pair.resurrected_count,
         "sample_rows": rows,
-        "row_positions": pair.resurrected,
+        "row_positions": {shown_path(p): at for p, at in pair.resurrected.items()},
         "predicate": txn.predicate.raw if txn.predicate is not None else None,
         "method": "deletion_vectors",
     }

@@ -32,6 +32,7 @@ from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, CommitSummary
 from audit.core.scrub import scrub_error
+from audit.core.storage.roots import shown_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -284,7 +285,7 @@ def _group(
         group.keys += 1
         group.extra_rows += row["file_count"] - 1
         group.earlier.update(v for v in versions if v != latest and v >= 0)
-        paths = sorted({files[i].path for i in row["file_list"]})
+        paths = sorted({shown_path(files[i].path) for i in row["file_list"]})
         group.files.update(paths)
         if len(group.samples) < MAX_SAMPLE_KEYS:
             group.samples.append(

@@ -20,6 +20,7 @@ from typing import Any
 from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
 from audit.core.model import Finding
+from audit.core.storage.roots import shown_path
 from audit.core.storage.store import LogStore
 from audit.core.storage.stores import FolderWalk
 from audit.core.vocab import FindingKind
@@ -58,7 +59,7 @@ class OrphanScan:
         hour[0] += 1
         hour[1] += size
         if len(self.sample) < MAX_SAMPLE:
-            self.sample.append({"path": path, "size": size, "modification_time": mtime})
+            self.sample.append({"path": shown_path(path), "size": size, "modification_time": mtime})
 
     def as_dict(self) -> dict[str, Any]:
         return {

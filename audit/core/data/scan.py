@@ -36,6 +36,7 @@ from audit.core.health.timetravel import (
 from audit.core.log.layout import LOG_DIR, _commit_path
 from audit.core.model import Finding
 from audit.core.numbers import log_int
+from audit.core.storage.roots import shown_path
 from audit.core.storage.store import LogStore
 from audit.core.vocab import FindingKind
 from audit.core.wording.timetravel import (
@@ -170,7 +171,7 @@ def reachability_findings(history: Any, reach: Reachability) -> list[Finding]:
                 first,
                 related,
                 witness={
-                    "files": [f.path for f in group.files[:MAX_FILES_IN_WITNESS]],
+                    "files": [shown_path(f.path) for f in group.files[:MAX_FILES_IN_WITNESS]],
                     "file_count": len(group.files),
                     "broken_versions": [list(r) for r in group.broken],
                     "deleted_by": _vacuum(group.vacuum),
@@ -193,7 +194,7 @@ def reachability_findings(history: Any, reach: Reachability) -> list[Finding]:
                         {"version": vacuum.start, "step": "vacuum deleted files of that read"},
                         {"version": fact.version, "step": "committed"},
                     ],
-                    "files": [f.path for f in fact.files[:MAX_FILES_IN_WITNESS]],
+                    "files": [shown_path(f.path) for f in fact.files[:MAX_FILES_IN_WITNESS]],
                     "file_count": len(fact.files),
                     "vacuum": _vacuum(vacuum),
                     "table_retention_ms": fact.retention_ms,

@@ -304,7 +304,8 @@ def find_rows(
         deleted = vectors.get(add.deletion_vector)
         if isinstance(deleted, dv.Unusable):
             if len(problems) < SHOWN_PROBLEMS:
-                problems.append(scrub_error(f"{add.path}: deletion vector unreadable ({deleted})"))
+                shown = allowed.shown_path(add.path)
+                problems.append(scrub_error(f"{shown}: deletion vector unreadable ({deleted})"))
             continue
         try:
             count, rows = _rows_in_file(
@@ -325,10 +326,11 @@ def find_rows(
             # Only the lines the outcome can show are made (a vacuumed history fails every
             # file: two scrubs each, ~150 µs, were most of a 100k-commit log's audit).
             if len(problems) < SHOWN_PROBLEMS:
-                problems.append(scrub_error(f"{add.path}: {one_line(err, limit=300)}"))
+                shown = allowed.shown_path(add.path)
+                problems.append(scrub_error(f"{shown}: {one_line(err, limit=300)}"))
             continue
         if count:
-            matched_files.append(add.path)
+            matched_files.append(allowed.shown_path(add.path))
             total += count
             samples += rows
     if total:

@@ -38,6 +38,7 @@ from audit.core.integrity.refs import FileRef, IntegrityRecord, ref_of, refs_of_
 from audit.core.log.replay import path_key
 from audit.core.model import Commit, Finding, Protocol, TableState
 from audit.core.numbers import log_int, stats_records
+from audit.core.storage.roots import shown_path
 from audit.core.vocab import FindingKind, Operation
 from audit.core.wording import FindingText
 from audit.core.wording import integrity as words
@@ -99,7 +100,7 @@ def _metric(metrics: dict[str, Any], name: str) -> int | None:
 
 
 def _listed(paths: list[str]) -> list[str]:
-    return sorted(paths)[:MAX_PATHS]
+    return [shown_path(p) for p in sorted(paths)[:MAX_PATHS]]
 
 
 @dataclass
@@ -376,7 +377,7 @@ def _duplicate_finding(version: int, duplicates: dict[str, int]) -> Finding:
         witness={
             "paths": _listed(paths),
             "count": len(paths),
-            "added_at": {p: v for p, v in sorted(duplicates.items())[:MAX_PATHS]},
+            "added_at": {shown_path(p): v for p, v in sorted(duplicates.items())[:MAX_PATHS]},
         },
     )
 

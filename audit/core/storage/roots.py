@@ -27,6 +27,7 @@ from typing import overload
 from urllib.parse import unquote, urlsplit
 
 from audit.core.errors import DeltaAuditError
+from audit.core.scrub import scrub_parameters
 
 REMOTE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "azure"})
 # Percent-encodings of characters that change how a path is split or resolved:
@@ -37,6 +38,13 @@ _ENCODED_SEPARATORS = re.compile(r"%(2e|2f|5c|25|00)", re.IGNORECASE)
 # a dot segment or separator by an HTTP client: never legitimate.
 _ENCODED_DOTS = re.compile(r"%(25)*(2e|5c|00)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+# Longer paths are cut where they are shown (Hive-style folders of many partition columns
+# reach 500 characters).
+SHOWN_PATH_LIMIT = 1000
+# abfss://container@account...: the part before "@" names a container, not a user.
+_CONTAINER_SCHEMES = frozenset({"abfs", "abfss", "wasb", "wasbs"})
+_CONTAINER = re.compile(r"[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])?")
 
 # What a finding's witness says about a data file that was refused (never opened).
 REFUSED = "witness not read: path outside the allowed roots"
@@ -310,15 +318,33 @@ def _normalise_remote(text: str, scheme: str) -> str:
     return f"{scheme}://{parts.netloc}{path if path != '/' else ''}"
 
 
-def shown_path(path: str, limit: int = 200) -> str:
-    """`path` as a page or note may show it: no user-info, query or fragment (they can carry
-    keys or signed tokens), at most `limit` characters."""
+def shown_path(path: str, limit: int = SHOWN_PATH_LIMIT) -> str:
+    """A path from a log or a listing as a finding, page, note or list shows it: the one place
+    a data file's path becomes text. A URI loses its user-info, query and fragment (they can
+    carry keys or signed tokens); any other path the values of the signed-request parameters
+    after a "?" (`?sig=***`: its folders stay whole, a Hive folder `sig=x/` included); control
+    characters become "?", and it is cut at `limit` characters."""
     if "://" in path or path.startswith("file:"):
-        parts = urlsplit(path)
-        host = parts.netloc.rpartition("@")[2]
-        path = f"{parts.scheme}://{host}{parts.path}" if host else f"{parts.scheme}:{parts.path}"
+        path = _without_credentials(path)
+    else:
+        head, mark, query = path.partition("?")
+        path = head + scrub_parameters(mark + query)
     path = _CONTROL.sub("?", path)
     return path if len(path) <= limit else path[: limit - 3] + "..."
+
+
+def _without_credentials(uri: str) -> str:
+    """`uri` without query, fragment and user-info (an Azure container name before the "@"
+    of abfss://container@account stays). By hand: urlsplit raises on some hostile forms."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:  # file:/path
+        scheme, _, rest = uri.partition(":")
+    scheme, rest = scheme.lower(), re.split(r"[?#]", rest, maxsplit=1)[0]
+    authority, slash, tail = rest.partition("/") if sep else ("", "", rest)
+    user, at, host = authority.rpartition("@")
+    if scheme in _CONTAINER_SCHEMES and at and _CONTAINER.fullmatch(user):
+        host = f"{user}@{host}"
+    return f"{scheme}://{host}{slash}{tail}" if host else f"{scheme}:{slash}{tail}"
 
 
 def remote_table_location(table_uri: str) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from audit.core.storage.roots import shown_path
 from audit.core.wording import FindingText
 
 DvProblem = Literal[
@@ -35,7 +36,8 @@ class DvFacts:
     vectors: list[dict[str, str]] = field(default_factory=list)  # path, reason (fixed words)
 
     def witness(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"problem": self.problem, "path": self.path}
+        path = shown_path(self.path) if self.path is not None else None
+        out: dict[str, Any] = {"problem": self.problem, "path": path}
         if self.decoded is not None:
             out["decoded"] = self.decoded
         if self.recorded is not None:
@@ -55,6 +57,10 @@ def dv_integrity_text(facts: DvFacts) -> FindingText:
     return _TEXTS[facts.problem](facts)
 
 
+def _file(f: DvFacts) -> str:
+    return shown_path(f.path) if f.path is not None else str(f.path)
+
+
 def _two_entries(f: DvFacts) -> FindingText:
     earlier = ", ".join(f"v{v}" for v in f.related_versions) or "the checkpoint"
     decoded = (
@@ -65,9 +71,9 @@ def _two_entries(f: DvFacts) -> FindingText:
         "numRecords is missing or over the positions limit."
     )
     return FindingText(
-        f"v{f.version} left {f.entries} live entries of {f.path} (each with its own deletion "
+        f"v{f.version} left {f.entries} live entries of {_file(f)} (each with its own deletion "
         "vector)",
-        f"Version {f.version} removed {f.path} naming a deletion vector that was not the live "
+        f"Version {f.version} removed {_file(f)} naming a deletion vector that was not the live "
         f"one (live since {earlier}), so the live entry was not retired, and then added the "
         "path again with a new vector. The protocol keys a file by path and deletion vector: "
         "readers now see two logical files over one Parquet file. Two concurrent DML commits "
@@ -78,9 +84,9 @@ def _two_entries(f: DvFacts) -> FindingText:
 
 def _beyond(f: DvFacts) -> FindingText:
     return FindingText(
-        f"v{f.version}'s deletion vector for {f.path} deletes {f.decoded} row position(s) at or "
+        f"v{f.version}'s deletion vector for {_file(f)} deletes {f.decoded} row position(s) at or "
         f"past the file's {f.recorded} records",
-        f"The deletion vector added at version {f.version} for {f.path} holds row positions "
+        f"The deletion vector added at version {f.version} for {_file(f)} holds row positions "
         f"{f.positions} that the file, with numRecords = {f.recorded}, does not have. Either the "
         "vector was computed for another file (a rebase onto the wrong file) or the statistics "
         "are wrong; readers that trust numRecords minus cardinality count rows wrongly.",
@@ -89,9 +95,9 @@ def _beyond(f: DvFacts) -> FindingText:
 
 def _cardinality(f: DvFacts) -> FindingText:
     return FindingText(
-        f"v{f.version}'s deletion vector for {f.path} holds {f.decoded} positions, its "
+        f"v{f.version}'s deletion vector for {_file(f)} holds {f.decoded} positions, its "
         f"descriptor says {f.recorded}",
-        f"Decoding the deletion vector added at version {f.version} for {f.path} gives "
+        f"Decoding the deletion vector added at version {f.version} for {_file(f)} gives "
         f"{f.decoded} deleted row positions, but its descriptor's cardinality is {f.recorded}. "
         "Row counts computed from the log (numRecords minus cardinality) are then wrong.",
     )
@@ -149,7 +155,8 @@ def resurrection_text(
         f"v{version} ({op}) brought back {rows} row(s) that concurrent v{winner} deleted, by "
         f"writing a deletion vector that is not a superset of v{winner}'s",
         f"Versions {winner} and {version} both rewrote the deletion vector of "
-        f"{', '.join(paths[:3])} while they ran concurrently. Rebased correctly, the later "
+        f"{', '.join(shown_path(p) for p in paths[:3])} while they ran concurrently. Rebased "
+        "correctly, the later "
         f"vector is the union of both; v{version}'s vector lacks {rows} row position(s) that "
         f"v{winner}'s deletes, so after v{version} the table holds rows v{winner} removed: a "
         "snapshot no serial order of the two commits produces. The rows are listed by position.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from audit.core.model import Protocol
+from audit.core.storage.roots import shown_path
 from audit.core.wording import FindingText
 
 
@@ -17,7 +18,7 @@ def protocol_description(protocol: Protocol) -> str:
 def duplicate_active_text(version: int, paths: list[str], earlier: list[int]) -> FindingText:
     return FindingText(
         f"v{version} added {len(paths)} file(s) already active without removing them, "
-        f"e.g. {paths[0]}",
+        f"e.g. {shown_path(paths[0])}",
         f"Version {version} has add actions for path(s) that were already part of the table "
         "and that it did not remove first (added at "
         + (", ".join(f"v{v}" for v in earlier) if earlier else "the same commit or the checkpoint")
@@ -29,7 +30,8 @@ def duplicate_active_text(version: int, paths: list[str], earlier: list[int]) ->
 
 def unknown_remove_text(version: int, paths: list[str]) -> FindingText:
     return FindingText(
-        f"v{version} removed {len(paths)} file(s) that were not in the table, e.g. {paths[0]}",
+        f"v{version} removed {len(paths)} file(s) that were not in the table, e.g. "
+        f"{shown_path(paths[0])}",
         f"Version {version} has remove actions for path(s) that no add made active in the "
         "available history (or that an earlier commit already removed). The writer's view of "
         "the table was not the log's: the files it meant to remove may still be live under "

@@ -6,6 +6,7 @@ import datetime as dt
 
 from audit.core.health.timestamps import TimestampFacts
 from audit.core.health.timetravel import BrokenSnapshot, MissingFile, MissingGroup, Vacuum
+from audit.core.storage.roots import shown_path
 from audit.core.wording import FindingText
 
 MAX_NAMED = 5
@@ -18,7 +19,7 @@ def _ranges(ranges: list[tuple[int, int]]) -> str:
 
 
 def _files(files: list[MissingFile]) -> str:
-    named = ", ".join(f.path for f in files[:MAX_NAMED])
+    named = ", ".join(shown_path(f.path) for f in files[:MAX_NAMED])
     more = f" and {len(files) - MAX_NAMED} more" if len(files) > MAX_NAMED else ""
     return named + more
 
