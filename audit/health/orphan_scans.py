@@ -32,7 +32,6 @@ from audit.core.jsonsafe import json_safe
 from audit.core.scrub import scrub_error
 from audit.core.storage.stores import local_path_of, open_store
 from audit.core.vocab import SCAN_KINDS, FindingKind
-from audit.ingest.columns import fit_columns
 from audit.ingest.findings import upsert_findings
 from audit.models import Commit, Finding, OrphanScan, Table
 from audit.trust.paths import check_registered
@@ -68,13 +67,12 @@ def scan_table(table: Table) -> OrphanScan:
     data = found.orphans.as_dict()
     with transaction.atomic():
         _mark_scanned(table, now)
-        values = {k: data[k] for k in _STORED}  # sums of sizes storage listed: clamped
         row = OrphanScan.objects.create(
             table=table,
             scanned_at=now,
             version=history.latest_version,
             time_travel=json_safe(time_travel_section(found.reach, history)),
-            **fit_columns(OrphanScan, values),
+            **{k: data[k] for k in _STORED},
         )
         findings = found.findings
         for finding in findings:

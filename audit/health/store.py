@@ -165,19 +165,14 @@ def store_changes(table_id: int, history: History, start: int, end: int) -> list
     changes = json_safe([c for c in changes_from_history(history) if start <= c["version"] <= end])
     rows = [
         TableChange(
-            **fit_columns(
-                TableChange,
-                {
-                    "table_id": table_id,
-                    "version": c["version"],
-                    "timestamp": log_int(c["timestamp"], signed=True),
-                    "kind": c["kind"],
-                    "before": c["before"],
-                    "after": c["after"],
-                    "diff": c["diff"],
-                    "summary": c["summary"],
-                },
-            )
+            table_id=table_id,
+            version=c["version"],
+            timestamp=log_int(c["timestamp"], signed=True),
+            kind=c["kind"],
+            before=c["before"],
+            after=c["after"],
+            diff=c["diff"],
+            summary=c["summary"],
         )
         for c in changes
     ]

@@ -33,7 +33,7 @@ from audit.models import Table
 
 log = logging.getLogger(__name__)
 
-_COMMIT_KEY = re.compile(r"^(?:(.*)/)?_delta_log/[0-9]{20}\.json$")
+_COMMIT_KEY = re.compile(r"^(?:(.*)/)?_delta_log/\d{20}\.json$")
 
 
 def notify_queues() -> list[tuple[str, str]]:

@@ -20,6 +20,7 @@ from audit.core.integrity.catalog import staged_versions
 from audit.core.log import open_log
 from audit.core.log.staged import find_unpublished
 from audit.core.numbers import INT64_MAX, INT64_MIN, clamp, log_version, ms_datetime
+from audit.core.storage.discovery import latest_log_version
 from audit.core.wording.orphans import hour_iso, orphan_files_text
 from audit.core.wording.timetravel import timestamps_out_of_order_text
 from tests.support import staged_tables
@@ -127,3 +128,9 @@ def test_it_reads_no_version_from_a_staged_name_past_64_bits_or_in_other_digits(
 )
 def test_it_clamps_a_sum_into_a_column_range(value: int, low: int, high: int, expected: int):
     assert clamp(value, low, high) == expected
+
+
+def test_it_finds_no_version_in_a_discovered_log_name_past_64_bits_or_in_other_digits():
+    names = ["00000000000000000003.json", "99999999999999999999.json", "0000000000000000000٥.json"]
+    names.append("99999999999999999999.checkpoint.parquet")
+    assert latest_log_version(names) == 3
