@@ -10,6 +10,7 @@ as a broken or hostile writer would leave it; the tail runs in-process into the 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from audit.health.models import HealthPoint, TableHealth
 from audit.health.orphan_scans import scan_table
 from audit.models import Commit, Finding, Table
 from audit.tail.step import tail_once
+from frontend.templatetags.frontend_tags import filesize, thousands
 from tests.support import staged_tables
 from tests.support.clients import session_client
 from tests.support.hand_commits import log_file, write_commit
@@ -217,3 +219,16 @@ def test_it_shows_a_read_version_of_minus_one_as_before_the_first(root: Path, me
     assert page.status_code == 200
     assert "before the first version" in page.content.decode()
     assert answers(session_client(member), table) == {}
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e400, 1.5, "x", "²", True, None])
+def test_its_count_and_size_filters_show_a_dash_for_what_is_no_number(value):
+    """The pages' filters take any value a stored JSON document hands them (a witness's row
+    count, a stats value): what is no count is "—", never a 500."""
+    assert thousands(value) == "—"
+    if not isinstance(value, bool | float) or not math.isfinite(value):  # 1.5 B is a size
+        assert filesize(value) == "—"
+
+
+def test_its_count_filter_writes_any_int_with_separators():
+    assert (thousands(12345), thousands("12"), thousands(2**70)) == ("12,345", "12", f"{2**70:,}")
