@@ -91,9 +91,12 @@ def _stores_and_answers(root: Path, user, table: Path, edit: Edit) -> None:
 
 
 # The review's cases, run every time: an add of the largest size with numRecords 1e400 beside
-# the table's files (their sum is past 64 bits), and a commit of the year 3170843 that read v-7.
+# the table's files (their sum is past 64 bits); a commit of the year 3170843 that read v-7; a
+# commit recorded in the year 3170843 whose file time says 2023 (the data scan words the times
+# that resolve to another version).
 BASIC = delta_table("golden/basic-with-inserts-updates")
 REVIEWED = [Edit(1, 0, 0, new_line=line) for line in HOSTILE_LINES[-2:]]
+REVIEWED.append(Edit(1, 0, 0, value=10**17, key="timestamp"))
 
 
 @pytest.mark.slow
@@ -101,6 +104,7 @@ REVIEWED = [Edit(1, 0, 0, new_line=line) for line in HOSTILE_LINES[-2:]]
 @given(table=st.sampled_from(TABLES), edit=edits())
 @example(table=BASIC, edit=REVIEWED[0])
 @example(table=BASIC, edit=REVIEWED[1])
+@example(table=BASIC, edit=REVIEWED[2])
 def test_it_stores_a_hostile_log_or_marks_it_in_error_and_answers_every_page(
     hostile_root: Path, member, table: Path, edit: Edit
 ):
