@@ -19,6 +19,7 @@ from deltalake import write_deltalake
 
 from audit.health.models import HealthPoint, TableHealth
 from audit.health.orphan_scans import scan_table
+from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, Table
 from audit.tail.step import tail_once
 from frontend.templatetags.frontend_tags import filesize, thousands
@@ -232,3 +233,33 @@ def test_its_count_and_size_filters_show_a_dash_for_what_is_no_number(value):
 
 def test_its_count_filter_writes_any_int_with_separators():
     assert (thousands(12345), thousands("12"), thousands(2**70)) == ("12,345", "12", f"{2**70:,}")
+
+
+def test_it_marks_a_table_whose_tail_fails_unexpectedly_in_error_without_the_exceptions_text(
+    root: Path, monkeypatch
+):
+    """A bug of ours in the audit (tests replace `run_audit`, as tail/step.py says) puts the
+    table in error with a line naming the exception's type; its text may quote the log."""
+    from audit.tail import step
+    from workers.tasks import tail_table
+
+    path = root / "t"
+    write_deltalake(str(path), rows(3))
+    table, _ = register_table(str(path))
+
+    def broken(*args, **kwargs):
+        raise ValueError("year 3170843 is out of range")
+
+    monkeypatch.setattr(step, "run_audit", broken)
+    assert (
+        tail_table(table.id) == f"table {table.id}: error: internal error while tailing: ValueError"
+    )
+    table.refresh_from_db()
+    assert (table.status, table.last_error) == (
+        Table.Status.ERROR,
+        "internal error while tailing: ValueError",
+    )
+    monkeypatch.undo()  # the bug fixed: the next step tails the table
+    assert tail_table(table.id).startswith(f"table {table.id}:")
+    table.refresh_from_db()
+    assert (table.status, table.last_seen_version) == (Table.Status.OK, 0)
