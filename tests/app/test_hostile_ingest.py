@@ -29,6 +29,7 @@ from audit.reads import analysis
 from audit.tail.step import tail_once
 from tests.support.clients import session_client
 from tests.support.hostile_logs import (
+    DV_WRONG_TYPES,
     HOSTILE_LINES,
     Edit,
     dv_edits,
@@ -111,9 +112,17 @@ def test_it_stores_a_hostile_log_or_marks_it_in_error_and_answers_every_page(
     _stores_and_answers(hostile_root, member, table, edit)
 
 
+# A descriptor whose fields are lists and numbers where text belongs (the loader's cache keyed
+# on them: "unhashable type: 'list'").
+DV_SMALL = delta_table("spark/table-with-dv-small")
+WRONG_TYPES = Edit(0, 0, 0, value=DV_WRONG_TYPES, dv=True)
+
+
 @pytest.mark.slow
 @settings(PROPERTY, max_examples=25)
 @given(table=st.sampled_from(DV_TABLES), edit=dv_edits())
+@example(table=DV_SMALL, edit=WRONG_TYPES)
+@example(table=DV_SMALL, edit=Edit(0, 0, 0, value=[], key="pathOrInlineDv", dv=True))
 def test_it_stores_hostile_deletion_vector_descriptors_and_answers_every_page(
     hostile_root: Path, member, table: Path, edit: Edit
 ):

@@ -163,6 +163,7 @@ DV_VALUES: tuple[Any, ...] = (
     "s3://elsewhere/deletion_vector.bin",
 )
 _DV = {"offset": 1, "sizeInBytes": 36, "cardinality": 2}
+DV_WRONG_TYPES = {"storageType": 5, "pathOrInlineDv": ["x"], "offset": "1", "sizeInBytes": "²"}
 DV_DESCRIPTORS: tuple[Any, ...] = (
     {"storageType": "p", "pathOrInlineDv": "/etc/passwd", **_DV},
     {"storageType": "p", "pathOrInlineDv": "file:///etc/hosts", **_DV},
@@ -177,7 +178,7 @@ DV_DESCRIPTORS: tuple[Any, ...] = (
      "cardinality": 1},
     {"storageType": "u", "pathOrInlineDv": "ab" + "0" * 20, "offset": 1, "sizeInBytes": -5,
      "cardinality": 1e308},
-    {"storageType": 5, "pathOrInlineDv": ["x"], "offset": "1", "sizeInBytes": "²"},
+    DV_WRONG_TYPES,
     {},
     "u",
     5,

@@ -167,6 +167,8 @@ class Loader:
         key = tuple(
             descriptor.get(k) for k in ("storageType", "pathOrInlineDv", "offset", "sizeInBytes")
         )
+        if not all(v is None or type(v) in (str, int) for v in key):
+            return self._load(descriptor)  # a hostile descriptor ([] where text belongs): no key
         found = self._cache.get(key)
         if found is None:
             found = self._load(descriptor)
