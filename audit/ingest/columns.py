@@ -4,9 +4,9 @@ Numbers read from a log are bounded to 64 bits when read (audit.core.numbers.log
 what the core derives from them is not: two adds of size 2**62 total 2**63, a staged commit
 far ahead makes a lag past any column. A value past its column stops the row (SQLite:
 OverflowError; PostgreSQL: "out of range"), and with it the chunk and every later commit of
-the table. `fit_columns` is the one clamp every writer of rows whose integers are derived from log numbers calls
-(Commit, Finding, HealthPoint, TableHealth, the Table's progress). Rows that store only numbers
-as read (`numbers.log_int`: a TableChange's version and time) need none.
+the table. `fit_columns` is the one clamp every writer of rows whose integers are derived
+from log numbers calls (Commit, Finding, HealthPoint, TableHealth, the Table's progress). Rows
+that store only numbers as read (`numbers.log_int`: a TableChange's version and time) need none.
 
 The ranges are Django's for each field type (PostgreSQL's: 32 bits for an IntegerField) on
 both databases, though SQLite would take 64 bits anywhere: the same row on both, so both

@@ -98,6 +98,8 @@ def _stores_and_answers(root: Path, user, table: Path, edit: Edit) -> None:
 BASIC = delta_table("golden/basic-with-inserts-updates")
 REVIEWED = [Edit(1, 0, 0, new_line=line) for line in HOSTILE_LINES[-2:]]
 REVIEWED.append(Edit(1, 0, 0, value=10**17, key="timestamp"))
+# Found by an undirected run: a schema whose "fields" is a number (the analysis page's advice).
+NUMBER_FIELDS = Edit(0, 1, 0, new_line=next(x for x in HOSTILE_LINES if '\\"fields\\": 5' in x))
 
 
 @pytest.mark.slow
@@ -106,6 +108,7 @@ REVIEWED.append(Edit(1, 0, 0, value=10**17, key="timestamp"))
 @example(table=BASIC, edit=REVIEWED[0])
 @example(table=BASIC, edit=REVIEWED[1])
 @example(table=BASIC, edit=REVIEWED[2])
+@example(table=BASIC, edit=NUMBER_FIELDS)
 def test_it_stores_a_hostile_log_or_marks_it_in_error_and_answers_every_page(
     hostile_root: Path, member, table: Path, edit: Edit
 ):
