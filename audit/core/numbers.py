@@ -5,10 +5,15 @@ hostile or broken writer may put anything there: `"²"` (which `str.isdigit` acc
 refuses), `"١٢"` (which `int` accepts), 10**27 (which no database column nor orjson takes),
 `true` (an int to Python), `1e300`, NaN. Every number read from a log goes through
 `log_int`, so each of those reads as unknown (None) in one place instead of crashing a pass.
+
+The same module holds what becomes of such numbers at the edges: `log_version` (a version a
+log names), `ms_datetime` (a time as a date, None outside the calendar) and `clamp` (a sum or
+difference of log numbers moved into the range of the column that stores it).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from typing import Any
@@ -25,6 +30,12 @@ _SIGNED = re.compile(r"-?0*[0-9]{1,19}", re.ASCII)
 _MAX_TEXT = 64
 _SHORT = 18  # digits: below 10**18, inside the signed 64-bit range
 _BLANKS = " \t\r\n"
+# The times `ms_datetime` turns into dates: the calendar of Python and both databases (years 1
+# to 9999), less a day at either end so that any time zone can still show them.
+_DAY_MS = 86_400_000
+_FIRST_MS = -62_135_596_800_000 + _DAY_MS  # 0001-01-02T00:00Z
+_LAST_MS = 253_402_300_800_000 - _DAY_MS - 1  # 9999-12-30T23:59:59.999Z
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def log_int(value: Any, *, signed: bool = False) -> int | None:
@@ -68,3 +79,32 @@ def stats_records(stats: str | None) -> int | None:
     except (orjson.JSONDecodeError, AttributeError):
         return None
     return log_int(value)
+
+
+def log_version(value: Any) -> int | None:
+    """A version a log names (a commit's readVersion), else None (unknown).
+
+    As `log_int`, signed, and at least -1: a writer marks a table's first commit as having
+    read "no version" with -1 (Delta's own golden table deltalog-commit-info records it), but
+    no version lies below that, so -7 means nothing."""
+    number = log_int(value, signed=True)
+    return number if number is not None and number >= -1 else None
+
+
+def ms_datetime(ms: Any) -> dt.datetime | None:
+    """Milliseconds since the epoch as an aware UTC datetime; None (an unknown time) for a
+    value that is no number (`log_int`) or no date of the calendar (10**17 ms is the year
+    3170843, which no datetime nor database column holds)."""
+    number = ms if type(ms) is int else log_int(ms, signed=True)
+    if number is None or not _FIRST_MS <= number <= _LAST_MS:
+        return None
+    return _EPOCH + dt.timedelta(milliseconds=number)  # exact: no float of seconds
+
+
+def clamp(value: int, low: int = INT64_MIN, high: int = INT64_MAX) -> int:
+    """`value` moved into [low, high] (by default a bigint column's range).
+
+    Python's ints never overflow, so sums and differences of log numbers are exact in the
+    core; two adds of size 2**62 still total more than a bigint holds. Stored, such a number
+    is the edge of its column's range: the row goes in and the table goes on."""
+    return low if value < low else high if value > high else value

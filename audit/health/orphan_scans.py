@@ -12,13 +12,14 @@ is ever deleted from a table.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
@@ -35,6 +36,7 @@ from audit.ingest.findings import upsert_findings
 from audit.models import Commit, Finding, OrphanScan, Table
 from audit.trust.paths import check_registered
 
+log = logging.getLogger(__name__)
 MAX_HOURS_SHOWN = 48
 
 
@@ -55,11 +57,13 @@ def scan_table(table: Table) -> OrphanScan:
             max_depth=settings.AUDIT_ORPHAN_MAX_DEPTH,
         )
     except DeltaAuditError as err:
-        with transaction.atomic():
-            _mark_scanned(table, now)
-            return OrphanScan.objects.create(
-                table=table, scanned_at=now, error=scrub_error(str(err))[:2000]
-            )
+        return _failed_scan(table, now, scrub_error(str(err))[:2000])
+    except DatabaseError:
+        raise  # the task retries the transient ones
+    except Exception as err:  # a bug of ours on a hostile log must not be retried every pass
+        log.exception("orphan scan of table %s failed", table.id)
+        # The exception's text may quote the log ("year 3170843 is out of range"): its type only.
+        return _failed_scan(table, now, f"internal error while scanning: {type(err).__name__}")
     data = found.orphans.as_dict()
     with transaction.atomic():
         _mark_scanned(table, now)
@@ -77,6 +81,13 @@ def scan_table(table: Table) -> OrphanScan:
         upsert_findings(table, findings, scope=None, kinds=SCAN_KINDS, now=now)
     _prune(table)
     return row
+
+
+def _failed_scan(table: Table, now: Any, error: str) -> OrphanScan:
+    """A scan row with the error, the table marked scanned: it waits until it is due again."""
+    with transaction.atomic():
+        _mark_scanned(table, now)
+        return OrphanScan.objects.create(table=table, scanned_at=now, error=error)
 
 
 _STORED = (

@@ -48,6 +48,7 @@ from audit.core.model import LogListing, TableState
 from audit.core.numbers import log_int
 from audit.core.vocab import OperationClass
 from audit.health.models import HealthPoint, TableChange, TableHealth
+from audit.ingest.columns import fit_columns
 from audit.models import Commit, Table
 from audit.reads.prepared import fetch_sql
 
@@ -113,16 +114,15 @@ def store_points(table_id: int, history: History, start: int, end: int) -> int:
     rows: list[HealthPoint] = []
     for version in reversed(chunk):
         summary = history.summary(version)
-        rows.append(
-            HealthPoint(
-                table_id=table_id,
-                version=version,
-                timestamp=summary.timestamp if summary is not None else None,
-                num_files=current[0],
-                total_bytes=current[1],
-                small_files=current[2],
-            )
-        )
+        point = {
+            "table_id": table_id,
+            "version": version,
+            "timestamp": summary.timestamp if summary is not None else None,
+            "num_files": current[0],
+            "total_bytes": current[1],  # exact here; two adds of 2**62 are stored clamped
+            "small_files": current[2],
+        }
+        rows.append(HealthPoint(**fit_columns(HealthPoint, point)))
         if version == start:
             break
         limit = small_file_limit(history.properties_at(version))
@@ -366,18 +366,23 @@ def _file_totals(table_id: int, state: TableState) -> FileTotals:
 
 
 def health_fields(health: dict[str, Any]) -> dict[str, Any]:
+    """The TableHealth row of a health document, its numbers clamped into their columns (a
+    staged commit named 99999999999999999999 was a lag past any bigint)."""
     n = health["num_files"]
-    return {
-        "version": health["version"],
-        "computed_at": timezone.now(),
-        "data": health,
-        "num_files": n,
-        "total_bytes": health["total_bytes"],
-        "small_files": health["small_files"]["count"],
-        "small_file_ratio": health["small_files"]["count"] / n if n else 0.0,
-        "vacuumable_bytes": health["tombstones"]["vacuumable_bytes"],
-        "checkpoint_lag": health["checkpoint"]["commits_since"],
-        # Catalog-managed / coordinated-commits tables only (0 for the others).
-        "publish_lag_versions": (health.get("publish_lag") or {}).get("versions") or 0,
-        "publish_lag_seconds": (health.get("publish_lag") or {}).get("seconds") or 0.0,
-    }
+    return fit_columns(
+        TableHealth,
+        {
+            "version": health["version"],
+            "computed_at": timezone.now(),
+            "data": health,
+            "num_files": n,
+            "total_bytes": health["total_bytes"],
+            "small_files": health["small_files"]["count"],
+            "small_file_ratio": health["small_files"]["count"] / n if n else 0.0,
+            "vacuumable_bytes": health["tombstones"]["vacuumable_bytes"],
+            "checkpoint_lag": health["checkpoint"]["commits_since"],
+            # Catalog-managed / coordinated-commits tables only (0 for the others).
+            "publish_lag_versions": (health.get("publish_lag") or {}).get("versions") or 0,
+            "publish_lag_seconds": (health.get("publish_lag") or {}).get("seconds") or 0.0,
+        },
+    )

@@ -1,23 +1,23 @@
 """A commit summary (and its audit) as the values of one Commit row; the table's settings.
 
 Log text is untrusted: strings are cleaned for both databases and cut to their columns,
-integers that do not fit a bigint are dropped (stored as NULL), timestamps that are not
-dates become NULL.
+integers are clamped into their columns (audit.ingest.columns: a sum of sizes past 64 bits is
+stored at the bigint's edge), timestamps that are not dates of the calendar become NULL.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
 from typing import Any
 
 from audit.core import model
 from audit.core.history.provenance import provenance_of
 from audit.core.jsonsafe import clean_text, json_safe
-from audit.core.numbers import INT64_MAX
+from audit.core.numbers import ms_datetime
 from audit.core.vocab import ReadVersionFact
+from audit.ingest.columns import fit_columns
+from audit.models import Commit
 
-INT32_MAX = 2**31 - 1
 MAX_PARTITIONS_PER_COMMIT = 1000  # a commit touching more stores the first ones (sorted)
 
 
@@ -30,13 +30,13 @@ def commit_values(table_id: int, s: model.CommitSummary, audit: Any | None) -> d
     read_version, read_fact = _read_version(s, audit)
     concurrent = [int(v) for v in (getattr(audit, "concurrent_versions", None) or [])]
     predicate = s.predicate
-    return dict(
+    values = dict(
         table_id=table_id,
         version=s.version,
-        timestamp=int64(s.timestamp),
-        committed_at=datetime_ms(s.timestamp),
+        timestamp=s.timestamp,
+        committed_at=ms_datetime(s.timestamp),
         operation=clean_text(s.operation or "")[:100],
-        read_version=int64(read_version),
+        read_version=read_version,
         read_version_fact=read_fact,
         isolation_level=clean_text(s.isolation_level)[:40] if s.isolation_level else None,
         isolation_level_fact=s.facts.get("isolation_level", unknown),
@@ -48,10 +48,10 @@ def commit_values(table_id: int, s: model.CommitSummary, audit: Any | None) -> d
         user_id=clean_text(s.user_id or "")[:200],
         user_name=clean_text(s.user_name or "")[:200],
         **provenance_columns(s),
-        files_added=min(s.files_added, INT32_MAX),
-        files_removed=min(s.files_removed, INT32_MAX),
-        bytes_added=int64(s.bytes_added) or 0,
-        bytes_removed=int64(s.bytes_removed) or 0,
+        files_added=s.files_added,
+        files_removed=s.files_removed,
+        bytes_added=s.bytes_added,
+        bytes_removed=s.bytes_removed,
         concurrent_versions=concurrent,
         concurrent_count=len(concurrent),
         predicate_raw=clean_text(predicate.raw) if predicate else "",
@@ -67,6 +67,7 @@ def commit_values(table_id: int, s: model.CommitSummary, audit: Any | None) -> d
         recheck=_recheck(audit),
         facts=dict(s.facts),
     )
+    return fit_columns(Commit, values)
 
 
 def provenance_columns(s: model.CommitSummary) -> dict[str, Any]:
@@ -113,20 +114,3 @@ def settings_snapshot(state: model.TableState) -> dict[str, Any]:
             "identity_columns": [asdict(c) for c in state.identity_columns],
         }
     )
-
-
-def int64(value: Any) -> int | None:
-    """An integer that fits a bigint column, else None (log values may be anything)."""
-    if value is None or isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value if -INT64_MAX <= value <= INT64_MAX else None
-
-
-def datetime_ms(ms: int | None) -> datetime | None:
-    """Milliseconds since the epoch as an aware datetime; None when not a representable date."""
-    if ms is None:
-        return None
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=UTC)
-    except (OverflowError, OSError, ValueError):
-        return None

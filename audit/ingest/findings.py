@@ -25,7 +25,7 @@ from audit.core.vocab import (
     TABLE_LEVEL_KINDS,
     Severity,
 )
-from audit.ingest.commits import int64
+from audit.ingest.columns import fit_columns
 from audit.models import Finding, FindingFlip, Table
 
 OPEN, RESOLVED = Finding.Status.OPEN, Finding.Status.RESOLVED
@@ -53,10 +53,10 @@ def finding_key(kind: str, version: int, related: Iterable[int]) -> str:
 
 def finding_fields(f: model.Finding) -> dict[str, Any]:
     """A core finding as the values of its row's FINDING_FIELDS."""
-    return {
+    values = {
         "kind": clean_text(f.kind)[:64],
         "severity": f.severity if f.severity in SEVERITY_RANK else Severity.INFO,
-        "version": int64(f.version) or 0,
+        "version": f.version,
         "related_versions": [int(v) for v in f.related_versions],
         "confirmed": bool(f.confirmed),
         "summary": clean_text(f.summary),
@@ -64,6 +64,7 @@ def finding_fields(f: model.Finding) -> dict[str, Any]:
         "witness": stored_witness(f.witness),
         "details": json_safe(f.details or {}),
     }
+    return fit_columns(Finding, values)
 
 
 def stored_witness(witness: Any) -> Any:

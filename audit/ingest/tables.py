@@ -20,6 +20,7 @@ from audit.core.jsonsafe import clean_text
 from audit.core.log import open_log
 from audit.core.scrub import scrub_error
 from audit.core.vocab import StorageCause
+from audit.ingest.columns import fit_columns
 from audit.models import DEFAULT_PROJECT, Project, Table, project_named
 from audit.trust.paths import check_registrable
 
@@ -67,11 +68,13 @@ def register_table(
 
 
 def update_table(table_id: int, lock_token: str | None, **fields: Any) -> bool:
-    """UPDATE the table row (only while `lock_token` holds its lock). True when it applied."""
+    """UPDATE the table row (only while `lock_token` holds its lock). True when it applied.
+    The progress numbers (versions of the listing, counts of stored commits) are clamped into
+    their columns like every row fed by a log (audit.ingest.columns)."""
     rows = Table.objects.filter(id=table_id)
     if lock_token is not None:
         rows = rows.filter(locked_by=lock_token)
-    return rows.update(**fields) == 1
+    return rows.update(**fit_columns(Table, fields)) == 1
 
 
 def keep_lock(table_id: int, lock_token: str | None) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import math
+from datetime import datetime
 from typing import Any
 
 from django import template
 
+from audit.core import numbers
 from audit.reads import cache
 
 register = template.Library()
@@ -16,20 +18,18 @@ _UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
 
 @register.filter
 def ms_datetime(value: Any) -> datetime | None:
-    """Milliseconds since the epoch -> an aware datetime (None for junk)."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return datetime.fromtimestamp(int(value) / 1000, tz=UTC)
-    except (TypeError, ValueError, OverflowError, OSError):
-        return None
+    """Milliseconds since the epoch -> an aware datetime (None for junk and for times outside
+    the calendar: audit.core.numbers.ms_datetime)."""
+    return numbers.ms_datetime(value)
 
 
 @register.filter
 def filesize(value: Any) -> str:
     try:
         size = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
+        return "—"
+    if not math.isfinite(size):  # "inf" or a hostile 1e400 is no size
         return "—"
     for unit in _UNITS:
         if abs(size) < 1024 or unit == _UNITS[-1]:
@@ -59,12 +59,10 @@ def get_item(mapping: Any, key: Any) -> Any:
 
 @register.filter
 def thousands(value: Any) -> str:
-    if value is None or isinstance(value, bool):
-        return "—"
-    try:
-        return f"{int(value):,}"
-    except (TypeError, ValueError):
-        return str(value)
+    """A count with separators; "—" for anything that is no count of a log (log_int: a float
+    1e400 from a hostile stats string, a bool, text)."""
+    number = value if type(value) is int else numbers.log_int(value, signed=True)
+    return "—" if number is None else f"{number:,}"
 
 
 @register.filter

@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.numbers import stats_records
 from audit.core.storage.roots import shown_path
 from audit.core.vocab import TABLE_ISOLATION_LEVELS
 from audit.models import Commit, Table
@@ -61,13 +62,6 @@ def _schema_fields(schema_string: str | None) -> list[dict[str, Any]]:
     ]
 
 
-def _stats_records(stats: str | None) -> Any:
-    try:
-        return json.loads(stats or "").get("numRecords")
-    except (TypeError, ValueError, AttributeError):
-        return None
-
-
 def _file_action(action: Any) -> dict[str, Any]:
     return {
         **{name: getattr(action, name) for name in FILE_FIELDS},
@@ -88,7 +82,7 @@ def _actions(raw: Any) -> dict[str, Any]:
     if raw is None:
         return {}
     adds = [
-        {**_file_action(a), "records": _stats_records(a.stats)} for a in raw.adds[:MAX_FILES_SHOWN]
+        {**_file_action(a), "records": stats_records(a.stats)} for a in raw.adds[:MAX_FILES_SHOWN]
     ]
     return {
         "adds": adds,

@@ -65,10 +65,13 @@ NUMBER_VALUES: tuple[Any, ...] = (
     str(10**27),
     10**27,
     2**64 - 1,
+    2**63 - 1,  # fits, but not once added to anything
     str(2**62),
     -1,
+    -7,
     1.5,
     1e308,
+    10**17,  # a long; as milliseconds, the year 3170843
     True,
     None,
     [],
@@ -120,8 +123,68 @@ HOSTILE_LINES: tuple[str, ...] = (
     "null",
     "",
     "{",
+    # A file of the largest size (with any other, a sum past 64 bits) and numRecords 1e400.
+    '{"add": {"path": "hostile.parquet", "partitionValues": {}, "size": 9223372036854775807, '
+    '"modificationTime": 1, "dataChange": true, "stats": "{\\"numRecords\\": 1e400}"}}',
+    # A time in the year 3170843, and a read version below any.
+    '{"commitInfo": {"timestamp": 100000000000000000, "inCommitTimestamp": 100000000000000000, '
+    '"operation": "DELETE", "readVersion": -7}}',
 )
 
+
+# Deletion vector descriptors (add.deletionVector, remove.deletionVector): a field of one set
+# to a hostile value, or the whole descriptor replaced. Bad Z85 (a character outside the
+# alphabet, a length not a multiple of 5, a group past 32 bits), offsets and sizes past any
+# file or negative, `p` paths outside the table (absolute, a URL, climbing out).
+DV_KEYS: tuple[str, ...] = (
+    "storageType",
+    "pathOrInlineDv",
+    "offset",
+    "sizeInBytes",
+    "cardinality",
+    "maxRowIndex",
+)
+DV_VALUES: tuple[Any, ...] = (
+    *NUMBER_VALUES,
+    2**62,
+    -5,
+    0,
+    "p",
+    "i",
+    "u",
+    "q",
+    "~~~~~",  # no Z85 character
+    "abcd",  # not a multiple of 5 long
+    "%%%%%",  # a group past 32 bits
+    "ab" + "0" * 20,  # a prefix and a well-formed 20-character UUID
+    "/etc/passwd",
+    "file:///etc/hosts",
+    "../../../../etc/passwd",
+    "s3://elsewhere/deletion_vector.bin",
+)
+_DV = {"offset": 1, "sizeInBytes": 36, "cardinality": 2}
+DV_WRONG_TYPES = {"storageType": 5, "pathOrInlineDv": ["x"], "offset": "1", "sizeInBytes": "²"}
+DV_DESCRIPTORS: tuple[Any, ...] = (
+    {"storageType": "p", "pathOrInlineDv": "/etc/passwd", **_DV},
+    {"storageType": "p", "pathOrInlineDv": "file:///etc/hosts", **_DV},
+    {"storageType": "p", "pathOrInlineDv": "../../../../etc/passwd", **_DV},
+    {"storageType": "p", "pathOrInlineDv": "_delta_log/00000000000000000000.json", **_DV},
+    {"storageType": "i", "pathOrInlineDv": "0000000000", "sizeInBytes": 2**62, "cardinality": 1},
+    {"storageType": "i", "pathOrInlineDv": "%%%%%", "sizeInBytes": 4, "cardinality": 2**63},
+    {"storageType": "i", "pathOrInlineDv": "", "sizeInBytes": -1, "cardinality": -1},
+    {"storageType": "u", "pathOrInlineDv": "0" * 20, "offset": 2**62, "sizeInBytes": 10**27,
+     "cardinality": 1},
+    {"storageType": "u", "pathOrInlineDv": "0" * 20, "offset": -1, "sizeInBytes": 36,
+     "cardinality": 1},
+    {"storageType": "u", "pathOrInlineDv": "ab" + "0" * 20, "offset": 1, "sizeInBytes": -5,
+     "cardinality": 1e308},
+    DV_WRONG_TYPES,
+    {},
+    "u",
+    5,
+    [],
+    None,
+)  # fmt: skip
 
 _MARK = "@@hostile-value@@"
 
@@ -139,6 +202,9 @@ class Edit:
     cut: int | None = None  # truncate the line to this many characters instead
     depth: int = 0  # wrap the value in this many lists (deep nesting)
     key: str | None = None  # set this key wherever the line has it (else in commitInfo)
+    # A deletion vector edit: `key` of the descriptor of an add or remove that has one set to
+    # `value`, or (no key) the whole descriptor replaced by `value`.
+    dv: bool = False
 
 
 def small_tables() -> list[Path]:
@@ -148,6 +214,14 @@ def small_tables() -> list[Path]:
         if size <= MAX_TABLE_BYTES and commit_files(path):
             tables.append(path)
     return tables
+
+
+def dv_tables() -> list[Path]:
+    """The small tables whose log has deletion vector descriptors."""
+    return [t for t in small_tables() if any(_DV_KEY in f.read_text() for f in commit_files(t))]
+
+
+_DV_KEY = '"deletionVector":{'
 
 
 def commit_files(table: Path) -> list[Path]:
@@ -180,12 +254,39 @@ def edits() -> st.SearchStrategy[Edit]:
     return st.one_of(key_edit, key_edit, value_edit, line_edit, cut_edit)
 
 
+def dv_edits() -> st.SearchStrategy[Edit]:
+    """Edits of deletion vector descriptors (for the tables of `dv_tables`)."""
+    index = st.integers(min_value=0, max_value=10_000)
+    field_edit = st.builds(
+        Edit,
+        commit=index,
+        line=index,
+        leaf=index,
+        value=st.sampled_from(DV_VALUES),
+        key=st.sampled_from(DV_KEYS),
+        dv=st.just(True),
+    )
+    whole = st.builds(
+        Edit, commit=index, line=index, leaf=index, value=st.sampled_from(DV_DESCRIPTORS),
+        dv=st.just(True),
+    )  # fmt: skip
+    return st.one_of(field_edit, whole)
+
+
 def hostile_copy(source: Path, target: Path, edit: Edit) -> Path:
     """A copy of `source` at `target` with `edit` applied to one of its commit files."""
     shutil.copytree(source, target)
     files = commit_files(target)
+    _times_as_recorded(files)
+    if edit.dv:
+        files = [f for f in files if _DV_KEY in f.read_text()] or files
     path = files[edit.commit % len(files)]
     lines = path.read_text(encoding="utf-8").splitlines() or [""]
+    kept = path.stat().st_mtime_ns
+    if edit.dv:
+        _edit_descriptor(lines, edit)
+        _write(path, lines, kept)
+        return target
     aimed = [n for n, line in enumerate(lines) if _holds(line, edit.key)] if edit.key else []
     i = aimed[edit.line % len(aimed)] if aimed else edit.line % len(lines)
     if edit.new_line is not None:
@@ -194,8 +295,45 @@ def hostile_copy(source: Path, target: Path, edit: Edit) -> Path:
         lines[i] = lines[i][: edit.cut % max(len(lines[i]), 1)]
     else:
         lines[i] = _replace_leaf(lines[i], edit)
-    path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass") + b"\n")
+    _write(path, lines, kept)
     return target
+
+
+def _write(path: Path, lines: list[str], mtime_ns: int) -> None:
+    path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass") + b"\n")
+    os.utime(path, ns=(mtime_ns, mtime_ns))  # the edit is the writer's, not a later touch
+
+
+def _times_as_recorded(files: list[Path]) -> None:
+    """Each commit file's modification time set to the time its commitInfo records, as on the
+    writer's own storage (a checkout gives every file the same time: a copied table, whose file
+    times the audit does not judge)."""
+    for file in files:
+        for line in file.read_text(encoding="utf-8", errors="replace").splitlines():
+            if '"commitInfo"' not in line:
+                continue
+            try:
+                ms = json.loads(line)["commitInfo"]["timestamp"]
+            except (ValueError, KeyError, TypeError):
+                break
+            if type(ms) is int and 0 < ms < 2**42:
+                os.utime(file, ns=(ms * 10**6, ms * 10**6))
+            break
+
+
+def _edit_descriptor(lines: list[str], edit: Edit) -> None:
+    """Apply a deletion vector edit to one of the lines with a descriptor (else to nothing)."""
+    aimed = [n for n, line in enumerate(lines) if _DV_KEY in line]
+    if not aimed:
+        return
+    i = aimed[edit.line % len(aimed)]
+    obj = json.loads(lines[i])
+    action = next(obj[k] for k in ("add", "remove") if isinstance(obj.get(k), dict))
+    if edit.key is None:
+        action["deletionVector"] = edit.value
+    else:
+        action["deletionVector"][edit.key] = edit.value
+    lines[i] = json.dumps(obj, ensure_ascii=False)
 
 
 def _replace_leaf(line: str, edit: Edit) -> str:

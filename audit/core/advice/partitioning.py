@@ -250,7 +250,8 @@ def _span(low: Any, high: Any, delta_type: str | None) -> int | None:
 def _column_types(schema_string: str | None) -> dict[str, str]:
     """Top-level column (lower-cased) -> its Delta type; nested types read as "struct"."""
     types = {}
-    for f in load_schema(schema_string).get("fields", []):
+    fields = load_schema(schema_string).get("fields")
+    for f in fields if isinstance(fields, list) else []:  # a hostile schema: "fields": 5
         if isinstance(f, dict) and isinstance(f.get("name"), str):
             kind = f.get("type")
             types[f["name"].lower()] = kind if isinstance(kind, str) else "struct"

@@ -7,14 +7,13 @@ conflicts under each level. A hotspot is reported once it passes severity.hotspo
 
 from __future__ import annotations
 
-import datetime as dt
-
 from audit.core import severity as sev
 from audit.core.anomalies.facts import Hotspot
 from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.scope import ReadScope, key_sort, render_partition
 from audit.core.conflicts.verdict import LEVELS, Recheck
 from audit.core.model import CommitSummary, Finding
+from audit.core.numbers import ms_datetime
 from audit.core.vocab import FindingKind
 from audit.core.wording.anomalies import hotspot_text
 
@@ -79,12 +78,8 @@ def _credit(
 
 
 def _day(timestamp: int | None) -> str:
-    if timestamp is None:
-        return "unknown"
-    try:
-        return dt.datetime.fromtimestamp(timestamp / 1000, tz=dt.UTC).strftime("%Y-%m-%d")
-    except (OverflowError, OSError, ValueError):
-        return "unknown"
+    moment = ms_datetime(timestamp)
+    return moment.strftime("%Y-%m-%d") if moment is not None else "unknown"
 
 
 def hotspot_findings(hotspots: dict[HotspotKey, Hotspot]) -> list[Finding]:

@@ -244,12 +244,14 @@ def _size_of(descriptor: dict[str, Any], limits: DvLimits) -> int:
     return size
 
 
-def identity(descriptor: dict[str, Any]) -> tuple[Any, Any, Any]:
+def identity(descriptor: dict[str, Any]) -> tuple[Any, Any, Any] | None:
     """What names one vector (the protocol's key of a logical file, with the path): its
     storage type, path or inline text, and offset; never its claimed size."""
     kind = descriptor.get("storageType")
     offset = None if kind == "i" else descriptor.get("offset", 0)
-    return (kind, descriptor.get("pathOrInlineDv"), offset)
+    key = (kind, descriptor.get("pathOrInlineDv"), offset)
+    # A hostile descriptor ([] where text belongs) names nothing: no key, never cached.
+    return key if all(v is None or type(v) in (str, int) for v in key) else None
 
 
 # --------------------------------------------------------------------------- the loader
@@ -293,9 +295,11 @@ class Loader:
         except _Refused as err:
             return err.unusable
         key = identity(descriptor)
-        vector = self._cache.get(key)
+        vector = None if key is None else self._cache.get(key)
         if vector is None:
-            vector = self._cache[key] = self._look(descriptor, size)
+            vector = self._look(descriptor, size)
+            if key is not None:
+                self._cache[key] = vector
         if vector.size is None:
             assert vector.result is not None
             return vector.result

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
+
+from audit.core.numbers import ms_datetime
 
 MAX_INPUT_CHARS = 1_000_000  # beyond this a paste is a log dump; the exception is near the top
 MAX_JSON_CHARS = 200_000
@@ -30,11 +31,9 @@ def unique(items: Iterable[str]) -> list[str]:
 
 
 def iso(ms: int) -> str:
-    """A commit timestamp for people; a hostile one that is no date stays in milliseconds."""
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    except (OverflowError, OSError, ValueError):
-        return f"{ms} ms"
+    """A commit timestamp for people; a hostile one outside the calendar is an unknown time."""
+    moment = ms_datetime(ms)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment is not None else "an unknown time"
 
 
 def int_or_none(value: Any) -> int | None:

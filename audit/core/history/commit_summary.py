@@ -28,7 +28,7 @@ from audit.core.model import (
     RemoveFile,
     pack_parameters,
 )
-from audit.core.numbers import log_int
+from audit.core.numbers import log_int, log_version
 from audit.core.predicates import parse_predicate
 from audit.core.vocab import Engine, IsolationLevel, Operation, ReadVersionFact
 
@@ -133,7 +133,7 @@ def summarize_digest(
     parameters, predicate, shared = _parameters(info.get("operationParameters"), interner)
     engine = detect_engine(info)
     timestamp, timestamp_fact = _timestamp(info, commit.file_modification_time)
-    read_version = _as_int(info.get("readVersion"))
+    read_version = log_version(info.get("readVersion"))  # -7 reads as unknown
     blind_append, blind_append_fact = _blind_append(
         commit.version, info, files, parameters, predicate
     )

@@ -13,9 +13,8 @@ this product does not speak.
 
 from __future__ import annotations
 
-import re
-
 from audit.core.errors import DeltaAuditError
+from audit.core.log.staged import staged_version
 from audit.core.model import Finding, Protocol
 from audit.core.severity import catalog_managed_severity
 from audit.core.storage.store import LogStore
@@ -25,7 +24,6 @@ from audit.core.wording.log import catalog_managed_text
 CATALOG_FEATURES = ("catalogManaged", "catalogOwned-preview")
 CATALOG_MANAGED_LOG = FindingKind.CATALOG_MANAGED_LOG
 STAGED_DIR = "_delta_log/_staged_commits"
-_STAGED = re.compile(r"^(\d{20})\.[0-9A-Za-z-]+\.json$")
 _MAX_LISTED = 50  # related versions kept on the finding
 
 
@@ -43,8 +41,8 @@ def staged_versions(store: LogStore) -> list[int]:
         entries = store.list(STAGED_DIR, stats=False)
     except DeltaAuditError:
         return []  # no staged commits directory: everything was published
-    found = {int(m.group(1)) for e in entries if not e.is_dir and (m := _STAGED.match(e.name))}
-    return sorted(found)
+    found = {staged_version(e.name) for e in entries if not e.is_dir}
+    return sorted(v for v in found if v is not None)
 
 
 def catalog_finding(feature: str, published: int, staged: list[int]) -> Finding:

@@ -37,7 +37,7 @@ from audit.core.errors import DeltaAuditError
 from audit.core.integrity.refs import FileRef, IntegrityRecord, ref_of, refs_of_commit
 from audit.core.log.replay import path_key
 from audit.core.model import Commit, Finding, Protocol, TableState
-from audit.core.numbers import log_int, stats_records
+from audit.core.numbers import log_int, log_version, stats_records
 from audit.core.storage.roots import shown_path
 from audit.core.vocab import FindingKind, Operation
 from audit.core.wording import FindingText
@@ -321,8 +321,7 @@ class IntegrityChecker:
 
 
 def _read_version(commit: Commit) -> int | None:
-    value = (commit.commit_info or {}).get("readVersion")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return log_version((commit.commit_info or {}).get("readVersion"))
 
 
 def _has_feature(protocol: Protocol, feature: str, *, reader: bool = False) -> bool:

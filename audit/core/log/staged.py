@@ -23,12 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core.errors import DeltaAuditError
+from audit.core.numbers import log_int
 from audit.core.storage.store import FileEntry, LogStore
 from audit.core.storage.stores import LinkRefused, link_refused
 
 STAGED_DIRS = {"_delta_log/_staged_commits": "catalog", "_delta_log/_commits": "coordinated"}
 LOG_DIR = "_delta_log"
-_STAGED = re.compile(r"^(\d{20})\.[0-9A-Za-z-]+\.json$")
+# Names are listed from storage: ASCII digits only (`\d` takes any Unicode digit), and a
+# version within 64 bits (log_int): 99999999999999999999 names no version.
+_STAGED = re.compile(r"^([0-9]{20})\.[0-9A-Za-z-]+\.json$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,13 @@ class Unpublished:
         return (self.staged_versions[-1] - self.published) if self.staged_versions else 0
 
 
+def staged_version(name: str) -> int | None:
+    """The version a staged commit file's name gives, else None (not a staged commit's name,
+    or twenty digits past 64 bits: a lag past every column, once)."""
+    match = _STAGED.match(name)
+    return log_int(match.group(1)) if match is not None else None
+
+
 def _candidates(
     store: LogStore, published: int, refused: list[str]
 ) -> dict[int, list[StagedCommit]]:
@@ -69,15 +79,14 @@ def _candidates(
         except DeltaAuditError:
             continue  # no such directory: nothing staged there
         for entry in entries:
-            match = _STAGED.match(entry.name)
-            if entry.is_dir or match is None or int(match.group(1)) <= published:
+            version = staged_version(entry.name)
+            if entry.is_dir or version is None or version <= published:
                 continue
             path = f"{directory}/{entry.name}"
             # Only local stores list links (and have leads_inside).
             if entry.is_link and not store.leads_inside(path):  # type: ignore[attr-defined]
                 refused.append(str(link_refused(store.uri, path)))
                 continue
-            version = int(match.group(1))
             staged = StagedCommit(version, path, entry.modification_time, source)
             found.setdefault(version, []).append(staged)
     return found

@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 
 from audit.core.errors import DeltaAuditError
 from audit.core.log.layout import LOG_DIR
+from audit.core.numbers import log_int
 from audit.core.storage.store import LogStore
 from audit.core.storage.stores import FolderWalk, open_store
 
 DEFAULT_MAX_DEPTH = 6
 DEFAULT_MAX_FOLDERS = 20_000
 
-_COMMIT = re.compile(r"^(\d{20})\.json$")
+_COMMIT = re.compile(r"^([0-9]{20})\.json$")  # ASCII digits: `\d` takes any Unicode digit
 # Classic, multi-part (N.checkpoint.i.n.parquet) and V2 (N.checkpoint.<uuid>.json|parquet).
-_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.[^/]+)?\.(?:parquet|json)$")
+_CHECKPOINT = re.compile(r"^([0-9]{20})\.checkpoint(?:\.[^/]+)?\.(?:parquet|json)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +56,8 @@ def latest_log_version(names: list[str]) -> int | None:
     best: int | None = None
     for name in names:
         m = _COMMIT.match(name) or _CHECKPOINT.match(name)
-        if m is not None:
-            version = int(m.group(1))
+        version = log_int(m.group(1)) if m is not None else None  # within 64 bits
+        if version is not None:
             best = version if best is None or version > best else best
     return best
 

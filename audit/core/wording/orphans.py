@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
+from audit.core.numbers import ms_datetime
 from audit.core.wording import FindingText
 
 
 def hour_iso(ms: int) -> str:
-    """The hour a time falls in, as the finding and its witness name it."""
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%dT%H:00Z")
+    """The hour a time falls in, as the finding and its witness name it ("unknown" for a
+    time outside the calendar: a file's modification time is storage's word, not ours)."""
+    moment = ms_datetime(ms)
+    return moment.strftime("%Y-%m-%dT%H:00Z") if moment is not None else "unknown"
 
 
 def size_text(n: float) -> str:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 from audit.core.health.timestamps import TimestampFacts
 from audit.core.health.timetravel import BrokenSnapshot, MissingFile, MissingGroup, Vacuum
+from audit.core.numbers import ms_datetime
 from audit.core.storage.roots import shown_path
 from audit.core.wording import FindingText
 
@@ -90,9 +89,11 @@ def vacuum_broke_snapshot_text(fact: BrokenSnapshot) -> FindingText:
 
 
 def _moment(ms: int) -> str:
-    return (
-        dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
-    )
+    """A time to the millisecond; one outside the calendar (10**17 ms) is an unknown time."""
+    moment = ms_datetime(ms)
+    if moment is None:
+        return "an unknown time"
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
 def _version(version: int | None) -> str:
