@@ -441,12 +441,8 @@ def _rows_in_file(
 ) -> tuple[int, list[dict[str, Any]]]:
     """Rows of one file matching `predicate` (every row when None), less the positions its
     deletion vector deletes (`deleted`)."""
-    source = files.open(add.path)
-    parquet = pq.ParquetFile(source)
-    file_columns = {name.lower(): name for name in parquet.schema_arrow.names}
-    partition_values = {
-        k: v for k, v in add.partition_values.items() if k.lower() not in file_columns
-    }
+    parquet = pq.ParquetFile(files.open(add.path))
+    partition_values = _partition_values(parquet, add)
     types = _physical_partition_types(partition_types, names)
     if predicate is None:
         if deleted:
@@ -456,6 +452,49 @@ def _rows_in_file(
         count = parquet.metadata.num_rows
         rows = _sample(parquet, None, partition_values, types, want) if count and want else []
         return count, rows
+    hits = _matching(parquet, add, predicate, types, names, deleted)
+    count = len(hits)
+    rows = _sample(parquet, hits, partition_values, types, want) if count and want else []
+    return count, rows
+
+
+def matching_positions(
+    files: DataFiles,
+    add: AddFile,
+    predicate: Predicate | None,
+    partition_types: dict[str, str],
+    names: rowfilter.NameTree,
+    *,
+    deleted: list[int] | None = None,
+) -> tuple[pa.Array, int]:
+    """The positions (int64) of one file's rows matching `predicate` (every row when None),
+    less those its deletion vector deletes; and the file's row count. Raises as `find_rows`'s
+    reads do (UriNotAllowed for a file outside the roots)."""
+    parquet = pq.ParquetFile(files.open(add.path))
+    total = parquet.metadata.num_rows
+    if predicate is None:
+        hits = pa.array(range(total), pa.int64())
+        return (_live(hits, deleted) if deleted else hits), total
+    types = _physical_partition_types(partition_types, names)
+    return _matching(parquet, add, predicate, types, names, deleted), total
+
+
+def _partition_values(parquet: pq.ParquetFile, add: AddFile) -> dict[str, str | None]:
+    """The partition values a file's rows take (those its own columns do not hold)."""
+    file_columns = {name.lower() for name in parquet.schema_arrow.names}
+    return {k: v for k, v in add.partition_values.items() if k.lower() not in file_columns}
+
+
+def _matching(
+    parquet: pq.ParquetFile,
+    add: AddFile,
+    predicate: Predicate,
+    types: dict[str, str],
+    names: rowfilter.NameTree,
+    deleted: list[int] | None,
+) -> pa.Array:
+    file_columns = {name.lower(): name for name in parquet.schema_arrow.names}
+    partition_values = _partition_values(parquet, add)
     expression = rowfilter.expression_for(predicate)
     partition_names = list(partition_values)
     needed = rowfilter.columns_needed(expression, names, [*file_columns.values(), *partition_names])
@@ -468,11 +507,7 @@ def _rows_in_file(
     table = rowfilter.normalise(_with_partitions(table, partition_values, types))
     sql = rowfilter.render(expression, names, table.schema)
     hits = rowfilter.matching_rows(table, sql)
-    if deleted:
-        hits = _live(hits, deleted)
-    count = len(hits)
-    rows = _sample(parquet, hits, partition_values, types, want) if count and want else []
-    return count, rows
+    return _live(hits, deleted) if deleted else hits
 
 
 def _live(positions: pa.Array, deleted: list[int]) -> pa.Array:
