@@ -23,7 +23,7 @@ import orjson
 from audit.core.conflicts.scope import is_unconditional
 from audit.core.cycles import render_partitions
 from audit.core.history.summary import History
-from audit.core.incidents.model import Damage, Incident, occurrences
+from audit.core.incidents.model import REPAIR_MARK, Damage, Incident, occurrences
 from audit.core.model import AddFile, CommitSummary, Finding, Predicate, partition_key
 from audit.core.numbers import log_int
 from audit.core.vocab import FindingKind, IncidentCause, Operation
@@ -118,7 +118,11 @@ def _stale_damage(
         notes.add("deletion_vectors")
     survivors = {f.version: _survivors(history, f) for f in stale}
     live = history.state.files
-    rewritten = _rewriters(history, survivors, live)
+    rewriters = _rewriters(history, survivors, live)
+    rewritten = [
+        v for v, stale_versions in sorted(rewriters.items())
+        if not _copied_nothing(history, v, stale_versions, check_data, read_roots)
+    ]  # fmt: skip
     candidates: list[WrongFile] = []
     for version, paths in sorted(survivors.items()):
         txn = history.summary(version)
@@ -189,24 +193,58 @@ def _index(history: History, version: int) -> int:
 
 def _rewriters(
     history: History, survivors: dict[int, list[str]], live: dict[str, AddFile]
-) -> set[int]:
+) -> dict[int, set[int]]:
     """Versions after a stale commit that removed one of its surviving files while adding
-    files: its rows may have been copied into them (a compaction, an UPDATE of other rows)."""
+    files (a compaction, an UPDATE of other rows), each with the stale commits whose files it
+    removed: their wrong rows may live on in its files."""
     gone = {p: v for v, paths in survivors.items() for p in paths if p not in live}
     if not gone:
-        return set()
-    found: set[int] = set()
+        return {}
+    found: dict[int, set[int]] = {}
     for s in history.summaries[_index(history, min(gone.values()) + 1) :]:
         removed = s.removed_paths_all
         if not removed or removed.isdisjoint(gone):
             continue
+        hit = removed.intersection(gone)
         if (s.added_paths or s.compacted_paths) and not _replaces_all(s):
-            found.add(s.version)
-        for path in removed.intersection(gone):
+            found[s.version] = {gone[p] for p in hit}
+        for path in hit:
             del gone[path]
         if not gone:
             break
     return found
+
+
+def _copied_nothing(
+    history: History,
+    version: int,
+    stale_versions: set[int],
+    check_data: bool,
+    roots: Sequence[str] | None,
+) -> bool:
+    """Did the rewrite at `version` carry none of the wrong rows over? True for a repair this
+    module's statements made, or when its files are live and hold no row any of the stale
+    commits should have changed (read in the data)."""
+    summary = history.summary(version)
+    if summary is None:
+        return False
+    note = (summary.provenance or {}).get("user_metadata") or ""
+    if isinstance(note, str) and note.startswith(REPAIR_MARK):
+        return True
+    live = history.state.files
+    added = [*summary.added_paths, *summary.compacted_paths]
+    if not check_data or not all(p in live for p in added):
+        return False
+    for stale_version in stale_versions:
+        txn = history.summary(stale_version)
+        if txn is None:
+            return False
+        files = [WrongFile(p, live[p], stale_version, _condition(txn)) for p in added]
+        notes: set[str] = set()
+        _read(history, files, roots, notes)
+        if notes or any(f.wrong for f in files):
+            return False
+    return True
 
 
 def _replaces_all(s: CommitSummary) -> bool:

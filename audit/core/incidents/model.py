@@ -15,6 +15,8 @@ from audit.core.model import Finding
 from audit.core.vocab import FindingKind, IncidentCause, IncidentStatus, Severity, StatementEngine
 
 ID_LENGTH = 16  # hex digits of the key's SHA-256: a short id, no version in it
+# The userMetadata a repair statement commits with: its files hold no wrong row (damage.py).
+REPAIR_MARK = "Delta Audit repair of incident"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any
 from audit.core.conflicts.scope import is_unconditional
 from audit.core.history.summary import History
 from audit.core.incidents.damage import StaleDamage, WrongFile
-from audit.core.incidents.model import Statement
+from audit.core.incidents.model import REPAIR_MARK, Statement
 from audit.core.incidents.quoting import (
     Unsafe,
     python_literal,
@@ -103,15 +103,16 @@ NOTE = {note}
 
 dt = DeltaTable(table_uri, storage_options=storage_options)
 """
-_REPAIR_BODY = """logged = {unquote(p): p for p in pa.table(dt.get_add_actions()).column("path").to_pylist()}
-gone = [path for path, *_ in FILES if path not in logged]
+_REPAIR_BODY = """# The log spells paths URL-encoded; FILES and RemoveAction take them as stored.
+live = {unquote(p) for p in pa.table(dt.get_add_actions()).column("path").to_pylist()}
+gone = [path for path, *_ in FILES if path not in live]
 if gone:
     raise RuntimeError(f"{len(gone)} file(s) are no longer live: audit the table again")
 fs = pa_fs.PyFileSystem(DeltaStorageHandler(table_uri, options=storage_options))
 now = int(time.time() * 1000)
 actions = []
 for path, values, keep, fix in FILES:
-    actions.append(RemoveAction(logged[path], True, now, None, values))
+    actions.append(RemoveAction(path, True, now, None, values))
     if not keep and not fix:
         continue
     rows = pq.read_table(fs.open_input_file(path))
@@ -155,7 +156,7 @@ def deltalake_repair(plan: RepairPlan, assignments: dict[str, Any]) -> str:
         versions=", ".join(f"v{v}" for v in plan.versions),
         files=_listing(files),
         fix=python_literal(assignments),
-        note=python_literal(f"Delta Audit repair of incident {plan.incident_id}"),
+        note=python_literal(f"{REPAIR_MARK} {plan.incident_id}"),
     )
     strict = _STRICT.format(version=plan.strict_version) if plan.strict_version is not None else ""
     return head + strict + _REPAIR_BODY
