@@ -103,7 +103,7 @@ def test_every_spark_statement_of_the_scenarios_reads_back(tmp_path):
                 check_spark_sql(statement.code, str(path))
 
 
-HOSTILE = "it's `q`\\ \"d\"\nnext"
+HOSTILE = 'it\'s `q`\\ "d"\nnext'
 
 
 def test_hostile_names_stay_inside_their_literals_and_the_repair_still_works(tmp_path):

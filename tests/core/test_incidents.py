@@ -55,7 +55,9 @@ def test_a_stale_overwrite_delta_rs_does_not_check_is_unchecked(tmp_path):
 
 def test_an_ignored_isolation_setting_heads_the_conflicts_it_let_through(tmp_path):
     path = str(tmp_path)
-    write_deltalake(path, rows("p0", [1, 2, 3]), configuration={"delta.isolationLevel": "WriteSerializable"})
+    write_deltalake(
+        path, rows("p0", [1, 2, 3]), configuration={"delta.isolationLevel": "WriteSerializable"}
+    )
     for k in range(3):  # delta-rs (reading the setting as Serializable) misses these
         stale = DeltaTable(path)
         write_deltalake(path, rows("p0", [100 + k]), mode="append")

@@ -37,7 +37,9 @@ def audit_incidents(
     result = audit_history(history, check_data=check_data, read_roots=roots, key_columns=keys)
     findings = list(result.findings)
     if scan:
-        found = scan_data(open_store(uri), history, uri, now_ms=int(time.time() * 1000), **scan_options)
+        found = scan_data(
+            open_store(uri), history, uri, now_ms=int(time.time() * 1000), **scan_options
+        )
         findings += found.findings
     incidents = incidents_of(
         history, findings, check_data=check_data, read_roots=roots, now_ms=now_ms

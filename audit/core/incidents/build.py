@@ -16,11 +16,7 @@ from audit.core.incidents.damage import damage_of
 from audit.core.incidents.grouping import group_findings
 from audit.core.incidents.model import Acknowledgement, Incident
 from audit.core.incidents.statements import statements_of
-from audit.core.incidents.status import (
-    StatusRules,
-    incident_status,
-    last_commit_by_writer,
-)
+from audit.core.incidents.status import StatusRules, WriterIndex, incident_status
 from audit.core.incidents.updates import update_assignments
 from audit.core.model import Finding
 from audit.core.wording.incidents import explanation, headline
@@ -46,9 +42,7 @@ def incidents_of(
     if not incidents:
         return []
     now = now_ms if now_ms is not None else _latest_time(history)
-    writers = {i.key.writer for i in incidents if i.key.writer}
-    since = min(i.first_version for i in incidents)
-    last_commits = last_commit_by_writer(history, writers, since)
+    writers = WriterIndex(history)
     for incident in incidents:
         stale = damage_of(incident, history, check_data=check_data, read_roots=read_roots)
         incident.damage = stale.damage
@@ -63,7 +57,7 @@ def incidents_of(
             now_ms=now,
             rules=rules,
             acknowledged=(acknowledged or {}).get(incident.id),
-            last_commits=last_commits,
+            writers=writers,
         )
         incident.status, incident.quiet_since = status.status, status.quiet_since
         incident.resolved_because = status.because

@@ -15,6 +15,7 @@ faulty log, missing files) has no recurrence to wait for: it is open while its f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from audit.core.anomalies.settings import setting_understood
 from audit.core.history.summary import History
@@ -63,17 +64,16 @@ def incident_status(
     now_ms: int,
     rules: StatusRules = StatusRules(),
     acknowledged: Acknowledgement | None = None,
-    last_commits: dict[str, int] | None = None,
+    writers: WriterIndex | None = None,
 ) -> Status:
-    """The status of one incident at `now_ms`. `last_commits` (writer -> last version it
-    committed, from `last_commit_by_writer`) lets a stale write be resolved by its writer
-    having stopped; without it that rule is not applied."""
+    """The status of one incident at `now_ms`. `writers` (shared by a table's incidents) lets a
+    stale write be resolved by its writer having stopped writing."""
     last = occurrences(incident)[-1]
     removed = cause_removed(incident, history)
     if removed:
         return Status(IncidentStatus.RESOLVED, last, removed)
     if incident.key.cause in RECURRING:
-        quiet = _quiet(incident, history, last, now_ms, rules, last_commits)
+        quiet = _quiet(incident, history, last, now_ms, rules, writers or WriterIndex(history))
         if quiet is not None:
             return quiet
     acked = acknowledged.version if acknowledged is not None else None
@@ -88,7 +88,7 @@ def _quiet(
     last: int,
     now_ms: int,
     rules: StatusRules,
-    last_commits: dict[str, int] | None,
+    writers: WriterIndex,
 ) -> Status | None:
     """Quiet, or resolved by a long quiet or a writer gone; None while it still recurs."""
     summary = history.summary(last)
@@ -96,12 +96,7 @@ def _quiet(
     since_ms = now_ms - last_ms if last_ms is not None else rules.resolve_ms
     if history.latest_version - last < rules.quiet_versions or since_ms < rules.quiet_ms:
         return None
-    writer_gone = (
-        incident.key.cause in _STALE
-        and last_commits is not None
-        and last_commits.get(incident.key.writer, last) <= last
-    )
-    if writer_gone:
+    if incident.key.cause in _STALE and not writers.committed_after(incident.key.writer, last):
         return Status(IncidentStatus.RESOLVED, last, "its writer has not written since")
     if since_ms >= rules.resolve_ms:
         return Status(IncidentStatus.RESOLVED, last, "no recurrence in the declared period")
@@ -127,14 +122,34 @@ def cause_removed(incident: Incident, history: History) -> str:
     return ""
 
 
-def last_commit_by_writer(history: History, writers: set[str], since: int) -> dict[str, int]:
-    """For each of `writers` (cause-key writer texts), the last version it committed, looking
-    back from the latest version no further than `since` (a writer not met: not in the dict)."""
-    found: dict[str, int] = {}
-    for summary in reversed(history.summaries):
-        if summary.version < since or len(found) == len(writers):
-            break
-        text = writer_text(writer_parts(summary))
-        if text in writers and text not in found:
-            found[text] = summary.version
-    return found
+class WriterIndex:
+    """Who committed since when, looked up from the latest version back; each commit's writer
+    is worked out once per distinct set of provenance fields (a table has few writers)."""
+
+    def __init__(self, history: History):
+        self.history = history
+        self._texts: dict[tuple, str] = {}
+
+    def committed_after(self, writer: str, version: int) -> bool:
+        for summary in reversed(self.history.summaries):
+            if summary.version <= version:
+                return False
+            if self._text(summary) == writer:
+                return True
+        return False
+
+    def _text(self, summary: Any) -> str:
+        job = summary.job if isinstance(summary.job, dict) else None
+        key = (
+            summary.engine_info,
+            summary.engine,
+            summary.user_name,
+            summary.user_id,
+            None if job is None else job.get("jobId"),
+            id(summary.provenance),
+            tuple(sorted(summary.app_ids)),
+        )
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = writer_text(writer_parts(summary))
+        return text
