@@ -104,3 +104,51 @@ def test_it_stops_when_a_file_it_would_remove_is_gone_since(tmp_path):
     with pytest.raises(RuntimeError, match="no longer live"):
         run_deltalake(incident.repair, tmp_path)
     assert DeltaTable(str(tmp_path)).version() == before
+
+
+def _dv_table(path) -> None:
+    """Databricks-style, by hand: v0 file A (ids 0-9); v1 blind append of file B (10-19);
+    v2 a stale DELETE of even ids (read v0) marks A's evens in a vector, B's evens survive;
+    v3 deletes id 13 from B by a vector."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.support import dv_tables as dv
+
+    dv.create(path)
+    first = path / "_delta_log" / f"{0:020d}.json"  # deltalake's kernel wants field metadata
+    first.write_text(
+        first.read_text().replace(
+            '\\"nullable\\": true}', '\\"nullable\\": true, \\"metadata\\": {}}'
+        )
+    )
+    pq.write_table(pa.table({"id": pa.array(range(10, 20), pa.int64())}), path / "part-b.parquet")
+    b = {"path": "part-b.parquet", "partitionValues": {}, "dataChange": True,
+         "size": (path / "part-b.parquet").stat().st_size, "modificationTime": 1, "stats": dv.stats()}  # fmt: skip
+    dv.commit(path, 1, {"add": b}, operation="WRITE", isBlindAppend=True,
+              operationParameters={"mode": "Append"})  # fmt: skip
+    evens = json.dumps(["((id % 2) = 0)"])
+    dv.commit(path, 2, dv.remove(), dv.add(dv.inline_dv([0, 2, 4, 6, 8])), operation="DELETE",
+              operationParameters={"predicate": evens}, readVersion=0,
+              isolationLevel="WriteSerializable", isBlindAppend=False)  # fmt: skip
+    gone = {"remove": {"path": b["path"], "deletionTimestamp": 5, "dataChange": True}}
+    dv.delete(path, 3, 2, 13, gone, {"add": {**b, "deletionVector": dv.inline_dv([3])}})
+
+
+def test_it_counts_through_deletion_vectors_and_leaves_the_repair_to_spark(tmp_path, capsys):
+    _dv_table(tmp_path)
+    _, incidents = audit_incidents(tmp_path)
+    incident = by_cause(incidents, C.STALE_WRITE_WRITE_SERIALIZABLE)
+    # B's evens (10, 12, 14, 16, 18) are wrong; 13 is deleted by B's vector, not counted.
+    assert (incident.damage.rows_extra, incident.damage.exact) == (5, True)
+    assert [s.engine for s in incident.repair] == ["spark-sql"]
+    assert "deltalake opens no table" in incident.repair[0].does_not
+    assert incident.repair[0].code == (
+        f"DELETE FROM delta.`{tmp_path}` WHERE ((`id` % 2) = 0) "
+        "AND _metadata.file_name IN ('part-b.parquet')"
+    )
+    run_deltalake(incident.inspect, tmp_path)  # reads the files directly: no table to open
+    shown = capsys.readouterr().out
+    assert "'id': 10" in shown and "'id': 18" in shown and "'id': 13" not in shown

@@ -30,7 +30,7 @@ def parser():
 def _hostile(path: str) -> None:
     write_deltalake(path, rows(DAY1, [1, 2]), partition_by=["day"])
     stale = DeltaTable(path)
-    write_deltalake(path, rows("it's `q`\\ \"d\"", [3]), mode="append")
+    write_deltalake(path, rows('it\'s `q`\\ "d"', [3]), mode="append")
     write_deltalake(stale, rows(DAY1, [9]), mode="overwrite")
 
 

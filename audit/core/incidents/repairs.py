@@ -43,7 +43,8 @@ class RepairPlan:
     files: list[WrongFile]
     versions: list[int]
     assignments: dict[int, dict[str, Any]]  # stale UPDATE version -> column -> value
-    strict_version: int | None  # a table with deletion vectors: repair only at this version
+    # deltalake 1.x opens no table whose readers need deletion vectors: Spark SQL repairs it.
+    deltalake_opens: bool = True
 
 
 def safe_relative(path: str) -> bool:
@@ -70,13 +71,14 @@ def plan_of(incident_id: str, stale: StaleDamage, history: History) -> RepairPla
     files = [f for f in stale.files if f.wrong and safe_relative(f.path)]
     if not files:
         return None
-    dv = str(history.state.properties.get("delta.enableDeletionVectors", "")).lower() == "true"
+    protocol = history.state.protocol
+    features = (protocol.reader_features or []) if protocol is not None else []
     return RepairPlan(
         incident_id,
         files[:MAX_FILES_IN_STATEMENT],
         sorted({f.stale_version for f in files}),
         {},
-        history.latest_version if dv else None,
+        deltalake_opens="deletionVectors" not in features,
     )
 
 
@@ -140,9 +142,6 @@ dt.create_write_transaction(
     ),
 )
 """
-_STRICT = """if dt.version() != {version}:
-    raise RuntimeError("the table changed since the audit at v{version} (it has deletion vectors): audit it again")
-"""
 
 
 def deltalake_repair(plan: RepairPlan, assignments: dict[str, Any]) -> str:
@@ -158,8 +157,7 @@ def deltalake_repair(plan: RepairPlan, assignments: dict[str, Any]) -> str:
         fix=python_literal(assignments),
         note=python_literal(f"{REPAIR_MARK} {plan.incident_id}"),
     )
-    strict = _STRICT.format(version=plan.strict_version) if plan.strict_version is not None else ""
-    return head + strict + _REPAIR_BODY
+    return head + _REPAIR_BODY
 
 
 def _listing(items: list[Any]) -> str:
@@ -228,7 +226,9 @@ def _where(condition: str, names: list[str]) -> str:
     return f"({condition}) AND {files}" if condition else files
 
 
-def spark_repairs(plan: RepairPlan, history: History) -> list[Statement]:
+def spark_repairs(plan: RepairPlan, history: History, *, alone: bool = False) -> list[Statement]:
+    """The repair in Spark SQL; `alone` when deltalake cannot open the table (its does_not
+    says so)."""
     table = spark_table(history.table_uri)
     statements = []
     for condition, names, version in spark_conditions(plan, history):
@@ -242,6 +242,8 @@ def spark_repairs(plan: RepairPlan, history: History) -> list[Statement]:
         else:
             code = f"DELETE FROM {table} WHERE {_where(condition, names)}"
             words = statement_words("repair_delete_sql")
+        if alone:
+            words = (words[0], f"{words[1]} {statement_words('deltalake_cannot')[1]}")
         statements.append(Statement(SPARK, code, *words))
     return statements
 
@@ -289,7 +291,9 @@ def stale_statements(plan: RepairPlan, history: History) -> tuple[list[Statement
     words = statement_words(
         name, versions=versions, files=len(plan.files), assignments=_shown(assignments)
     )
-    repair = [Statement(DELTALAKE, deltalake_repair(plan, assignments), *words)]
+    repair = []
+    if plan.deltalake_opens:
+        repair.append(Statement(DELTALAKE, deltalake_repair(plan, assignments), *words))
     inspect_words = statement_words(
         "inspect_rows", rows=sum(len(f.wrong) for f in plan.files), version=history.latest_version
     )
@@ -297,7 +301,7 @@ def stale_statements(plan: RepairPlan, history: History) -> tuple[list[Statement
         Statement(DELTALAKE, deltalake_inspect(plan, history.latest_version), *inspect_words)
     ]
     try:
-        repair += spark_repairs(plan, history)
+        repair += spark_repairs(plan, history, alone=not plan.deltalake_opens)
         inspect += spark_inspects(plan, history)
     except Unsafe:
         pass  # the deltalake statements name files and positions only; Spark would need more

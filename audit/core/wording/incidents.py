@@ -9,12 +9,27 @@ from audit.core.vocab import FindingKind, IncidentCause
 
 _LET_THROUGH = {
     IncidentCause.STALE_WRITE_WRITE_SERIALIZABLE: (
-        "WriteSerializable let it through: it exempts blind appends from the conflict check"
+        "WriteSerializable let it through",
+        "WriteSerializable let it through: it exempts blind appends from the conflict check",
     ),
     IncidentCause.STALE_WRITE_UNCHECKED: (
-        "its engine's own conflict check let it through (the reference rules reject it)"
+        "its engine's conflict check let it through",
+        "its engine's own conflict check let it through (Delta's reference rules reject it)",
     ),
 }
+_UNCHECKED_DELTA_RS = (
+    "delta-rs checks no concurrent commit for it",
+    "delta-rs checks no concurrent commit for a DELETE without condition or an overwrite "
+    "without predicate, whatever the isolation level",
+)
+
+
+def _let_through(key: Any, writer: dict[str, str]) -> tuple[str, str]:
+    unconditional = key.scope == "whole table" and key.operation in ("DELETE", "WRITE (overwrite)")
+    engine = writer.get("engine", "")
+    if key.cause == IncidentCause.STALE_WRITE_UNCHECKED and unconditional and "delta-rs" in engine:
+        return _UNCHECKED_DELTA_RS
+    return _LET_THROUGH[key.cause]
 
 
 def _versions(versions: list[int]) -> str:
@@ -45,7 +60,7 @@ def headline(key: Any, findings: list[Any], writer: dict[str, str], damage: Any)
         stale = sorted({f.version for f in findings})
         return (
             f"{who} {key.operation} on {key.scope} ran on a stale snapshot at {_versions(stale)}; "
-            f"{_LET_THROUGH[cause].split(':')[0]}; {_rows(damage)}"
+            f"{_let_through(key, writer)[0]}; {_rows(damage)}"
         )
     if cause == IncidentCause.ISOLATION_SETTING_IGNORED:
         symptoms = sorted(
@@ -85,8 +100,8 @@ def explanation(key: Any, findings: list[Any], writer: dict[str, str], damage: A
         text = (
             f"One cause, {len(findings)} finding(s) ({symptoms}): a writer ({who}) ran "
             f"{key.operation} on {key.scope} from a snapshot older than the commits that landed "
-            f"while it ran, and {_LET_THROUGH[cause]}. By the history's order it should have "
-            "replaced or changed rows those commits added; they are still in the table."
+            f"while it ran, and {_let_through(key, writer)[1]}. By the history's order it "
+            "should have deleted, replaced or changed rows those commits added."
         )
     elif cause == IncidentCause.ISOLATION_SETTING_IGNORED:
         text = (
@@ -95,8 +110,20 @@ def explanation(key: Any, findings: list[Any], writer: dict[str, str], damage: A
             "another isolation level than the table asks for."
         )
     else:
-        text = f"One cause, {len(findings)} finding(s) ({symptoms})."
+        # The table-level finding that names the cause says it best (a hotspot, a setting).
+        head = next((f for f in findings if f.kind in _HEADS), findings[0])
+        text = f"One cause, {len(findings)} finding(s) ({symptoms}). {head.explanation}"
     return f"{text} Damage: {_rows(damage)}. {damage.note}".strip()
+
+
+# The table-level kinds that name a cause their incident's other findings follow from.
+_HEADS = frozenset(
+    {
+        FindingKind.ISOLATION_SETTING_IGNORED,
+        FindingKind.CONFLICT_HOTSPOT,
+        FindingKind.MISSING_DATA_FILE,
+    }
+)
 
 
 def _kinds(findings: list[Any]) -> dict[str, int]:
@@ -163,6 +190,11 @@ _STATEMENTS: dict[str, tuple[str, str]] = {
         "that match its condition.",
         "Does not apply assignments that are not constants; needs an engine whose UPDATE "
         "accepts the file metadata column (_metadata) in its condition.",
+    ),
+    "deltalake_cannot": (
+        "",
+        "No deltalake repair is given: deltalake opens no table whose readers need deletion "
+        "vectors.",
     ),
     "inspect_rows": (
         "Shows the {rows} wrong row(s) at v{version}: the rows of the named files the stale "
