@@ -53,6 +53,26 @@ def test_a_stale_overwrite_delta_rs_does_not_check_is_unchecked(tmp_path):
     assert (stale.key.operation, stale.key.scope) == ("WRITE (overwrite)", "whole table")
 
 
+def test_a_delta_rs_stale_overwrite_is_unchecked_even_under_write_serializable(tmp_path):
+    """As on the demo table: a stale overwrite raced a blind append under WriteSerializable.
+    The reference rules call it a reorder, but delta-rs checks no overwrite without
+    predicate at any level: Serializable would not have stopped it, a predicate does."""
+    path = str(tmp_path)
+    write_deltalake(path, rows(scenarios.DAY1, [1]), configuration=scenarios.WRITE_SERIALIZABLE)
+    stale = DeltaTable(path)
+    write_deltalake(
+        path, rows(scenarios.DAY2, [2]), mode="append", commit_properties=scenarios.BLIND
+    )
+    write_deltalake(stale, rows(scenarios.DAY1, [3]), mode="overwrite")
+    findings, incidents = audit_incidents(tmp_path)
+    assert_partition(findings, incidents)
+    stale_write = by_cause(incidents, C.STALE_WRITE_UNCHECKED)
+    assert "write_serializable_reorder" in {f.kind for f in stale_write.findings}
+    assert "delta-rs checks no concurrent commit" in stale_write.headline
+    (prevent,) = stale_write.prevent
+    assert 'predicate="1 = 1"' in prevent.code and "isolationLevel" not in prevent.code
+
+
 def test_an_ignored_isolation_setting_heads_the_conflicts_it_let_through(tmp_path):
     path = str(tmp_path)
     write_deltalake(
