@@ -77,9 +77,9 @@ def _derive(
             return None
         gone = set(deleted)
         hit = set(hits.to_pylist())
-        rows = table.to_pylist()
-        if len(rows) > MAX_ROWS:
+        if len(matched) + len(copied) + table.num_rows > MAX_ROWS:
             return None
+        rows = table.to_pylist()
         for position, row in enumerate(rows):
             if position in gone:
                 continue
@@ -90,6 +90,8 @@ def _derive(
     for add in commit.adds:
         table = _rows(files, add.path)
         if table.column_names != columns or add.deletion_vector:
+            return None
+        if len(written) + table.num_rows > MAX_ROWS:
             return None
         written += [tuple(row[c] for c in columns) for row in table.to_pylist()]
     return _assignments(columns, matched, copied, written)
