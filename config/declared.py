@@ -163,6 +163,7 @@ DECLARED: tuple[Setting, ...] = (
     _S("AUDIT_ORPHAN_PASS_SECONDS", 60.0, float, "how often beat's orphan pass queues its share of the tables due a scan (at most AUDIT_ORPHAN_SCAN_SECONDS)"),
     _S("AUDIT_ORPHAN_MIN_AGE_SECONDS", 3600.0, float, "younger files (or than twice the longest in-flight commit seen) are not orphans yet"),
     _S("AUDIT_ORPHAN_FINDING_BYTES", 1 << 30, int, "orphan bytes from which a table gets an `orphan_files` finding"),
+    _S("AUDIT_TIMESTAMP_MIN_INTERVAL_MS", 1000, int, "`timestamps_out_of_order` only when a time resolves to another version over at least this long (shorter gaps are a health fact)"),
     _S("AUDIT_ORPHAN_MAX_FILES", 200_000, int, "files one orphan listing reads at most"),
     _S("AUDIT_ORPHAN_MAX_DIRS", 20_000, int, "folders one orphan listing reads at most"),
     _S("AUDIT_ORPHAN_MAX_DEPTH", 8, int, "folder depth of an orphan listing"),

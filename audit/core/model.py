@@ -8,7 +8,7 @@ protocol in snake_case so a reader of PROTOCOL.md finds them.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from audit.core.commit_record import (
     pack_paths,
     unpack_paths,
 )
-from audit.core.vocab import FindingKind, Severity
+from audit.core.vocab import GROWING_KINDS, FindingKind, Severity
 
 __all__ = [
     "EMPTY_SET",
@@ -303,5 +303,11 @@ class Finding:
 
     @property
     def key(self) -> tuple[str, int, tuple[int, ...]]:
-        """Identity used to upsert: same kind, version and related versions is the same finding."""
-        return (self.kind, self.version, tuple(self.related_versions))
+        """Identity used to upsert: same kind, version and related versions is the same finding
+        (a growing kind's related versions are left out: it is one finding as it grows)."""
+        return (self.kind, self.version, identity_versions(self.kind, self.related_versions))
+
+
+def identity_versions(kind: str, related: Iterable[int]) -> tuple[int, ...]:
+    """The related versions that are part of a finding's identity: none for GROWING_KINDS."""
+    return () if kind in GROWING_KINDS else tuple(related)

@@ -252,6 +252,15 @@ def render_text(report: dict[str, Any], *, max_commits: int = 50) -> str:
         lines.append(f"           {f['summary']}")
     if not findings:
         lines.append("  none")
+    incidents = report.get("incidents")
+    if incidents:
+        lines += ["", f"Incidents ({len(incidents)}; one root cause each, findings grouped):"]
+        for i in incidents:
+            lines.append(
+                f"  {i['severity'].upper():<8} {i['cause']} [{i['status']}] "
+                f"{len(i['findings'])} finding(s), id {i['id']}"
+            )
+            lines.append(f"           {i['headline']}")
     return "\n".join(lines)
 
 

@@ -114,6 +114,9 @@ TABLE_LEVEL_KINDS = (
     )
     | INTEGRITY_KINDS
 )
+# Kinds whose finding grows in place: a retry storm gains commits as it goes on, so its
+# identity is its kind and first version, never the related versions (which grow with it).
+GROWING_KINDS = frozenset({FindingKind.RETRY_STORM})
 # Anomaly kinds whose witness carries a dependency cycle (audit/core/cycles.py).
 CYCLE_KINDS = frozenset(
     {FindingKind.NEVER_EXISTED_SNAPSHOT, FindingKind.WRITE_SERIALIZABLE_REORDER}
@@ -128,6 +131,50 @@ SCAN_KINDS = frozenset(
         FindingKind.TIMESTAMPS_OUT_OF_ORDER,
     }
 )
+
+
+class IncidentCause(StrEnum):
+    """Why an incident's findings happened: one root cause each (audit/core/incidents/).
+
+    Stored and served as text; the rule and the setting or engine behaviour that let it
+    through is the member, the writer, operation and scope complete its key."""
+
+    # A commit from a stale snapshot that WriteSerializable let through (blind appends exempt).
+    STALE_WRITE_WRITE_SERIALIZABLE = "stale_write_write_serializable"
+    # A commit from a stale snapshot that its engine's own checker let through.
+    STALE_WRITE_UNCHECKED = "stale_write_unchecked"
+    # A writer that does not parse delta.isolationLevel, and what it let through meanwhile.
+    ISOLATION_SETTING_IGNORED = "isolation_setting_ignored"
+    # Writers colliding on the same data: hotspots and the retry storms they cause.
+    CONTENTION = "contention"
+    # Data files gone from under the log (a VACUUM, or a deletion outside Delta).
+    FILES_MISSING = "files_missing"
+    # A log its writer got wrong (integrity, deletion vectors), per engine and version.
+    FAULTY_LOG_WRITER = "faulty_log_writer"
+    DUPLICATE_KEYS = "duplicate_keys"
+    METADATA_RACE = "metadata_race"
+    IDENTITY_COLUMN_RACE = "identity_column_race"
+    COMMIT_TIMES = "commit_times"
+    ORPHAN_FILES = "orphan_files"
+    HISTORY_LOST = "history_lost"
+    READ_VERSIONS_UNRECORDED = "read_versions_unrecorded"
+    CATALOG_MANAGED = "catalog_managed"
+    # Any finding no rule above claims: one incident per kind and scope.
+    OTHER = "other"
+
+
+class IncidentStatus(StrEnum):
+    OPEN = "open"
+    GROWING = "growing"  # new occurrences since it was acknowledged
+    QUIET = "quiet"  # no recurrence for the declared period
+    RESOLVED = "resolved"  # the cause is gone, or quiet for the longer declared period
+
+
+class StatementEngine(StrEnum):
+    """Who runs an incident's statements: deltalake (Python) or Spark SQL."""
+
+    DELTALAKE = "deltalake"
+    SPARK_SQL = "spark-sql"
 
 
 class IsolationLevel(StrEnum):

@@ -55,6 +55,7 @@ def scan_table(table: Table) -> OrphanScan:
             max_files=settings.AUDIT_ORPHAN_MAX_FILES,
             max_dirs=settings.AUDIT_ORPHAN_MAX_DIRS,
             max_depth=settings.AUDIT_ORPHAN_MAX_DEPTH,
+            min_interval_ms=settings.AUDIT_TIMESTAMP_MIN_INTERVAL_MS,
         )
     except DeltaAuditError as err:
         return _failed_scan(table, now, scrub_error(str(err))[:2000])

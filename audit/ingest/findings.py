@@ -44,8 +44,9 @@ FINDING_FIELDS = (
 
 
 def finding_key(kind: str, version: int, related: Iterable[int]) -> str:
-    """model.Finding.key as text; long related lists are hashed so the key stays indexable."""
-    related_text = ",".join(str(v) for v in related)
+    """model.Finding.key as text; long related lists are hashed so the key stays indexable.
+    A growing kind (a retry storm) keys on its kind and first version: updated in place."""
+    related_text = ",".join(str(v) for v in model.identity_versions(kind, related))
     if len(related_text) > 300:
         related_text = "sha1-" + hashlib.sha1(related_text.encode()).hexdigest()
     return f"{kind[:64]}:{version}:{related_text}"

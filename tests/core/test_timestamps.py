@@ -180,3 +180,28 @@ def test_it_adds_no_commit_time_to_the_provenance_of_a_table_without_them(tmp_pa
     _copied_later(tmp_path, range(2), hours=2)  # file times far from the recorded ones
     commits = _provenances(tmp_path)
     assert all(not TIME_KEYS & set(c["provenance"]) for c in commits.values())
+
+
+def _recorded(path: Path, version: int) -> int:
+    import json
+
+    return json.loads(log_file(path, version).read_text().splitlines()[0])["commitInfo"][
+        "timestamp"
+    ]
+
+
+def test_it_leaves_a_few_ms_between_concurrent_writers_to_health(tmp_path):
+    """A writer records its time a few ms before the previous commit's (concurrent writers do):
+    the lookup misresolves a few ms only, a health fact, not a finding, unless the declared
+    interval is shorter still."""
+    base_actions(tmp_path)  # v0, v1 by delta-rs, now
+    write_commit(tmp_path, 2, info={"timestamp": _recorded(tmp_path, 1) - 3})
+    history = load_history(str(tmp_path))
+    store, now = open_store(str(tmp_path)), int(time.time() * 1000)
+    found = scan_data(store, history, str(tmp_path), now_ms=now)
+    assert not _out_of_order(found) and found.timestamps.backwards == [2]
+    short = timestamps_section(found.timestamps)["short_misresolved"]
+    assert short["intervals"] >= 1 and 0 < short["longest_ms"] < 1000 and short["below_ms"] == 1000
+    strict = scan_data(store, history, str(tmp_path), now_ms=now, min_interval_ms=1)
+    (finding,) = _out_of_order(strict)
+    assert finding.witness["backwards"] == [2]

@@ -437,3 +437,20 @@ def without_deleted(positions: pa.Array, bitmap: BitMap64) -> pa.Array:
         return positions
     mask = live_mask(bitmap, int(pc.max(positions).as_py()) + 1)
     return positions if mask is None else pc.filter(positions, pc.take(mask, positions))
+
+
+def kept_positions(bitmap: BitMap64 | None, rows: int, taken: pa.Array) -> list[int]:
+    """The row numbers of a `rows`-row file that stay live and are not in `taken`."""
+    import pyarrow.compute as pc  # noqa: PLC0415
+
+    live = live_positions(bitmap, rows) if bitmap else _arange(rows)
+    if len(taken):
+        live = pc.filter(live, pc.invert(pc.is_in(live, value_set=taken)))
+    return live.to_pylist()
+
+
+def _arange(rows: int) -> pa.Array:
+    import numpy as np  # noqa: PLC0415
+    import pyarrow as pa  # noqa: PLC0415
+
+    return pa.array(np.arange(rows, dtype=np.int64))

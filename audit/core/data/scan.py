@@ -25,7 +25,7 @@ from audit.core.data.orphans import (
     orphan_finding,
     referenced_among,
 )
-from audit.core.health.timestamps import TimestampFacts, timestamp_facts
+from audit.core.health.timestamps import MIN_INTERVAL_MS, TimestampFacts, timestamp_facts
 from audit.core.health.timetravel import (
     Reachability,
     broken_snapshots,
@@ -69,8 +69,10 @@ def scan_data(
     max_files: int = MAX_FILES,
     max_dirs: int = MAX_DIRS,
     max_depth: int = MAX_DEPTH,
+    min_interval_ms: int = MIN_INTERVAL_MS,
 ) -> DataScan:
-    """List the data folders once (within the bounds) and judge orphans and missing files."""
+    """List the data folders once (within the bounds) and judge orphans and missing files;
+    commit times misresolved over at least `min_interval_ms` are `timestamps_out_of_order`."""
     listing = list_data_files(store, max_files=max_files, max_dirs=max_dirs, max_depth=max_depth)
     seen = listing.paths()
     orphans = judge_orphans(
@@ -91,7 +93,9 @@ def scan_data(
     if orphans.files and orphans.bytes >= orphan_finding_bytes:
         findings.append(orphan_finding(orphans, history.latest_version))
     findings.extend(reachability_findings(history, reach))
-    stamps = timestamp_facts(history, log_file_times(store, history))
+    stamps = timestamp_facts(
+        history, log_file_times(store, history), min_interval_ms=min_interval_ms
+    )
     findings.extend(timestamp_findings(stamps))
     return DataScan(orphans, reach, findings, stamps)
 

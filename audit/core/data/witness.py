@@ -446,12 +446,8 @@ def _rows_in_file(
 ) -> tuple[int, list[dict[str, Any]]]:
     """Rows of one file matching `predicate` (every row when None), less the positions its
     deletion vector deletes (`deleted`)."""
-    source = files.open(add.path)
-    parquet = pq.ParquetFile(source)
-    file_columns = {name.lower(): name for name in parquet.schema_arrow.names}
-    partition_values = {
-        k: v for k, v in add.partition_values.items() if k.lower() not in file_columns
-    }
+    parquet = pq.ParquetFile(files.open(add.path))
+    partition_values = _partition_values(parquet, add)
     types = _physical_partition_types(partition_types, names)
     if predicate is None:
         if deleted:
@@ -461,6 +457,54 @@ def _rows_in_file(
         count = parquet.metadata.num_rows
         rows = _sample(parquet, None, partition_values, types, want) if count and want else []
         return count, rows
+    hits = _matching(parquet, add, predicate, types, names, deleted)
+    count = len(hits)
+    rows = _sample(parquet, hits, partition_values, types, want) if count and want else []
+    return count, rows
+
+
+def matching_positions(
+    files: DataFiles,
+    add: AddFile,
+    predicate: Predicate | None,
+    partition_types: dict[str, str],
+    names: rowfilter.NameTree,
+    *,
+    deleted: BitMap64 | None = None,
+) -> tuple[pa.Array, int]:
+    """The positions (int64) of one file's rows matching `predicate` (every row when None),
+    less those its deletion vector deletes; and the file's row count. Raises as `find_rows`'s
+    reads do (UriNotAllowed for a file outside the roots)."""
+    parquet = pq.ParquetFile(files.open(add.path))
+    total = parquet.metadata.num_rows
+    if predicate is None:
+        return dv.live_positions(deleted, total) if deleted else _all_positions(total), total
+    types = _physical_partition_types(partition_types, names)
+    return _matching(parquet, add, predicate, types, names, deleted), total
+
+
+def _all_positions(rows: int) -> pa.Array:
+    import numpy as np  # noqa: PLC0415
+
+    return pa.array(np.arange(rows, dtype=np.int64))
+
+
+def _partition_values(parquet: pq.ParquetFile, add: AddFile) -> dict[str, str | None]:
+    """The partition values a file's rows take (those its own columns do not hold)."""
+    file_columns = {name.lower() for name in parquet.schema_arrow.names}
+    return {k: v for k, v in add.partition_values.items() if k.lower() not in file_columns}
+
+
+def _matching(
+    parquet: pq.ParquetFile,
+    add: AddFile,
+    predicate: Predicate,
+    types: dict[str, str],
+    names: rowfilter.NameTree,
+    deleted: BitMap64 | None,
+) -> pa.Array:
+    file_columns = {name.lower(): name for name in parquet.schema_arrow.names}
+    partition_values = _partition_values(parquet, add)
     expression = rowfilter.expression_for(predicate)
     partition_names = list(partition_values)
     needed = rowfilter.columns_needed(expression, names, [*file_columns.values(), *partition_names])
@@ -473,11 +517,7 @@ def _rows_in_file(
     table = rowfilter.normalise(_with_partitions(table, partition_values, types))
     sql = rowfilter.render(expression, names, table.schema)
     hits = rowfilter.matching_rows(table, sql)
-    if deleted:
-        hits = dv.without_deleted(hits, deleted)
-    count = len(hits)
-    rows = _sample(parquet, hits, partition_values, types, want) if count and want else []
-    return count, rows
+    return dv.without_deleted(hits, deleted) if deleted else hits
 
 
 def _physical_partition_types(types: dict[str, str], names: rowfilter.NameTree) -> dict[str, str]:

@@ -9,7 +9,7 @@ from audit.core.data.scan import scan_data
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.health.changes import changes_from_history, link_findings
 from audit.core.health.compute import health_of_history
-from audit.core.health.timestamps import timestamps_section
+from audit.core.health.timestamps import MIN_INTERVAL_MS, timestamps_section
 from audit.core.health.timetravel import reachability, time_travel_section
 from audit.core.history.summary import History
 from audit.core.model import Finding
@@ -28,7 +28,12 @@ def add_health_and_changes(report: dict[str, Any], history: History) -> None:
 
 
 def add_data_scan(
-    report: dict[str, Any], history: History, uri: str, *, scan: bool
+    report: dict[str, Any],
+    history: History,
+    uri: str,
+    *,
+    scan: bool,
+    min_interval_ms: int = MIN_INTERVAL_MS,
 ) -> list[Finding]:
     """List the data folders once: orphan and missing files join the findings, the readable
     range joins the health (`time_travel`). Without `scan`, the range says it was not judged.
@@ -38,7 +43,13 @@ def add_data_scan(
     added: list[Finding] = []
     try:
         if scan:
-            found = scan_data(open_store(uri), history, local_path_of(uri) or uri, now_ms=now_ms)
+            found = scan_data(
+                open_store(uri),
+                history,
+                local_path_of(uri) or uri,
+                now_ms=now_ms,
+                min_interval_ms=min_interval_ms,
+            )
             added = found.findings
             report["findings"].extend(finding_entry(f) for f in added)
             reach = found.reach

@@ -28,6 +28,10 @@ ICT_VERSION_PROPERTY = "delta.inCommitTimestampEnablementVersion"
 ICT_TIMESTAMP_PROPERTY = "delta.inCommitTimestampEnablementTimestamp"
 SKEW_MS = 3_600_000  # file time and recorded time further apart than this disagree
 MAX_INTERVALS = 20
+# A misresolved interval shorter than this changes nothing a user would do: concurrent writers
+# record times a few ms before the previous commit's file time. Such gaps are a health fact,
+# not a finding (the app passes AUDIT_TIMESTAMP_MIN_INTERVAL_MS).
+MIN_INTERVAL_MS = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +54,13 @@ class TimestampFacts:
     backwards: list[int] = field(default_factory=list)  # versions older than the one before
     skewed: list[int] = field(default_factory=list)  # file time far from the recorded time
     max_skew_ms: int = 0
-    # [from ms, to ms), the version the history's order says, the version it resolves to.
+    # [from ms, to ms), the version the history's order says, the version it resolves to:
+    # the ones the finding reports (at most MAX_INTERVALS).
     intervals: list[tuple[int, int, int | None, int | None]] = field(default_factory=list)
+    # Misresolved intervals shorter than the declared minimum, not reported as a finding.
+    short_intervals: int = 0
+    longest_short_ms: int = 0
+    min_interval_ms: int = MIN_INTERVAL_MS
 
     @property
     def out_of_order(self) -> bool:
@@ -92,10 +101,17 @@ def resolution_times(times: list[CommitTime]) -> list[int | None]:
 
 
 def timestamp_facts(
-    history: Any, mtimes: dict[int, int] | None = None, skew_ms: int = SKEW_MS
+    history: Any,
+    mtimes: dict[int, int] | None = None,
+    skew_ms: int = SKEW_MS,
+    min_interval_ms: int = MIN_INTERVAL_MS,
 ) -> TimestampFacts:
+    """The commit times and what they misresolve. A time resolving to another version counts
+    when it does so over at least `min_interval_ms`, or when file times are skewed (a copy:
+    every lookup is off by the skew, longer than any interval a short history spans)."""
     times = commit_times(history, mtimes)
     facts = TimestampFacts(times, enablement_version(history.state.properties))
+    facts.min_interval_ms = min_interval_ms
     previous: int | None = None
     agreeing = 0
     for t in times:
@@ -120,7 +136,12 @@ def timestamp_facts(
     if facts.backwards or judge_file_times:
         # Only versions whose lookup time is known (a long local log has the newest timed).
         pairs = [(t, r) for t, r in zip(times, resolution_times(times), strict=True) if r]
-        facts.intervals = _intervals([t for t, _ in pairs], [r for _, r in pairs])
+        found = _intervals([t for t, _ in pairs], [r for _, r in pairs])
+        long = [i for i in found if i[1] - i[0] >= min_interval_ms]
+        facts.intervals = (found if judge_file_times else long)[:MAX_INTERVALS]
+        if not judge_file_times:
+            short = [b - a for a, b, _, _ in found if b - a < min_interval_ms]
+            facts.short_intervals, facts.longest_short_ms = len(short), max(short, default=0)
     return facts
 
 
@@ -148,7 +169,7 @@ def _intervals(
             continue
         if out and out[-1][1] == start and out[-1][2:] == (says, resolves):
             out[-1] = (out[-1][0], end, says, resolves)
-        elif len(out) < MAX_INTERVALS:
+        else:
             out.append((start, end, says, resolves))
     return out
 
@@ -199,4 +220,18 @@ def timestamps_section(facts: TimestampFacts) -> dict[str, Any]:
             {"from": a, "to": b, "history_says": s, "resolves_to": r}
             for a, b, s, r in facts.intervals
         ],
+        **_short(facts),
+    }
+
+
+def _short(facts: TimestampFacts) -> dict[str, Any]:
+    """Misresolved intervals too short to be a finding, as a fact (only when there are some)."""
+    if not facts.short_intervals:
+        return {}
+    return {
+        "short_misresolved": {
+            "intervals": facts.short_intervals,
+            "longest_ms": facts.longest_short_ms,
+            "below_ms": facts.min_interval_ms,
+        }
     }

@@ -24,6 +24,7 @@ from audit.core.health.sections import add_data_scan, add_health_and_changes
 from audit.core.history.parallel import spare_core
 from audit.core.history.summary import load_history, paused_gc, young_gc
 from audit.core.history.unpublished import audit_unpublished
+from audit.core.incidents.build import incident_entry, incidents_of
 from audit.core.report import build_report, fails_gate, render_text, write_json
 from audit.core.storage.roots import table_scope
 from audit.core.vocab import Severity
@@ -131,8 +132,22 @@ class Command(BaseCommand):
             history, result, include_files=options["files"], stream_commits=options["json"]
         )
         add_health_and_changes(report, history)
-        scanned = add_data_scan(report, history, options["table_uri"], scan=not options["no_data"])
+        scanned = add_data_scan(
+            report,
+            history,
+            options["table_uri"],
+            scan=not options["no_data"],
+            min_interval_ms=settings.AUDIT_TIMESTAMP_MIN_INTERVAL_MS,
+        )
         self._unpublished(report, history, options, keys, roots)
+        incidents = incidents_of(
+            history,
+            [*result.findings, *scanned],
+            check_data=not options["no_data"],
+            read_roots=roots,
+            now_ms=int(time.time() * 1000),
+        )
+        report["incidents"] = [incident_entry(i) for i in incidents]
         if options["json"]:
             write_json(report, sys.stdout.buffer)
         else:

@@ -1,0 +1,232 @@
+"""Which root cause a finding is a symptom of: a `CauseKey` per finding, from facts alone.
+
+A commit-level finding (a reorder, a never-existed snapshot, a missed conflict) belongs to the
+commit that caused it: its cause is what let that commit through (WriteSerializable's exemption
+of blind appends, the engine's own checker, or an isolation setting the engine does not parse)
+and its key the commit's writer, operation and scope. Table-level findings carry their facts
+in `details` and `witness`; their keys are built so that the symptoms they explain land on
+the same key (`isolation_setting_ignored` on the key of the commits written under it).
+
+Everything here is read from the findings and the history's commits, never from versions
+alone, so a cause gets the same key whichever chunk of the log revealed it first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audit.core.anomalies.settings import setting_understood
+from audit.core.conflicts.scope import has_condition, is_overwrite, is_unconditional
+from audit.core.history.summary import History
+from audit.core.incidents.model import CauseKey
+from audit.core.model import CommitSummary, Finding
+from audit.core.vocab import INTEGRITY_KINDS, Engine, FindingKind, IncidentCause
+
+ISOLATION_PROPERTY = "delta.isolationLevel"
+MAX_SCOPE_CHARS = 300  # a predicate's shape as shown; log text is untrusted and unbounded
+WHOLE_TABLE = "whole table"
+
+# Commit-level kinds: symptoms of the commit at their version.
+COMMIT_KINDS = frozenset(
+    {
+        FindingKind.NEVER_EXISTED_SNAPSHOT,
+        FindingKind.WRITE_SERIALIZABLE_REORDER,
+        FindingKind.MISSED_CONFLICT,
+    }
+)
+# One incident per table for these: the cause is a property of the table or its storage.
+_TABLE_CAUSES: dict[str, IncidentCause] = {
+    FindingKind.IDENTITY_COLUMN_CONCURRENCY: IncidentCause.IDENTITY_COLUMN_RACE,
+    FindingKind.TIMESTAMPS_OUT_OF_ORDER: IncidentCause.COMMIT_TIMES,
+    FindingKind.ORPHAN_FILES: IncidentCause.ORPHAN_FILES,
+    FindingKind.HISTORY_GAP: IncidentCause.HISTORY_LOST,
+    FindingKind.MISSING_READ_VERSION: IncidentCause.READ_VERSIONS_UNRECORDED,
+    FindingKind.CATALOG_MANAGED_LOG: IncidentCause.CATALOG_MANAGED,
+}
+
+
+def writer_parts(summary: CommitSummary | None) -> dict[str, str]:
+    """Who wrote a commit, as far as its provenance says and as stays the same from one run of
+    a job to the next: engine, user, job (or notebook), idempotent app ids. Run and cluster
+    ids change with every run, so they are left out."""
+    if summary is None:
+        return {"engine": "unknown"}
+    parts = {"engine": str(summary.engine_info or summary.engine)[:200]}
+    user = summary.user_name or summary.user_id
+    if user:
+        parts["user"] = str(user)[:200]
+    job = summary.job if isinstance(summary.job, dict) else {}
+    extra = summary.provenance or {}
+    for key, source in (("job", job.get("jobId")), ("notebook", extra.get("notebook_id"))):
+        if source is not None:
+            parts[key] = str(source)[:200]
+    if "job" not in parts and extra.get("job_id") is not None:
+        parts["job"] = str(extra["job_id"])[:200]
+    if summary.app_ids:
+        parts["app"] = ",".join(sorted(summary.app_ids))[:200]
+    return parts
+
+
+def writer_text(parts: dict[str, str]) -> str:
+    """The writer part of a cause key: its parts, in one fixed order."""
+    return " ".join(
+        f"{k}={parts[k]}" for k in ("engine", "user", "job", "notebook", "app") if k in parts
+    )
+
+
+def operation_label(summary: CommitSummary | None) -> str:
+    """WRITE is an append or an overwrite: the mode tells the two causes apart."""
+    if summary is None:
+        return "UNKNOWN"
+    operation = str(summary.operation or "UNKNOWN")[:100]
+    if operation.upper() == "WRITE" and is_overwrite(summary):
+        return "WRITE (overwrite)"
+    return operation
+
+
+def scope_label(summary: CommitSummary | None) -> str:
+    """The shape of the commit's condition, literals left out (a job that deletes another day
+    each run is one cause), or "whole table" when it has none."""
+    if summary is None or not has_condition(summary):
+        return WHOLE_TABLE
+    predicate = summary.predicate
+    assert predicate is not None  # has_condition
+    return predicate_shape(predicate.sql, predicate.raw)
+
+
+def predicate_shape(sql: str | None, raw: str) -> str:
+    """`day = '2024-01-01' AND id < 5` -> `day = ? AND id < ?`: literals become placeholders."""
+    from sqlglot import exp  # noqa: PLC0415  (parsed only for commits with findings)
+
+    from audit.core.model import Predicate  # noqa: PLC0415
+    from audit.core.predicates.parsing import expression_of  # noqa: PLC0415
+
+    expression = expression_of(Predicate(raw=raw, sql=sql, columns=frozenset())) if sql else None
+    if expression is None:
+        text = " ".join(raw.split())
+    else:
+        text = (
+            expression.copy()
+            .transform(lambda node: exp.Placeholder() if isinstance(node, exp.Literal) else node)
+            .sql()
+        )
+    return text[:MAX_SCOPE_CHARS]
+
+
+class Causes:
+    """The cause key of each finding of one table. Built once per set of findings: commit-level
+    keys need to know which versions have a reorder, storms which hotspots exist."""
+
+    def __init__(self, history: History, findings: list[Finding]):
+        self.history = history
+        self.reordered = {
+            f.version for f in findings if f.kind == FindingKind.WRITE_SERIALIZABLE_REORDER
+        }
+        self.hotspots = [
+            (contention_key(f), f) for f in findings if f.kind == FindingKind.CONFLICT_HOTSPOT
+        ]
+
+    def key_of(self, finding: Finding) -> CauseKey:
+        kind = finding.kind
+        if kind in COMMIT_KINDS:
+            return self.commit_key(finding.version)
+        if kind == FindingKind.ISOLATION_SETTING_IGNORED:
+            details = finding.details or {}
+            return setting_key(str(details.get("engine", "")), str(details.get("value", "")))
+        if kind == FindingKind.CONFLICT_HOTSPOT:
+            return contention_key(finding)
+        if kind == FindingKind.RETRY_STORM:
+            return self._storm_key(finding)
+        if kind == FindingKind.CONCURRENT_METADATA_CHANGE:
+            winner = self.history.summary(finding.version)
+            return CauseKey(
+                IncidentCause.METADATA_RACE,
+                writer_text(writer_parts(winner)),
+                operation_label(winner),
+            )
+        if kind in (FindingKind.MISSING_DATA_FILE, FindingKind.VACUUM_BROKE_SNAPSHOT):
+            return CauseKey(IncidentCause.FILES_MISSING, scope=_deleted_by(finding))
+        if kind in INTEGRITY_KINDS or kind == FindingKind.DV_INTEGRITY:
+            summary = self.history.summary(finding.version)
+            engine = writer_parts(summary)["engine"]
+            return CauseKey(IncidentCause.FAULTY_LOG_WRITER, writer=f"engine={engine}")
+        if kind == FindingKind.DUPLICATE_KEY:
+            columns = (finding.witness or {}).get("key_columns") or []
+            return CauseKey(IncidentCause.DUPLICATE_KEYS, scope=",".join(map(str, columns))[:200])
+        cause = _TABLE_CAUSES.get(kind)
+        if cause is not None:
+            return CauseKey(cause)
+        return CauseKey(IncidentCause.OTHER, operation=str(kind)[:64])
+
+    def commit_key(self, version: int) -> CauseKey:
+        """What let the commit at `version` through, and who wrote what where."""
+        summary = self.history.summary(version)
+        value = self.history.properties_at(max(version - 1, 0)).get(ISOLATION_PROPERTY)
+        if (
+            summary is not None
+            and value is not None
+            and not setting_understood(summary.engine, str(value))
+        ):
+            return setting_key(str(summary.engine), str(value))
+        cause = (
+            IncidentCause.STALE_WRITE_WRITE_SERIALIZABLE
+            if version in self.reordered and not unchecked_by_engine(summary)
+            else IncidentCause.STALE_WRITE_UNCHECKED
+        )
+        return CauseKey(
+            cause,
+            writer_text(writer_parts(summary)),
+            operation_label(summary),
+            scope_label(summary),
+        )
+
+    def _storm_key(self, finding: Finding) -> CauseKey:
+        """A storm belongs to the hotspot of its operation whose partitions it touched; with
+        several, the busiest; with none, it is a contention of its own."""
+        witness = finding.witness or {}
+        operation = str(witness.get("operation", ""))
+        where = set(str(witness.get("partitions", "")).split(", "))
+        best: tuple[int, str, CauseKey] | None = None
+        for key, hotspot in self.hotspots:
+            details = hotspot.details or {}
+            if operation not in details.get("operations", []):
+                continue
+            partition = str(details.get("partition", ""))
+            if partition != WHOLE_TABLE and partition not in where and WHOLE_TABLE not in where:
+                continue
+            rank = (-int(details.get("pairs", 0) or 0), key.id, key)
+            if best is None or rank[:2] < best[:2]:
+                best = rank
+        if best is not None:
+            return best[2]
+        return CauseKey(IncidentCause.CONTENTION, operation=operation[:100])
+
+
+def unchecked_by_engine(summary: CommitSummary | None) -> bool:
+    """delta-rs checks no concurrent commit for a DELETE without condition or an overwrite
+    without predicate, whatever the isolation level: what let such a stale commit through is
+    the engine, even where WriteSerializable would have let it through too."""
+    return summary is not None and summary.engine == Engine.DELTA_RS and is_unconditional(summary)
+
+
+def setting_key(engine: str, value: str) -> CauseKey:
+    """The isolation setting an engine ignores; its finding and the commits it let through."""
+    return CauseKey(
+        IncidentCause.ISOLATION_SETTING_IGNORED,
+        writer=f"engine={engine[:100]}",
+        scope=f"{ISOLATION_PROPERTY}={value[:200]}",
+    )
+
+
+def contention_key(hotspot: Finding) -> CauseKey:
+    """Contention between two operations, whichever partitions they meet in."""
+    operations = (hotspot.details or {}).get("operations") or []
+    return CauseKey(IncidentCause.CONTENTION, operation=" / ".join(map(str, operations))[:200])
+
+
+def _deleted_by(finding: Finding) -> str:
+    witness: dict[str, Any] = finding.witness or {}
+    vacuum = witness.get("deleted_by") or witness.get("vacuum")
+    if isinstance(vacuum, dict) and isinstance(vacuum.get("start"), int):
+        return f"VACUUM at v{vacuum['start']}"
+    return "deleted outside Delta"

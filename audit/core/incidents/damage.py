@@ -1,0 +1,381 @@
+"""What an incident left wrong at the latest version, counted from the data when it can be read.
+
+A stale write (a never-existed snapshot) left alive files that concurrent commits added and
+that it should have deleted or rewritten. At the latest version the wrong rows are the rows of
+those files that are still live and match the stale commit's condition (every row when it had
+none), less the rows their deletion vectors delete: read with the witness's machinery, inside
+the allowed roots. An UPDATE's missed rows also lack their updated version (`rows_missing`).
+The count is exact unless a file could not be read, a later commit rewrote one of the files
+(its rows may live on in the rewrite), or the condition is a MERGE's (the join's matches are
+not in the log): then it is a bound and the note says which.
+
+Missing files: the rows of files the latest version references and storage no longer has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from audit.core.conflicts.scope import is_unconditional
+from audit.core.cycles import render_partitions
+from audit.core.history.summary import History
+from audit.core.incidents.model import REPAIR_MARK, Damage, Incident, occurrences
+from audit.core.model import AddFile, CommitSummary, Finding, Predicate, partition_key
+from audit.core.numbers import log_int
+from audit.core.vocab import FindingKind, IncidentCause, Operation
+from audit.core.wording.incidents import damage_note
+
+# Files read per incident at most; more leave the count a lower bound.
+MAX_FILES_READ = 200
+# A stale commit whose surviving files were added further back than this is not replayed.
+MAX_WINDOW = 100_000
+MAX_FILES_SHOWN = 100
+
+_NO_ROWS = frozenset(
+    {
+        IncidentCause.CONTENTION,
+        IncidentCause.COMMIT_TIMES,
+        IncidentCause.ORPHAN_FILES,
+        IncidentCause.READ_VERSIONS_UNRECORDED,
+        IncidentCause.CATALOG_MANAGED,
+        IncidentCause.IDENTITY_COLUMN_RACE,
+    }
+)
+
+
+@dataclass(slots=True)
+class WrongFile:
+    """One live file holding rows a stale commit should have deleted or rewritten."""
+
+    path: str  # as the log names it (decoded)
+    add: AddFile
+    stale_version: int
+    predicate: Predicate | None  # the stale commit's condition; None: every row
+    wrong: list[int] = field(default_factory=list)  # positions of the wrong live rows
+    keep: list[int] = field(default_factory=list)  # positions of the other live rows
+    total: int = 0  # rows in the file, deleted ones included
+
+
+@dataclass(slots=True)
+class StaleDamage:
+    damage: Damage
+    files: list[WrongFile]  # the repair's input: what to take out of which file
+    rewritten: list[int]  # versions that rewrote a surviving file after the stale commit
+
+
+def damage_of(
+    incident: Incident,
+    history: History,
+    *,
+    check_data: bool = True,
+    read_roots: Sequence[str] | None = None,
+) -> StaleDamage:
+    """The incident's damage; for stale writes also the files and rows a repair takes out."""
+    cause = incident.key.cause
+    stale = [f for f in incident.findings if f.kind == FindingKind.NEVER_EXISTED_SNAPSHOT]
+    if stale:
+        return _stale_damage(incident, history, stale, check_data, read_roots)
+    if cause == IncidentCause.FILES_MISSING:
+        return StaleDamage(_missing_damage(incident, history), [], [])
+    if cause == IncidentCause.DUPLICATE_KEYS:
+        return StaleDamage(_duplicate_damage(incident), [], [])
+    if cause in _NO_ROWS or _only_log_symptoms(incident):
+        return StaleDamage(Damage(note=damage_note("no_rows")), [], [])
+    return StaleDamage(
+        Damage(rows_extra=None, rows_missing=None, exact=False, note=damage_note("unknown")),
+        [],
+        [],
+    )
+
+
+def _only_log_symptoms(incident: Incident) -> bool:
+    """Reorders and missed conflicts without a never-existed snapshot: the rows they could
+    have missed were looked for and none matched (or none survived)."""
+    return incident.key.cause in (
+        IncidentCause.STALE_WRITE_WRITE_SERIALIZABLE,
+        IncidentCause.STALE_WRITE_UNCHECKED,
+        IncidentCause.ISOLATION_SETTING_IGNORED,
+    )
+
+
+# --------------------------------------------------------------------------- stale writes
+
+
+def _stale_damage(
+    incident: Incident,
+    history: History,
+    stale: list[Finding],
+    check_data: bool,
+    read_roots: Sequence[str] | None,
+) -> StaleDamage:
+    notes: set[str] = set()
+    # A vector that brought deleted rows back names no surviving file: the witness counted them.
+    if any((f.witness or {}).get("method") == "deletion_vectors" for f in stale):
+        notes.add("deletion_vectors")
+    survivors = {f.version: _survivors(history, f) for f in stale}
+    live = history.state.files
+    rewriters = _rewriters(history, survivors, live)
+    rewritten = [
+        v for v, stale_versions in sorted(rewriters.items())
+        if not _copied_nothing(history, v, stale_versions, check_data, read_roots)
+    ]  # fmt: skip
+    candidates: list[WrongFile] = []
+    for version, paths in sorted(survivors.items()):
+        txn = history.summary(version)
+        if txn is None:
+            continue
+        predicate = _condition(txn)
+        if txn.operation and txn.operation.upper() == Operation.MERGE:
+            notes.add("merge")
+        for path in paths:
+            add = live.get(path)
+            if add is not None:
+                candidates.append(WrongFile(path, add, version, predicate))
+    damage = Damage(versions=occurrences(incident))
+    if rewritten:
+        notes.add("rewritten")
+    if not check_data:
+        damage.rows_extra = damage.rows_missing = None
+        notes.add("not_read")
+    else:
+        _read(history, candidates, read_roots, notes)
+    wrong = [c for c in candidates if c.wrong or not check_data]
+    _fill(damage, history, wrong, check_data)
+    damage.exact = not notes
+    damage.note = damage_note(*sorted(notes)) if notes else damage_note("exact")
+    return StaleDamage(damage, wrong, sorted(rewritten))
+
+
+def _condition(txn: CommitSummary) -> Predicate | None:
+    """The rows the stale commit should have changed: its condition (every row without)."""
+    from audit.core.data.witness import effective_predicate  # noqa: PLC0415
+
+    if is_unconditional(txn):
+        return None
+    return effective_predicate(txn)
+
+
+def _survivors(history: History, finding: Finding) -> list[str]:
+    """The files the commits in `related_versions` added that are live right after the stale
+    commit at `finding.version` (the ones it should have deleted or rewritten)."""
+    version = finding.version
+    txn = history.summary(version)
+    added: dict[str, int] = {}
+    for w in finding.related_versions:
+        winner = history.summary(w)
+        if winner is None or version - w > MAX_WINDOW:
+            continue
+        for path in (*winner.added_paths, *winner.compacted_paths):
+            added[path] = w
+    if not added or txn is None:
+        return []
+    start = min(added.values())
+    for s in history.summaries[_index(history, start + 1) :]:
+        if s.version > version:
+            break
+        removed = s.removed_paths_all
+        if removed and not removed.isdisjoint(added):
+            for path in removed.intersection(added):
+                if added[path] < s.version:
+                    del added[path]
+    return sorted(added)
+
+
+def _index(history: History, version: int) -> int:
+    import bisect  # noqa: PLC0415
+
+    return bisect.bisect_left(history.summaries, version, key=lambda s: s.version)
+
+
+def _rewriters(
+    history: History, survivors: dict[int, list[str]], live: dict[str, AddFile]
+) -> dict[int, set[int]]:
+    """Versions after a stale commit that removed one of its surviving files while adding
+    files (a compaction, an UPDATE of other rows), each with the stale commits whose files it
+    removed: their wrong rows may live on in its files."""
+    gone = {p: v for v, paths in survivors.items() for p in paths if p not in live}
+    if not gone:
+        return {}
+    found: dict[int, set[int]] = {}
+    for s in history.summaries[_index(history, min(gone.values()) + 1) :]:
+        removed = s.removed_paths_all
+        if not removed or removed.isdisjoint(gone):
+            continue
+        hit = removed.intersection(gone)
+        if (s.added_paths or s.compacted_paths) and not _replaces_all(s):
+            found[s.version] = {gone[p] for p in hit}
+        for path in hit:
+            del gone[path]
+        if not gone:
+            break
+    return found
+
+
+def _copied_nothing(
+    history: History,
+    version: int,
+    stale_versions: set[int],
+    check_data: bool,
+    roots: Sequence[str] | None,
+) -> bool:
+    """Did the rewrite at `version` carry none of the wrong rows over? True for a repair this
+    module's statements made, or when its files are live and hold no row any of the stale
+    commits should have changed (read in the data)."""
+    summary = history.summary(version)
+    if summary is None:
+        return False
+    note = (summary.provenance or {}).get("user_metadata") or ""
+    if isinstance(note, str) and note.startswith(REPAIR_MARK):
+        return True
+    live = history.state.files
+    added = [*summary.added_paths, *summary.compacted_paths]
+    if not check_data or not all(p in live for p in added):
+        return False
+    for stale_version in stale_versions:
+        txn = history.summary(stale_version)
+        if txn is None:
+            return False
+        files = [WrongFile(p, live[p], stale_version, _condition(txn)) for p in added]
+        notes: set[str] = set()
+        _read(history, files, roots, notes)
+        if notes or any(f.wrong for f in files):
+            return False
+    return True
+
+
+def _replaces_all(s: CommitSummary) -> bool:
+    """A full overwrite removes every row it does not write itself: nothing is copied."""
+    return is_unconditional(s) and (s.operation or "").upper() != Operation.DELETE
+
+
+def _read(
+    history: History,
+    files: list[WrongFile],
+    roots: Sequence[str] | None,
+    notes: set[str],
+) -> None:
+    """Find each file's wrong rows (and the rows to keep) in the data."""
+    from audit.core.data import rowfilter, witness  # noqa: PLC0415  (pyarrow when needed)
+    from audit.core.data.dv import Loader, Unusable, kept_positions  # noqa: PLC0415
+    from audit.core.storage import roots as allowed  # noqa: PLC0415
+
+    opened = witness.DataFiles(history.table_uri, roots)
+    vectors = Loader(opened)
+    for index, wrong in enumerate(files):
+        if index >= MAX_FILES_READ:
+            notes.add("too_many")
+            break
+        metadata = history.metadata_at(wrong.stale_version - 1)
+        types = _partition_types(metadata)
+        names = rowfilter.name_tree(metadata.schema_string if metadata else None)
+        deleted = vectors.get(wrong.add.deletion_vector)
+        if isinstance(deleted, Unusable):
+            notes.add("unreadable")
+            continue
+        try:
+            hits, total = witness.matching_positions(
+                opened, wrong.add, wrong.predicate, types, names, deleted=deleted
+            )
+        except (rowfilter.Unevaluable, allowed.UriNotAllowed):
+            notes.add("unreadable")
+            continue
+        except Exception:  # noqa: BLE001  (a gone or unreadable file: the count is a bound)
+            notes.add("unreadable")
+            continue
+        wrong.wrong = hits.to_pylist()
+        wrong.keep = kept_positions(deleted, total, hits)
+        wrong.total = total
+
+
+def _partition_types(metadata: Any) -> dict[str, str]:
+    from audit.core.conflicts.context import partition_types_of  # noqa: PLC0415
+
+    return partition_types_of(metadata) if metadata is not None else {}
+
+
+def _fill(damage: Damage, history: History, wrong: list[WrongFile], counted: bool) -> None:
+    damage.files = [w.path for w in wrong][:MAX_FILES_SHOWN]
+    damage.partitions = _partitions(w.add.partition_values for w in wrong)
+    if not counted:
+        return
+    damage.rows_extra = sum(len(w.wrong) for w in wrong)
+    # An UPDATE's missed rows are live un-updated, and their updated versions are missing.
+    damage.rows_missing = sum(len(w.wrong) for w in wrong if _is_update(history, w.stale_version))
+
+
+def _is_update(history: History, version: int) -> bool:
+    summary = history.summary(version)
+    return summary is not None and (summary.operation or "").upper() == Operation.UPDATE
+
+
+def _partitions(values: Any) -> list[str]:
+    keys = {partition_key(v) for v in values if v}
+    if not keys:
+        return []
+    return render_partitions(keys).split(", ")
+
+
+# --------------------------------------------------------------------------- other causes
+
+
+def _missing_damage(incident: Incident, history: History) -> Damage:
+    """The rows of missing files the latest version still references: gone from every read."""
+    live = history.state.files
+    paths: set[str] = set()
+    complete = True
+    for f in incident.findings:
+        witness = f.witness or {}
+        files = [str(p) for p in witness.get("files") or []]
+        paths.update(files)
+        complete = complete and witness.get("file_count", len(files)) == len(files)
+    referenced = sorted(p for p in paths if p in live)
+    rows = [_records(live[p]) for p in referenced]
+    known = [r for r in rows if r is not None]
+    exact = complete and len(known) == len(rows)
+    return Damage(
+        rows_extra=0,
+        rows_missing=sum(known),
+        files=(referenced or sorted(paths))[:MAX_FILES_SHOWN],
+        partitions=_partitions(live[p].partition_values for p in referenced),
+        versions=occurrences(incident),
+        exact=exact,
+        note=damage_note(
+            "missing" if referenced else "missing_old", *(() if exact else ("bound",))
+        ),
+    )
+
+
+def _records(add: AddFile) -> int | None:
+    if not add.stats:
+        return None
+    try:
+        stats = orjson.loads(add.stats)
+    except orjson.JSONDecodeError:
+        return None
+    return log_int(stats.get("numRecords")) if isinstance(stats, dict) else None
+
+
+def _duplicate_damage(incident: Incident) -> Damage:
+    extra, exact = 0, True
+    for f in incident.findings:
+        witness = f.witness or {}
+        count = log_int(witness.get("extra_rows"))
+        if count is None:
+            exact = False
+        else:
+            extra += count
+        exact = exact and not witness.get("truncated")
+    return Damage(
+        rows_extra=extra,
+        rows_missing=0,
+        files=sorted(
+            {str(p) for f in incident.findings for p in (f.witness or {}).get("files", [])}
+        )[:MAX_FILES_SHOWN],
+        versions=occurrences(incident),
+        exact=exact,
+        note=damage_note("duplicates", *(() if exact else ("bound",))),
+    )
