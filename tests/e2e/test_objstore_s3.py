@@ -15,6 +15,7 @@ import pytest
 
 from tests.e2e.objstore import MotoS3, S3Keys, audit_cli, upload_table, write_storage_config
 from tests.support import scenarios
+from tests.support.cli import located_nowhere
 from tests.support.paths import DELTA_TABLES
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -52,12 +53,6 @@ def lake(s3_server: MotoS3, tmp_path_factory):
     return {"bucket": bucket, "tables": tables, "env": env, "reader": reader, "local": local}
 
 
-def _without_uri(report: dict) -> dict:
-    report = dict(report)
-    report["table"] = {k: v for k, v in report["table"].items() if k != "uri"}
-    return report
-
-
 @pytest.mark.parametrize("name", ["reorder", "overwrite", "checkpoint"])
 def test_audit_of_a_table_in_the_bucket_equals_the_audit_of_its_local_copy(lake, name):
     local, uri = lake["tables"][name]
@@ -67,7 +62,7 @@ def test_audit_of_a_table_in_the_bucket_equals_the_audit_of_its_local_copy(lake,
     assert here.returncode == 0, here.stderr
     remote_report, local_report = json.loads(remote.stdout), json.loads(here.stdout)
     assert remote_report["table"]["uri"] == uri
-    assert _without_uri(remote_report) == _without_uri(local_report)
+    assert located_nowhere(remote_report) == located_nowhere(local_report)
     assert remote_report["commits"] and remote_report["live_files"]
     if name != "checkpoint":
         assert remote_report["findings"], "the scenario's anomaly is found on S3 too"

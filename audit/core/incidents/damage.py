@@ -26,6 +26,7 @@ from audit.core.history.summary import History
 from audit.core.incidents.model import REPAIR_MARK, Damage, Incident, occurrences
 from audit.core.model import AddFile, CommitSummary, Finding, Predicate, partition_key
 from audit.core.numbers import log_int
+from audit.core.storage.roots import shown_path
 from audit.core.vocab import FindingKind, IncidentCause, Operation
 from audit.core.wording.incidents import damage_note
 
@@ -147,6 +148,11 @@ def _stale_damage(
     _fill(damage, history, wrong, check_data)
     damage.exact = not notes
     damage.note = damage_note(*sorted(notes)) if notes else damage_note("exact")
+    # A path carrying a credential is counted, shown without it, and never put in a statement.
+    spoken = [c for c in wrong if shown_path(c.path) == c.path]
+    if len(spoken) < len(wrong):
+        damage.note += " " + damage_note("credential_paths")
+        wrong = spoken
     return StaleDamage(damage, wrong, sorted(rewritten))
 
 

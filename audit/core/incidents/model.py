@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core.model import Finding
+from audit.core.storage.roots import shown_path
 from audit.core.vocab import FindingKind, IncidentCause, IncidentStatus, Severity, StatementEngine
 
 ID_LENGTH = 16  # hex digits of the key's SHA-256: a short id, no version in it
@@ -84,7 +85,7 @@ class Damage:
             "rows_wrong_now": self.rows_wrong_now,
             "rows_extra": self.rows_extra,
             "rows_missing": self.rows_missing,
-            "files": list(self.files),
+            "files": [shown_path(p) for p in self.files],
             "partitions": list(self.partitions),
             "versions": list(self.versions),
             "exact": self.exact,

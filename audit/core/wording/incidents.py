@@ -138,6 +138,10 @@ _NOTES = {
     "no_rows": "This cause changes no row of the table.",
     "unknown": "The log does not say which rows this left wrong; the count is unknown.",
     "not_read": "Data files were not read (--no-data): the rows are not counted.",
+    "credential_paths": (
+        "Files whose log path carries a credential (a signed query or a user name and "
+        "password) are left out of the statements: they would repeat it."
+    ),
     "unreadable": "Some files could not be read (gone, outside the allowed roots, or a "
     "deletion vector unreadable): the count is a lower bound.",
     "rewritten": "A later commit rewrote some of the files (their rows may live on in its "
