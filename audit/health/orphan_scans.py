@@ -3,7 +3,7 @@
 `scan_table` lists one table's data folders within the configured bounds, stores an
 `OrphanScan` row (counts, bytes, time range, per-hour histogram, a sample of paths) and opens or
 resolves the table's `orphan_files`, `missing_data_file` and `vacuum_broke_snapshot` findings
-through `audit.ingest` (the last two from the same listing: audit/core/data/scan.py). The scan
+through `audit.ingest` (the last two from the same listing: audit/core/health/scan.py). The scan
 row also keeps the readable range that listing gave (`time_travel`, as `audit --json` has it):
 the API's and the dashboard's health show the latest one. A table whose log or
 folders cannot be read gets a scan row with the error; other tables are not affected. Nothing
@@ -24,8 +24,8 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from audit.core.data.orphans import HOUR_MS
-from audit.core.data.scan import scan_data
 from audit.core.errors import DeltaAuditError
+from audit.core.health.scan import scan_data
 from audit.core.health.timetravel import time_travel_section
 from audit.core.history.summary import load_history
 from audit.core.jsonsafe import json_safe

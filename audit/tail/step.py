@@ -22,9 +22,9 @@ from audit.alerting.health_findings import alert_on_health
 from audit.core.audit import audit_history, key_findings
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.history.summary import History, history_from_log
-from audit.core.history.tailwindow import audit_tail_chunk, load_tail_history
 from audit.core.integrity.gaps import HistoryGap, find_history_gap, history_gap_finding
 from audit.core.log import DeltaLog, open_log
+from audit.core.runs.tailwindow import audit_tail_chunk, load_tail_history
 from audit.core.vocab import TABLE_LEVEL_KINDS, StorageCause
 from audit.health.store import listing_health_due, store_listing_health
 from audit.ingest.chunk import store_history_chunk
@@ -44,7 +44,7 @@ def load_window(log_: DeltaLog, plan: ChunkPlan) -> History:
     """Summaries of the new commits plus the older ones their audit depends on.
 
     The window is worked out from the log (recorded read versions, and for destructive commits
-    without one, the files that survive them): see audit.core.history.tailwindow. No fixed lookback.
+    without one, the files that survive them): see audit.core.runs.tailwindow. No fixed lookback.
     """
     return load_tail_history(log_, plan.start, plan.end)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.core.history import tailwindow
+from audit.core.runs import tailwindow
 from audit.ingest import chunk
 from audit.ingest.tables import register_table
 from audit.models import Table

@@ -20,9 +20,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from audit.core.errors import DeltaAuditError
-from audit.core.history.unpublished import audit_unpublished
 from audit.core.log import DeltaLog, list_log, read_checkpoint, read_commit, replay_log
 from audit.core.log.staged import find_unpublished
+from audit.core.runs.unpublished import audit_unpublished
 from audit.core.storage.stores import LinkRefused, open_store
 from tests.support import staged_tables
 from tests.support.logutil import commit_file, copy_table

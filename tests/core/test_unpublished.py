@@ -1,13 +1,13 @@
 """Staged commits of catalog-managed and coordinated-commits tables, audited like published
-ones and marked unpublished (audit/core/log/staged.py, audit/core/history/unpublished.py)."""
+ones and marked unpublished (audit/core/log/staged.py, audit/core/runs/unpublished.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from audit.core.history.unpublished import audit_unpublished
 from audit.core.log import open_log
 from audit.core.log.staged import find_unpublished
+from audit.core.runs.unpublished import audit_unpublished
 from tests.support import staged_tables
 
 NOW = staged_tables.STAGED_AT + 60_000

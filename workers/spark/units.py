@@ -6,11 +6,11 @@ Django-free; runs in executors (shipped in the job's zip, see archive.py) and on
 - `table`: a whole table audited in the task, exactly as the Python path does
   (`history_from_log` + `audit_history`): most tables fit in one task;
 - `range`: versions [start, end] of a long history, audited over the window the live tail
-  would load for them (`audit.core.history.split_history.load_range`, the tail's window rules, proven
+  would load for them (`audit.core.runs.split_history.load_range`, the tail's window rules, proven
   equal to the one-shot audit, docs/tail.md) with `audit_history(versions=(start, end))`; out
   come those commits, their commit-level findings (with those it reveals at earlier
   versions: `revealed_findings`), and the range's partial of the whole-history findings,
-  which the driver merges (job._table_level, audit.core.history.range_partials);
+  which the driver merges (job._table_level, audit.core.runs.range_partials);
 - `tablelevel` (only with AUDIT_SPARK_TABLE_LEVEL_UNIT=1, the older way): the whole-history
   findings of a long table, computed by reading and auditing the whole history again.
 
@@ -217,7 +217,7 @@ def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict[str, Any]:
     from audit.core.audit import audit_history  # noqa: PLC0415
-    from audit.core.history.tailwindow import load_tail_history  # noqa: PLC0415
+    from audit.core.runs.tailwindow import load_tail_history  # noqa: PLC0415
     from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
 
     log = ListedLog(unit.table_uri, listing)
@@ -240,12 +240,12 @@ def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict
 
 def _range_with_part(log: ListedLog, unit: Unit, reads: DataReads, paths: bool) -> dict[str, Any]:
     """A range's commits and commit-level findings, plus its partial of the whole-history
-    findings (audit.core.history.range_partials: tallies of its own commits and its
+    findings (audit.core.runs.range_partials: tallies of its own commits and its
     log-integrity findings checked from the checkpointed state): small, merged on the driver
     without a second audit. The last range also sends the table's settings."""
     from audit.core.audit import audit_history  # noqa: PLC0415
-    from audit.core.history.range_partials import range_partial  # noqa: PLC0415
-    from audit.core.history.split_history import load_range_checked  # noqa: PLC0415
+    from audit.core.runs.range_partials import range_partial  # noqa: PLC0415
+    from audit.core.runs.split_history import load_range_checked  # noqa: PLC0415
 
     history, integrity = load_range_checked(log, unit.start, unit.end)
     result = audit_history(
@@ -269,7 +269,7 @@ def revealed_findings(log: DeltaLog, unit: Unit, reads: DataReads, result: Any) 
     earlier ranges found from `from` on (job._merge_findings): kept by the range holding the
     revealing commit, never twice, never lost."""
     from audit.core.audit import audit_history  # noqa: PLC0415
-    from audit.core.history.tailwindow import first_revealed, load_tail_history  # noqa: PLC0415
+    from audit.core.runs.tailwindow import first_revealed, load_tail_history  # noqa: PLC0415
     from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
 
     lo = first_revealed(result.findings, unit.start)

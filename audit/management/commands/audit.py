@@ -20,12 +20,12 @@ from django.core.management.base import BaseCommand
 from audit.core.audit import audit_history
 from audit.core.data.keys import parse_key_columns
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.health.sections import add_data_scan, add_health_and_changes
 from audit.core.history.parallel import spare_core
 from audit.core.history.summary import load_history, paused_gc, young_gc
-from audit.core.history.unpublished import audit_unpublished
 from audit.core.incidents.build import incident_entry, incidents_of
 from audit.core.report import build_report, fails_gate, render_text, write_json
+from audit.core.runs.sections import add_data_scan, add_health_and_changes
+from audit.core.runs.unpublished import audit_unpublished
 from audit.core.storage.roots import table_scope
 from audit.core.vocab import Severity
 from audit.trust.limits import dv_limits

@@ -8,7 +8,7 @@ import base64
 
 import pytest
 
-from audit.core.advice.matrix import conflict_matrix
+from audit.core.conflicts.matrix import conflict_matrix
 from audit.models import Commit, Finding, Table
 from audit.reads import analysis
 from tests.support.clients import error_of, session_client, walk
