@@ -27,8 +27,8 @@ from audit.core.data.orphans import HOUR_MS
 from audit.core.errors import DeltaAuditError
 from audit.core.health.scan import scan_data
 from audit.core.health.timetravel import time_travel_section
-from audit.core.history.summary import load_history
 from audit.core.jsonsafe import json_safe
+from audit.core.runs.table import open_table
 from audit.core.scrub import scrub_error
 from audit.core.storage.stores import local_path_of, open_store
 from audit.core.vocab import SCAN_KINDS, FindingKind
@@ -44,7 +44,7 @@ def scan_table(table: Table) -> OrphanScan:
     now = timezone.now()
     try:
         uri = check_registered(table.uri)
-        history = load_history(uri)  # the current log: newer commits reference their files
+        history = open_table(uri).history()  # the current log: newer commits reference their files
         found = scan_data(
             open_store(uri),
             history,

@@ -98,10 +98,10 @@ def replay_through_tail(
     real_run_audit, real_upsert = step.run_audit, step.upsert_findings
     mode = {"land_during_audit": 0, "interrupt": False}
 
-    def run_audit(history, versions):
+    def run_audit(tailed, history, versions):
         if mode["land_during_audit"]:
             arrivals.land(mode["land_during_audit"])
-        return real_run_audit(history, versions)
+        return real_run_audit(tailed, history, versions)
 
     def upsert_findings(*args, **kwargs):
         result = real_upsert(*args, **kwargs)
