@@ -6,7 +6,7 @@
 Generates (once; reused by later runs) a fleet of Spark-style tables with bench/gen_log.py
 (partitioned, ~70% blind appends, a checkpoint every 100 commits), then times:
 
-- python:   for each table, audit_history(load_history(uri)) (what one Celery worker does);
+- python:   each table opened and audited through the core's front door (as one Celery worker);
 - local[1], local[2]: workers.spark.job.audit_fleet over the whole fleet, results streamed
   back to the driver (the session start is timed separately and not in the job's time);
 - standalone, connect: the same job on a real standalone master + one 2-core worker and
