@@ -39,12 +39,12 @@ def cpu_seconds() -> float:
 
 
 def core_audit(log: Path) -> dict[str, float]:
-    from audit.core.audit import audit_history
-    from audit.core.history.summary import load_history
+    from audit.core.runs.table import LOG_ONLY, open_table
 
     t0, c0 = time.perf_counter(), cpu_seconds()
-    history = load_history(str(log))
-    audit_history(history, check_data=False)
+    table = open_table(str(log), options=LOG_ONLY)
+    history = table.history()
+    table.audit(history)
     return {
         "seconds": time.perf_counter() - t0,
         "cpu": cpu_seconds() - c0,

@@ -58,7 +58,7 @@ def naive_walk(root: Path) -> tuple[list[str], int]:
 
 
 def bench_local(n: int, partitions: int, work: Path) -> None:
-    from audit.core.storage.discovery import discover_tables
+    from audit.core.log.discovery import discover_tables
 
     template = build_template(work, partitions)
     expected = sorted(build_lake(work / "lake", template, n))
@@ -79,7 +79,7 @@ def bench_local(n: int, partitions: int, work: Path) -> None:
 
 
 def bench_s3(m: int, partitions: int, work: Path) -> None:
-    from audit.core.storage.discovery import discover_tables
+    from audit.core.log.discovery import discover_tables
     from tests.e2e.objstore import MotoS3, upload_table
 
     template = build_template(work / "s3", partitions)

@@ -31,9 +31,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
-from audit.core.audit import audit_history, key_findings  # noqa: E402
 from audit.core.data.keys import candidate_files  # noqa: E402
-from audit.core.history.summary import load_history  # noqa: E402
+from audit.core.runs.table import LOG_ONLY, open_table  # noqa: E402
 
 
 def _rows(start: int, n: int) -> pa.Table:
@@ -69,14 +68,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "keys"
         build(path, args.files, args.rows, args.pairs)
-        history = load_history(str(path))
-        result = audit_history(history, check_data=False)
-        findings = key_findings(history, result, ["id"])
+        table = open_table(str(path), options=LOG_ONLY)
+        history = table.history()
+        result = table.audit(history)
+        findings = table.key_findings(history, result, ["id"])
         candidates = candidate_files(list(history.state.files.values()), ["id"], set())
         assert len(findings) == args.pairs, [f.summary for f in findings]
 
         def keys() -> None:
-            key_findings(history, result, ["id"])
+            table.key_findings(history, result, ["id"])
 
         def baseline() -> None:
             for add in candidates:

@@ -95,12 +95,12 @@ def deltalake_history(table: str) -> int:
 
 def audit_json_in_process(table: str) -> int:
     """The work of `manage.py audit --json` in one process: summaries, audit, report, JSON."""
-    from audit.core.audit import audit_history
-    from audit.core.history.summary import load_history
     from audit.core.report import build_report
+    from audit.core.runs.table import open_table
 
-    history = load_history(table)
-    report = build_report(history, audit_history(history))
+    audited = open_table(table)
+    history = audited.history()
+    report = build_report(history, audited.audit(history))
     return len(orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS))
 
 
@@ -214,12 +214,12 @@ def _command_peak_mb(table: str, root: str) -> tuple[float, float]:
 def _phases(table: str) -> None:
     """Where the time of `audit --json` goes, phase by phase (in process, gc paused as there)."""
     from audit.core.audit import audit_history
-    from audit.core.health.sections import add_health_and_changes
     from audit.core.history.parallel import summarize_log_parallel
     from audit.core.history.summarize import summarize_log
     from audit.core.history.summary import History, paused_gc
     from audit.core.integrity.checks import IntegrityTap
     from audit.core.report import build_report
+    from audit.core.runs.sections import add_health_and_changes
 
     rows: list[tuple[str, float, float]] = []
 

@@ -6,7 +6,7 @@
 Generates (once; reused by later runs) a fleet of Spark-style tables with bench/gen_log.py
 (partitioned, ~70% blind appends, a checkpoint every 100 commits), then times:
 
-- python:   for each table, audit_history(load_history(uri)) (what one Celery worker does);
+- python:   each table opened and audited through the core's front door (as one Celery worker);
 - local[1], local[2]: workers.spark.job.audit_fleet over the whole fleet, results streamed
   back to the driver (the session start is timed separately and not in the job's time);
 - standalone, connect: the same job on a real standalone master + one 2-core worker and
@@ -38,9 +38,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from audit.core.audit import audit_history  # noqa: E402
-from audit.core.history.summary import load_history  # noqa: E402
 from audit.core.log import list_log, read_checkpoint  # noqa: E402
+from audit.core.runs.table import LOG_ONLY, open_table  # noqa: E402
 from audit.core.storage.stores import open_store  # noqa: E402
 from bench.gen_log import generate  # noqa: E402
 from workers.spark.job import audit_fleet  # noqa: E402
@@ -66,8 +65,9 @@ def python_path(uris: list[str]) -> tuple[float, int, int]:
     started = time.perf_counter()
     commits = findings = 0
     for uri in uris:
-        history = load_history(uri)
-        result = audit_history(history, check_data=False)
+        table = open_table(uri, options=LOG_ONLY)
+        history = table.history()
+        result = table.audit(history)
         commits += len(history.summaries)
         findings += len(result.findings)
     return time.perf_counter() - started, commits, findings
@@ -270,11 +270,11 @@ def warm_page_cache(table: Path) -> int:
 _CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
-from audit.core.audit import audit_history
-from audit.core.history.summary import load_history
+from audit.core.runs.table import LOG_ONLY, open_table
 started, cpu = time.perf_counter(), time.process_time()
-history = load_history(sys.argv[1])
-findings = len(audit_history(history, check_data=False).findings)
+table = open_table(sys.argv[1], options=LOG_ONLY)
+history = table.history()
+findings = len(table.audit(history).findings)
 print(json.dumps([time.perf_counter() - started, time.process_time() - cpu,
     len(history.summaries), findings, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024]))
 """

@@ -31,8 +31,8 @@ from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
 from audit.core.data import rowfilter  # noqa: E402
 from audit.core.data.witness import find_rows  # noqa: E402
-from audit.core.history.summary import load_history  # noqa: E402
 from audit.core.predicates import parse_predicate  # noqa: E402
+from audit.core.runs.table import open_table  # noqa: E402
 
 PREDICATE = "id % 7 = 3 AND name <> 'x'"
 
@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         build(tmp, args.files, args.rows)
-        state = load_history(tmp).state
+        state = open_table(tmp).history().state
         adds = list(state.files.values())
         names = rowfilter.name_tree(state.metadata.schema_string)
         predicate = parse_predicate(PREDICATE)

@@ -31,7 +31,7 @@ from audit.api.pagination import CommitCursorPagination, FindingCursorPagination
 from audit.api.permissions import ProjectRoles
 from audit.api.renderers import ORJSONRenderer
 from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
-from audit.core.advice.matrix import conflict_matrix, normalize_isolation_level
+from audit.core.conflicts.matrix import conflict_matrix, normalize_isolation_level
 from audit.core.data.keys import valid_key_columns
 from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe

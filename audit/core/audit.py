@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 
 from audit.core.anomalies.duplicate_keys import duplicate_key_findings
 from audit.core.anomalies.dv_integrity import dv_integrity_findings, resurrection_finding
-from audit.core.anomalies.facts import Hotspot
 from audit.core.anomalies.hotspots import (
     HotspotTally,
     hotspot_findings,
@@ -67,6 +66,7 @@ from audit.core.conflicts.window import (
 from audit.core.cycles import stale_commit_cycle
 from audit.core.data.dv import DvLimits, Loader
 from audit.core.errors import DeltaAuditError
+from audit.core.facts.anomalies import Hotspot
 from audit.core.history.summary import History, paused_gc
 from audit.core.integrity.catalog import catalog_feature, catalog_findings
 from audit.core.integrity.checks import integrity_findings

@@ -3,7 +3,7 @@
 `scan_table` lists one table's data folders within the configured bounds, stores an
 `OrphanScan` row (counts, bytes, time range, per-hour histogram, a sample of paths) and opens or
 resolves the table's `orphan_files`, `missing_data_file` and `vacuum_broke_snapshot` findings
-through `audit.ingest` (the last two from the same listing: audit/core/data/scan.py). The scan
+through `audit.ingest` (the last two from the same listing: audit/core/health/scan.py). The scan
 row also keeps the readable range that listing gave (`time_travel`, as `audit --json` has it):
 the API's and the dashboard's health show the latest one. A table whose log or
 folders cannot be read gets a scan row with the error; other tables are not affected. Nothing
@@ -24,11 +24,11 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from audit.core.data.orphans import HOUR_MS
-from audit.core.data.scan import scan_data
 from audit.core.errors import DeltaAuditError
+from audit.core.health.scan import scan_data
 from audit.core.health.timetravel import time_travel_section
-from audit.core.history.summary import load_history
 from audit.core.jsonsafe import json_safe
+from audit.core.runs.table import open_table
 from audit.core.scrub import scrub_error
 from audit.core.storage.stores import local_path_of, open_store
 from audit.core.vocab import SCAN_KINDS, FindingKind
@@ -44,7 +44,7 @@ def scan_table(table: Table) -> OrphanScan:
     now = timezone.now()
     try:
         uri = check_registered(table.uri)
-        history = load_history(uri)  # the current log: newer commits reference their files
+        history = open_table(uri).history()  # the current log: newer commits reference their files
         found = scan_data(
             open_store(uri),
             history,

@@ -23,7 +23,6 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from audit.core.advice.matrix import classify_operation, uses_zorder
 from audit.core.errors import DeltaAuditError
 from audit.core.health.changes import changes_from_history
 from audit.core.health.compute import (
@@ -39,13 +38,15 @@ from audit.core.health.compute import (
 from audit.core.health.file_totals import FileTotals
 from audit.core.health.tombstones import snapshot_from_history
 from audit.core.history.state_cache import KeptFiles
-from audit.core.history.summary import History, history_from_log
-from audit.core.history.unpublished import table_publish_lag
+from audit.core.history.summary import History
 from audit.core.jsonsafe import json_safe
 from audit.core.log import LOG_DIR, DeltaLog, commit_file_name, parse_commit
 from audit.core.log.listing import pointed_version
 from audit.core.model import LogListing, TableState
 from audit.core.numbers import log_int
+from audit.core.operations import classify_operation, uses_zorder
+from audit.core.runs.table import AuditedTable
+from audit.core.runs.unpublished import table_publish_lag
 from audit.core.vocab import OperationClass
 from audit.health.models import HealthPoint, TableChange, TableHealth
 from audit.ingest.columns import fit_columns
@@ -326,7 +327,7 @@ def store_listing_health(table_id: int, log_: DeltaLog, version: int) -> HealthO
     inside a transaction; a log problem is logged and stores nothing, as in `record_health`."""
     outcome = HealthOutcome()
     try:
-        history = history_from_log(log_, start=version, end=version)
+        history = AuditedTable(log_).history(start=version, end=version)
         outcome.fields = health_fields(store_table_health(table_id, history))
     except DeltaAuditError as err:
         log.warning("table %s: health not refreshed at v%s: %s", table_id, version, err)

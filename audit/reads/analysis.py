@@ -20,9 +20,9 @@ from django.core.cache import cache
 
 from audit.core.advice.isolation import isolation_settings
 from audit.core.advice.partitioning import recommend_partitioning
-from audit.core.audit import audit_history
-from audit.core.history.summary import History, load_history
+from audit.core.history.summary import History
 from audit.core.jsonsafe import json_safe
+from audit.core.runs.table import LOG_ONLY, AuditedTable, open_table
 from audit.core.writers import writer_telemetry
 from audit.models import Table
 from audit.reads.cache import analysis_cache_key, table_key
@@ -41,7 +41,7 @@ def table_history(table: Table) -> History:
         if key in _HISTORIES:
             _HISTORIES.move_to_end(key)
             return _HISTORIES[key]
-    history = load_history(check_registered(table.uri), end=table.last_seen_version)
+    history = open_table(check_registered(table.uri)).history(end=table.last_seen_version)
     with _HISTORIES_LOCK:
         _HISTORIES[key] = history
         while len(_HISTORIES) > _HISTORIES_MAX:
@@ -60,7 +60,7 @@ def table_analysis(table: Table) -> dict[str, Any]:
     if cached is not None:
         return cached
     history = table_history(table)
-    result = audit_history(history, check_data=False)
+    result = AuditedTable.of(history, LOG_ONLY).audit(history)
     analysis = json_safe(
         {
             "table": table.id,

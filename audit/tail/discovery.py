@@ -1,6 +1,6 @@
 """Table discovery against the registry: what `manage.py discover` and the beat task run.
 
-The walk itself is the core's (`audit.core.storage.discovery`); here its result meets the `Table` rows:
+The walk itself is the core's (`audit.core.log.discovery`); here its result meets the `Table` rows:
 which tables are registered, registering the new ones (through the allowed-roots gate of
 `register_table`), and marking `gone` the registered tables under the root whose log
 vanished. Gone tables keep their commits and findings; they come back when their log does.
@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.storage.discovery import Discovery, discover_tables
+from audit.core.log.discovery import Discovery, discover_tables
 from audit.core.storage.stores import open_store
 from audit.core.vocab import StorageCause
 from audit.ingest.tables import register_table

@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from audit.alerting.health_findings import alert_on_health
-from audit.core.audit import audit_history, key_findings
+from audit.core.audit import AuditResult
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.history.summary import History, history_from_log
-from audit.core.history.tailwindow import audit_tail_chunk, load_tail_history
+from audit.core.history.summary import History
 from audit.core.integrity.gaps import HistoryGap, find_history_gap, history_gap_finding
-from audit.core.log import DeltaLog, open_log
+from audit.core.log import DeltaLog
+from audit.core.runs.table import AuditedTable, AuditOptions, open_table
 from audit.core.vocab import TABLE_LEVEL_KINDS, StorageCause
 from audit.health.store import listing_health_due, store_listing_health
 from audit.ingest.chunk import store_history_chunk
@@ -40,26 +39,22 @@ from audit.trust.paths import check_registered, read_scope_of
 log = logging.getLogger(__name__)
 
 
-def load_window(log_: DeltaLog, plan: ChunkPlan) -> History:
-    """Summaries of the new commits plus the older ones their audit depends on.
-
-    The window is worked out from the log (recorded read versions, and for destructive commits
-    without one, the files that survive them): see audit.core.history.tailwindow. No fixed lookback.
-    """
-    return load_tail_history(log_, plan.start, plan.end)
-
-
-def run_audit(history: History, versions: tuple[int, int] | None) -> Any:
-    return audit_history(
-        history,
+def tail_options(uri: str) -> AuditOptions:
+    """How the tail audits a table: data files, deletion vectors and key columns only inside
+    the table's own location and its project's granted roots, never in another project's
+    table (asked of the database when an audit first needs it: runs/table.py)."""
+    return AuditOptions(
         check_data=settings.AUDIT_CHECK_DATA,
-        versions=versions,
-        # Data files, deletion vectors and key columns only inside the table's own location
-        # and its project's granted roots, never in another project's table.
-        read_roots=read_scope_of(history.table_uri),
+        read_roots=read_scope_of(uri),
         sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
         dv_limits=dv_limits(),
     )
+
+
+def run_audit(
+    tailed: AuditedTable, history: History, versions: tuple[int, int] | None
+) -> AuditResult:
+    return tailed.audit(history, versions=versions)
 
 
 def tail_once(
@@ -175,12 +170,14 @@ def store_next_chunk(
     step_started: datetime,
 ) -> TailResult:
 
-    def audit(history: History, versions: tuple[int, int]) -> Any:
+    tailed = AuditedTable(log_, tail_options)
+
+    def audit(history: History, versions: tuple[int, int]) -> AuditResult:
         keep_lock(table.id, lock_token)  # the window is loaded: the audit may take a while
-        return run_audit(history, versions)  # the module's global: a test may replace it
+        return run_audit(tailed, history, versions)  # the module's global: tests replace it
 
     # The chunk's findings can lie before its first version (tailwindow.audit_tail_chunk).
-    history, audit_result, findings_from = audit_tail_chunk(log_, plan.start, plan.end, audit)
+    history, audit_result, findings_from = tailed.audit_window(plan.start, plan.end, audit)
     keep_lock(table.id, lock_token)
     return store_history_chunk(
         table,
@@ -231,17 +228,12 @@ def refresh_table_findings(
     table: Table, log_: DeltaLog, end: int | None, *, lock_token: str | None = None
 ) -> tuple[int, int]:
     """Recompute the table-level findings over the whole stored history (up to `end`)."""
-    history = history_from_log(log_, end=end)
-    result = run_audit(history, None)
+    tailed = AuditedTable(log_, tail_options)
+    history = tailed.history(end=end)
+    result = run_audit(tailed, history, None)
     findings = [f for f in result.findings if f.kind in TABLE_LEVEL_KINDS]
     if table.key_columns and settings.AUDIT_CHECK_DATA:
-        findings += key_findings(
-            history,
-            result,
-            table.key_columns,
-            read_scope_of(history.table_uri),
-            dv_limits=dv_limits(),
-        )
+        findings += tailed.key_findings(history, result, table.key_columns)
     now = timezone.now()
     with transaction.atomic():
         if not update_table(
@@ -256,14 +248,14 @@ def reaudit(table_id: int, *, start: int | None = None, end: int | None = None) 
     table = Table.objects.get(id=table_id)
     if table.last_seen_version is None:
         return TailResult(table_id, table.status, message="nothing stored yet")
-    log_ = open_log(check_registered(table.uri))
-    first = log_.listing.commit_versions[0]
+    tailed = open_table(check_registered(table.uri), options=tail_options)
+    first = tailed.log.listing.commit_versions[0]
     lo = max(start if start is not None else first, first)
     hi = min(end if end is not None else table.last_seen_version, table.last_seen_version)
-    _, result, lo = audit_tail_chunk(log_, lo, hi, lambda h, v: run_audit(h, v))
+    _, result, lo = tailed.audit_window(lo, hi, lambda h, v: run_audit(tailed, h, v))
     with transaction.atomic():
         opened, resolved = upsert_findings(table, findings_in(result, lo, hi), scope=(lo, hi))
-    more_opened, more_resolved = refresh_table_findings(table, log_, table.last_seen_version)
+    more_opened, more_resolved = refresh_table_findings(table, tailed.log, table.last_seen_version)
     return TailResult(
         table_id,
         table.status,

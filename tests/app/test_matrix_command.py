@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from audit.core.advice.matrix import (
+from audit.core.conflicts.matrix import (
     INSERT,
     OPTIMIZE,
     UDM,

@@ -175,7 +175,7 @@ def _stats(records: int) -> str:
 def test_it_checks_log_integrity_range_by_range_as_the_whole_log_does(
     before_window, chunk, tmp_path, monkeypatch
 ):
-    from audit.core.history import range_partials, split_history, tailwindow
+    from audit.core.runs import range_partials, split_history, tailwindow
 
     monkeypatch.setattr(split_history, "GUESS", 0)  # windows as short as the rules allow
     monkeypatch.setattr(tailwindow, "GUESS", 0)

@@ -11,8 +11,8 @@ from django.db.models import Q
 from django.db.models.functions import ExtractHour
 from django.utils import timezone
 
-from audit.core.advice.matrix import classify_operation, uses_zorder
 from audit.core.health.compute import ACTIVITY_DAYS, Activity
+from audit.core.operations import classify_operation, uses_zorder
 from audit.core.vocab import OperationClass
 from audit.health import store
 from audit.models import Commit, Table

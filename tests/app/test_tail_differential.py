@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.core.history import tailwindow
+from audit.core.runs import tailwindow
 from audit.ingest import chunk
 from audit.ingest.tables import register_table
 from audit.models import Table
@@ -98,10 +98,10 @@ def replay_through_tail(
     real_run_audit, real_upsert = step.run_audit, step.upsert_findings
     mode = {"land_during_audit": 0, "interrupt": False}
 
-    def run_audit(history, versions):
+    def run_audit(tailed, history, versions):
         if mode["land_during_audit"]:
             arrivals.land(mode["land_during_audit"])
-        return real_run_audit(history, versions)
+        return real_run_audit(tailed, history, versions)
 
     def upsert_findings(*args, **kwargs):
         result = real_upsert(*args, **kwargs)

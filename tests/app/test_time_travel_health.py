@@ -9,7 +9,7 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from audit.core.data.scan import scan_data
+from audit.core.health.scan import scan_data
 from audit.core.health.timetravel import time_travel_section
 from audit.core.history.summary import load_history
 from audit.core.storage.stores import open_store

@@ -1,4 +1,4 @@
-"""Discovery (audit/core/storage/discovery.py): every Delta table under a root, and nothing else.
+"""Discovery (audit/core/log/discovery.py): every Delta table under a root, and nothing else.
 
 A local root with 200 tables at depths 1 to 5 among decoys (plain folders, an empty
 `_delta_log`, one holding only a .crc, Spark's `_temporary`, a "table" hidden inside another
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from audit.core.storage.discovery import discover_tables, latest_log_version
+from audit.core.log.discovery import discover_tables, latest_log_version
 from tests.support.discovery_lake import lake_of
 
 

@@ -23,11 +23,11 @@ from audit.core.explain import explain_conflict
 from audit.core.health.changes import changes_from_history
 from audit.core.health.compute import health_of_history
 from audit.core.health.diff import diff_versions
-from audit.core.health.sections import add_health_and_changes
 from audit.core.history.summary import load_history
 from audit.core.integrity.checks import integrity_findings
 from audit.core.jsonsafe import json_text
 from audit.core.report import build_report, render_text, write_json
+from audit.core.runs.sections import add_health_and_changes
 from audit.core.writers import writer_telemetry
 from tests.support.cli import run_audit
 from tests.support.hostile_logs import Edit, edits, hostile_copy, small_tables

@@ -1,65 +1,115 @@
-"""The core's imports run one way: no module of audit/core imports, even lazily, one that
-imports it back (directly or through others).
-
-The graph is read by tests/support/import_graph.py (function-local imports too).
+"""The core's floors: its packages (and loose modules) in one declared order, ground floor up.
+A module imports only from its own floor or the floors below, never from a floor above:
+module-level, function-local and TYPE_CHECKING imports alike (read by
+tests/support/import_graph.py, which also counts the package `__init__`s an import runs).
+docs/architecture.md draws the same order.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
-from tests.support.import_graph import import_cycles, module_name, resolve, targets
+from tests.support.import_graph import import_cycles, import_graph
 
 CORE = Path(__file__).resolve().parents[2] / "audit" / "core"
 PACKAGE = "audit.core"
-# Lower layers never reach up into the audit's rules, anomalies or orchestrator.
-LOWER = ("audit.core.model", "audit.core.vocab", "audit.core.log", "audit.core.predicates")
-LOWER += ("audit.core.data.witness", "audit.core.data.rowfilter")
-UPPER = ("audit.core.audit", "audit.core.conflicts", "audit.core.anomalies")
+
+# Ground floor first. Each entry is a package of audit/core or one of its loose modules.
+FLOORS: list[tuple[str, ...]] = [
+    # The words (finding kinds, operations), the one error, safe values, the dataclasses.
+    (
+        "vocab",
+        "operations",
+        "errors",
+        "scrub",
+        "numbers",
+        "jsonsafe",
+        "severity",
+        "commit_record",
+        "model",
+        "serialize",
+    ),
+    ("storage",),  # reading bytes inside the allowed roots
+    ("log",),  # listing, commits, checkpoints, replay, discovery of tables
+    ("predicates",),  # what a recorded predicate selects
+    ("facts", "cycles"),  # what each finding states, as the words need it
+    ("wording",),  # the sentences of every finding
+    ("integrity",),  # what the log says of itself (checked while the history is read)
+    ("history",),  # the history model: summaries, digest, parallel, provenance, caches
+    ("data",),  # what the data files say: witness, deletion vectors, keys, orphans
+    ("conflicts",),  # Delta's commit-time rules and the reference matrix
+    ("health",),  # health, changes, time travel, commit times, the data scan
+    ("anomalies",),  # the detectors
+    ("writers",),  # who wrote and retried
+    ("audit",),  # the orchestrator
+    ("advice",),  # isolation settings and partitioning, from an audit
+    ("explain",),  # a pasted exception, explained
+    ("incidents",),  # findings by root cause
+    ("report",),  # the JSON contract
+    ("runs",),  # the ways of running the audit, and the front door (runs/table.py)
+]
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = {module_name(p): p for p in sorted(CORE.rglob("*.py"))}
-    known = set(modules)
-    graph: dict[str, set[str]] = {}
-    for module, path in modules.items():
-        resolved = (resolve(t, known) for t in targets(module, path) if t.startswith(PACKAGE))
-        # `from audit.core.x import y` resolves to x's package too: drop parent-package edges.
-        # (Importing a submodule also runs its package's __init__; the core's subpackages keep
-        # theirs free of imports, so that implicit edge adds nothing and is left out.)
-        graph[module] = {
-            r
-            for r in resolved
-            if r is not None and r not in (module, PACKAGE) and not module.startswith(r + ".")
-        }
-    return graph
+def _part(module: str) -> str | None:
+    """The package or loose module of audit/core that `module` lies in (None: the core's own
+    __init__, or no core module)."""
+    parts = module.split(".")
+    return parts[2] if module.startswith(PACKAGE + ".") else None
+
+
+def _floor_of() -> dict[str, int]:
+    return {part: i for i, floor in enumerate(FLOORS) for part in floor}
+
+
+@cache  # parsed once for the module's tests (read only)
+def _core_graph() -> dict[str, set[str]]:
+    graph = import_graph()
+    return {
+        module: {t for t in targets if t.startswith(PACKAGE + ".")}
+        for module, targets in graph.items()
+        if module.startswith(PACKAGE + ".")
+    }
+
+
+def upward_imports(graph: dict[str, set[str]], floor_of: dict[str, int]) -> list[str]:
+    found = []
+    for module, targets in sorted(graph.items()):
+        here = floor_of[_part(module)]
+        for target in sorted(targets):
+            if floor_of[_part(target)] > here:
+                found.append(f"{module} -> {target}")
+    return found
 
 
 def test_the_graph_sees_the_core():
-    graph = _graph()
-    assert "audit.core.audit" in graph and "audit.core.model" in graph
+    graph = _core_graph()
     assert "audit.core.history.summary" in graph["audit.core.audit"]
+    # function-local imports count too (the witness loads pyarrow only when it is needed)
+    assert "audit.core.data.witness" in graph["audit.core.audit"]
+
+
+def test_every_package_of_the_core_is_on_one_floor():
+    parts = {_part(m) for m in _core_graph()}
+    declared = [part for floor in FLOORS for part in floor]
+    assert len(declared) == len(set(declared)), "a package declared on two floors"
+    assert not parts - set(declared), f"not on any floor: {sorted(parts - set(declared))}"
+    assert not set(declared) - parts, f"floors name nothing: {sorted(set(declared) - parts)}"
+
+
+def test_no_import_runs_back_up():
+    upward = upward_imports(_core_graph(), _floor_of())
+    assert not upward, "imports from a lower floor to a higher one:\n" + "\n".join(upward)
 
 
 def test_no_import_cycle_in_the_core():
-    cycles = import_cycles(_graph())
+    cycles = import_cycles(_core_graph())
     assert not cycles, f"import cycles: {cycles}"
 
 
-def test_lower_layers_never_import_the_audit():
-    graph = _graph()
-    reached = {m: _reachable(graph, m) for m in graph if m.startswith(LOWER)}
-    for module, reachable in reached.items():
-        upward = sorted(t for t in reachable if t.startswith(UPPER))
-        assert not upward, f"{module} imports {upward}"
-
-
-def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
-    seen: set[str] = set()
-    todo = [start]
-    while todo:
-        for target in graph.get(todo.pop(), ()):
-            if target not in seen:
-                seen.add(target)
-                todo.append(target)
-    return seen
+def test_the_floors_see_an_upward_import():
+    # The check itself: the old place of the operation vocabulary (advice, above conflicts).
+    graph = {"audit.core.conflicts.rules": {"audit.core.advice.matrix"}}
+    assert upward_imports(graph, _floor_of()) == [
+        "audit.core.conflicts.rules -> audit.core.advice.matrix"
+    ]

@@ -14,13 +14,13 @@ import pytest
 
 from audit.core.anomalies.hotspots import _day
 from audit.core.explain.untrusted import iso
-from audit.core.health.timestamps import TimestampFacts
+from audit.core.facts.timestamps import TimestampFacts
 from audit.core.history.summary import load_history
 from audit.core.integrity.catalog import staged_versions
 from audit.core.log import open_log
+from audit.core.log.discovery import latest_log_version
 from audit.core.log.staged import find_unpublished
 from audit.core.numbers import INT64_MAX, INT64_MIN, clamp, log_version, ms_datetime
-from audit.core.storage.discovery import latest_log_version
 from audit.core.wording.orphans import hour_iso, orphan_files_text
 from audit.core.wording.timetravel import timestamps_out_of_order_text
 from tests.support import staged_tables

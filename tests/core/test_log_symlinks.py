@@ -20,9 +20,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from audit.core.errors import DeltaAuditError
-from audit.core.history.unpublished import audit_unpublished
 from audit.core.log import DeltaLog, list_log, read_checkpoint, read_commit, replay_log
 from audit.core.log.staged import find_unpublished
+from audit.core.runs.table import LOG_ONLY, AuditedTable
 from audit.core.storage.stores import LinkRefused, open_store
 from tests.support import staged_tables
 from tests.support.logutil import commit_file, copy_table
@@ -168,9 +168,7 @@ def test_it_refuses_a_staged_folder_linked_outside(tmp_path, folder):
     assert found.staged_versions == [] and found.readable == []
     [line] = found.refused
     assert f"_delta_log/{folder} {REFUSED_WORDS}" in line and "elsewhere" not in line
-    section = audit_unpublished(
-        DeltaLog(open_store(str(ours))), check_data=False, key_columns=[], now_ms=0
-    )
+    section = AuditedTable(DeltaLog(open_store(str(ours))), LOG_ONLY).unpublished(now_ms=0)
     assert section["refused"] == [line] and section["commits"] == []
 
 

@@ -5,19 +5,17 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from audit.core.advice.matrix import (
+from audit.core.conflicts.matrix import (
     INSERT,
     OPS,
     OPTIMIZE,
     UDM,
     MatrixCell,
-    classify_operation,
     conflict_matrix,
     normalize_isolation_level,
-    operation_family,
-    uses_zorder,
     verdict_for,
 )
+from audit.core.operations import classify_operation, operation_family, uses_zorder
 from tests.support.matrix_page import COMBINATIONS, WITH_RLC, WITHOUT_RLC, expected_verdict
 from tests.support.paths import DELTA_TABLES
 

@@ -16,7 +16,7 @@ from audit.core.data.orphans import referenced_paths, scan_orphans
 from audit.core.errors import DeltaAuditError
 from audit.core.history.summary import load_history
 from audit.core.jsonsafe import json_safe
-from audit.core.storage.discovery import discover_tables
+from audit.core.log.discovery import discover_tables
 from audit.core.storage.roots import REFUSED, UriNotAllowed, check_allowed, resolve_data_file
 from audit.core.storage.stores import open_store
 from audit.core.vocab import FindingKind

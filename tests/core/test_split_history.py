@@ -1,5 +1,5 @@
 """A long history audited in version ranges: the whole-log History assembled from the ranges'
-parts (audit.core.history.split_history) equals the one the whole-log pass builds, and so do the
+parts (audit.core.runs.split_history) equals the one the whole-log pass builds, and so do the
 table-level findings audited from it; each range's own audit equals the one-shot audit."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 
 from audit.core import serialize
 from audit.core.audit import audit_history
-from audit.core.history.split_history import assemble_history, load_range
 from audit.core.history.summary import load_history
 from audit.core.log import open_log
+from audit.core.runs.split_history import assemble_history, load_range
 from audit.core.vocab import TABLE_LEVEL_KINDS
 from bench.gen_log import generate
 

@@ -7,8 +7,8 @@ import pytest
 
 from audit.core.audit import audit_history
 from audit.core.history.summary import History, load_history
-from audit.core.history.tailwindow import audit_tail_chunk
 from audit.core.log import open_log
+from audit.core.runs.tailwindow import audit_tail_chunk
 from audit.core.vocab import TABLE_LEVEL_KINDS
 from tests.support import revealing_tables
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from deltalake import write_deltalake
 
-from audit.core.data.scan import scan_data
+from audit.core.health.scan import scan_data
 from audit.core.health.timestamps import timestamps_section
 from audit.core.history.summary import load_history
 from audit.core.storage.stores import open_store
@@ -130,7 +130,7 @@ def test_it_uses_in_commit_timestamps_from_their_enablement_and_finds_them_go_ba
 
 
 def test_it_reads_only_the_newest_file_times_of_a_long_local_log(tmp_path, monkeypatch):
-    from audit.core.data import scan as datascan
+    from audit.core.health import scan as datascan
 
     for n in range(4):
         write_deltalake(str(tmp_path), rows(2, start=10 * n), mode="append")

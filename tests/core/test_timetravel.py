@@ -1,4 +1,4 @@
-"""Time-travel reachability (timetravel.py, datascan.py) on tables made by real delta-rs
+"""Time-travel reachability (health/timetravel.py, health/scan.py) on tables made by real delta-rs
 writers: a VACUUM with the retention check off under a stale writer, files deleted by hand, a
 VACUUM within the table's own retention, and Delta's own test tables (no new finding)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from audit.core.data.scan import scan_data
+from audit.core.health.scan import scan_data
 from audit.core.health.timetravel import retention_ms, time_travel_section
 from audit.core.history.summary import load_history
 from audit.core.storage.stores import open_store

@@ -1,13 +1,13 @@
 """Staged commits of catalog-managed and coordinated-commits tables, audited like published
-ones and marked unpublished (audit/core/log/staged.py, audit/core/history/unpublished.py)."""
+ones and marked unpublished (audit/core/log/staged.py, audit/core/runs/unpublished.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from audit.core.history.unpublished import audit_unpublished
 from audit.core.log import open_log
 from audit.core.log.staged import find_unpublished
+from audit.core.runs.table import open_table
 from tests.support import staged_tables
 
 NOW = staged_tables.STAGED_AT + 60_000
@@ -16,9 +16,9 @@ NOW = staged_tables.STAGED_AT + 60_000
 @pytest.mark.parametrize("folder", ["_staged_commits", "_commits"])
 def test_it_audits_the_staged_commits_it_can_read_and_marks_them(tmp_path, folder):
     staged_tables.build(tmp_path, folder=folder)
-    log = open_log(str(tmp_path))
-    assert log.listing.latest_version == 3  # the published log
-    section = audit_unpublished(log, check_data=True, key_columns=[], now_ms=NOW)
+    table = open_table(str(tmp_path))
+    assert table.log.listing.latest_version == 3  # the published log
+    section = table.unpublished(now_ms=NOW)
     assert section["staged_versions"] == [4, 5]
     assert section["audited_versions"] == [4]  # v5 has two candidates: not audited
     assert section["ambiguous_versions"] == [5]
@@ -49,5 +49,4 @@ def test_it_says_nothing_for_a_table_without_staged_commits(tmp_path):
     from tests.support.tables import rows
 
     write_deltalake(str(tmp_path), rows(3))
-    assert audit_unpublished(open_log(str(tmp_path)), check_data=True, key_columns=[],
-                             now_ms=NOW) is None  # fmt: skip
+    assert open_table(str(tmp_path)).unpublished(now_ms=NOW) is None

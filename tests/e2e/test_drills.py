@@ -27,7 +27,7 @@ import requests
 from deltalake import DeltaTable, write_deltalake
 
 from audit import demo
-from audit.core.history import tailwindow
+from audit.core.runs import tailwindow
 from audit.ingest.tables import register_table
 from audit.models import Commit, Table
 from tests.support.demo_writer import demo_rounds_committing
@@ -199,7 +199,7 @@ def test_a_table_deleted_in_the_middle_of_its_tail_errors_cleanly(delta_table_fa
     healthy_path = delta_table_factory("healthy", commits=2)
     doomed, _ = register_table(str(path))
     healthy, _ = register_table(str(healthy_path))
-    original = tailwindow.history_from_log  # the tail step's reads (audit.core.history.tailwindow)
+    original = tailwindow.history_from_log  # the tail step's reads (audit.core.runs.tailwindow)
 
     def delete_then_read(*args, **kwargs):
         shutil.rmtree(path, ignore_errors=True)  # between the listing and the reads

@@ -12,7 +12,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from audit.core.data.orphans import in_flight_bound_ms, referenced_paths, scan_orphans
-from audit.core.data.scan import scan_data
+from audit.core.health.scan import scan_data
 from audit.core.history.summary import load_history
 from audit.core.storage.stores import open_store
 from audit.core.vocab import FindingKind

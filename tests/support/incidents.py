@@ -12,7 +12,7 @@ from typing import Any
 from deltalake import DeltaTable
 
 from audit.core.audit import audit_history
-from audit.core.data.scan import scan_data
+from audit.core.health.scan import scan_data
 from audit.core.history.summary import load_history
 from audit.core.incidents.build import incidents_of
 from audit.core.incidents.model import Incident

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from audit.core.advice.matrix import (
+from audit.core.conflicts.matrix import (
     INSERT,
     OPTIMIZE,
     UDM,

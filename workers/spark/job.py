@@ -9,7 +9,7 @@ The plan (SPEC §5: Spark pays a cost per task, so tasks are few and carry many 
    (workers.spark.units): a table of at most `chunk_commits` commits is one unit, audited
    whole in one task exactly as the Python path does; a longer one is cut into version ranges
    [a, b], each audited over only its concurrent window (the live tail's window,
-   audit.core.history.tailwindow), sending back its commits, its commit-level findings and
+   audit.core.runs.tailwindow), sending back its commits, its commit-level findings and
    its partial of the whole-history (table-level) findings.
 2. One stage, no shuffle: `spark.range(P, numPartitions=P).mapInArrow`, task i running the
    units packed into bin i (a few bins per core, largest units first onto the least loaded).
@@ -19,7 +19,7 @@ The plan (SPEC §5: Spark pays a cost per task, so tasks are few and carry many 
    pickled. A whole table is handed on at once, a split one when all its units have arrived
    (ranges joined in version order, a range's findings replacing the earlier ones' from the
    first version it revealed a finding at, the table-level findings merged from the
-   partials: audit.core.history.range_partials; findings sorted as audit_history sorts them).
+   partials: audit.core.runs.range_partials; findings sorted as audit_history sorts them).
 
 A split table costs about one task's CPU plus the driver's decoding of its results: no part
 of it is read or audited twice (docs/spark.md, "Long histories").
@@ -401,11 +401,11 @@ def _table_level(
     uri: str, listing: LogListing, partials: list[Any], table: dict[str, Any] | None
 ) -> tuple[dict[str, Any], list[Finding]]:
     """A split table's settings and whole-history findings, merged from its ranges' partials
-    (audit.core.history.range_partials): no history assembled, nothing audited again. Only a
+    (audit.core.runs.range_partials): no history assembled, nothing audited again. Only a
     log whose integrity a range could not judge from its checkpointed state (a rare broken
     log, see audit.core.integrity.ranged) has its integrity checked here, over the whole log."""
-    from audit.core.history import range_partials  # noqa: PLC0415
     from audit.core.integrity.checks import IntegrityTap  # noqa: PLC0415
+    from audit.core.runs import range_partials  # noqa: PLC0415
     from audit.core.vocab import INTEGRITY_KINDS  # noqa: PLC0415
 
     log = spark_units.ListedLog(uri, listing)
@@ -524,7 +524,7 @@ def prepare_executors(spark: Any) -> None:
 
 def _warm_worker(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     import audit.core.audit  # noqa: F401, PLC0415
-    import audit.core.history.tailwindow  # noqa: F401, PLC0415
+    import audit.core.runs.tailwindow  # noqa: F401, PLC0415
 
     for _ in batches:
         pass

@@ -4,13 +4,13 @@ Django-free; runs in executors (shipped in the job's zip, see archive.py) and on
 (planning, decoding). A unit is one of:
 
 - `table`: a whole table audited in the task, exactly as the Python path does
-  (`history_from_log` + `audit_history`): most tables fit in one task;
+  (`AuditedTable.history` + `.audit`, audit/core/runs/table.py): most tables fit in one task;
 - `range`: versions [start, end] of a long history, audited over the window the live tail
-  would load for them (`audit.core.history.split_history.load_range`, the tail's window rules, proven
+  would load for them (`audit.core.runs.split_history.load_range`, the tail's window rules, proven
   equal to the one-shot audit, docs/tail.md) with `audit_history(versions=(start, end))`; out
   come those commits, their commit-level findings (with those it reveals at earlier
   versions: `revealed_findings`), and the range's partial of the whole-history findings,
-  which the driver merges (job._table_level, audit.core.history.range_partials);
+  which the driver merges (job._table_level, audit.core.runs.range_partials);
 - `tablelevel` (only with AUDIT_SPARK_TABLE_LEVEL_UNIT=1, the older way): the whole-history
   findings of a long table, computed by reading and auditing the whole history again.
 
@@ -27,14 +27,14 @@ import os
 import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from audit.core import serialize
 from audit.core.data.dv import DvLimits
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.history.summary import History, history_from_log, paused_gc
+from audit.core.history.summary import History, paused_gc
 from audit.core.log import DeltaLog
 from audit.core.log.replay import copy_state
 from audit.core.model import (
@@ -46,6 +46,9 @@ from audit.core.model import (
 from audit.core.serialize import arrow_schema
 from audit.core.storage.stores import open_store
 from workers.spark import transport
+
+if TYPE_CHECKING:
+    from audit.core.runs.table import AuditedTable, AuditOptions
 
 TABLE, RANGE, TABLE_LEVEL = "table", "range", "tablelevel"
 RESULT_SCHEMA = pa.schema(
@@ -137,14 +140,16 @@ class DataReads:
     scopes: Mapping[str, Sequence[str]] | None = None
     dv_limits: DvLimits | None = None  # what deletion vectors may cost (None: the defaults)
 
-    def audit_options(self, table_uri: str) -> dict[str, Any]:
+    def audit_options(self, table_uri: str) -> AuditOptions:
+        from audit.core.runs.table import AuditOptions  # noqa: PLC0415  (the audit: in tasks)
+
         roots = self.roots if self.scopes is None else self.scopes.get(table_uri)
-        return {
-            "check_data": self.check,
-            "read_roots": roots,
-            "sample_rows": self.sample_rows,
-            "dv_limits": self.dv_limits,
-        }
+        return AuditOptions(
+            check_data=self.check,
+            read_roots=roots,
+            sample_rows=self.sample_rows,
+            dv_limits=self.dv_limits,
+        )
 
 
 def run_units(
@@ -216,50 +221,45 @@ def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _run(unit: Unit, listing: LogListing, reads: DataReads, paths: bool) -> dict[str, Any]:
-    from audit.core.audit import audit_history  # noqa: PLC0415
-    from audit.core.history.tailwindow import load_tail_history  # noqa: PLC0415
+    from audit.core.runs.table import AuditedTable  # noqa: PLC0415
     from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
 
-    log = ListedLog(unit.table_uri, listing)
+    # The options by the URI as the driver planned it (DataReads.scopes is keyed by it).
+    table = AuditedTable(ListedLog(unit.table_uri, listing), reads.audit_options(unit.table_uri))
     if unit.kind == RANGE and ASSEMBLE_TABLE_LEVEL:
-        return _range_with_part(log, unit, reads, paths)
+        return _range_with_part(table, unit, paths)
     if unit.kind == RANGE:
-        history = load_tail_history(log, unit.start, unit.end)
-        result = audit_history(
-            history, **reads.audit_options(unit.table_uri), versions=(unit.start, unit.end)
-        )
+        history = table.window(unit.start, unit.end)
+        result = table.audit(history, versions=(unit.start, unit.end))
         payload = _payload(history, result, lambda f: False, (unit.start, unit.end), paths)
-        return {**payload, **revealed_findings(log, unit, reads, result)}
-    history = history_from_log(log, end=listing.latest_version)
-    result = audit_history(history, **reads.audit_options(unit.table_uri))
+        return {**payload, **revealed_findings(table, unit, result)}
+    history = table.history(end=listing.latest_version)
+    result = table.audit(history)
     if unit.kind == TABLE_LEVEL:
         payload = _payload(history, result, lambda f: f.kind in TABLE_LEVEL_KINDS, None, paths)
         return {**payload, "summaries": [], "audits": []}
     return _payload(history, result, lambda f: True, None, paths)
 
 
-def _range_with_part(log: ListedLog, unit: Unit, reads: DataReads, paths: bool) -> dict[str, Any]:
+def _range_with_part(table: AuditedTable, unit: Unit, paths: bool) -> dict[str, Any]:
     """A range's commits and commit-level findings, plus its partial of the whole-history
-    findings (audit.core.history.range_partials: tallies of its own commits and its
+    findings (audit.core.runs.range_partials: tallies of its own commits and its
     log-integrity findings checked from the checkpointed state): small, merged on the driver
     without a second audit. The last range also sends the table's settings."""
-    from audit.core.audit import audit_history  # noqa: PLC0415
-    from audit.core.history.range_partials import range_partial  # noqa: PLC0415
-    from audit.core.history.split_history import load_range_checked  # noqa: PLC0415
+    from audit.core.runs.range_partials import range_partial  # noqa: PLC0415
+    from audit.core.runs.split_history import load_range_checked  # noqa: PLC0415
 
-    history, integrity = load_range_checked(log, unit.start, unit.end)
-    result = audit_history(
-        history, **reads.audit_options(unit.table_uri), versions=(unit.start, unit.end)
-    )
+    history, integrity = load_range_checked(table.log, unit.start, unit.end)
+    result = table.audit(history, versions=(unit.start, unit.end))
     payload = _payload(history, result, lambda f: False, (unit.start, unit.end), paths)
     payload["partial"] = range_partial(history, result, unit.start, unit.end, integrity)
-    if unit.end == log.listing.latest_version:
+    if unit.end == table.log.listing.latest_version:
         payload["table"] = table_payload(history)
-    payload.update(revealed_findings(log, unit, reads, result))
+    payload.update(revealed_findings(table, unit, result))
     return payload
 
 
-def revealed_findings(log: DeltaLog, unit: Unit, reads: DataReads, result: Any) -> dict[str, Any]:
+def revealed_findings(table: AuditedTable, unit: Unit, result: Any) -> dict[str, Any]:
     """The range's commit-level findings and the first version they replace (`from`).
 
     The tail's rule (tailwindow.audit_tail_chunk, audit.ingest.findings.findings_in): a commit
@@ -268,16 +268,13 @@ def revealed_findings(log: DeltaLog, unit: Unit, reads: DataReads, result: Any) 
     it. So [from, end] is audited again over its own window and its findings replace what
     earlier ranges found from `from` on (job._merge_findings): kept by the range holding the
     revealing commit, never twice, never lost."""
-    from audit.core.audit import audit_history  # noqa: PLC0415
-    from audit.core.history.tailwindow import first_revealed, load_tail_history  # noqa: PLC0415
+    from audit.core.runs.tailwindow import first_revealed  # noqa: PLC0415
     from audit.core.vocab import TABLE_LEVEL_KINDS  # noqa: PLC0415
 
     lo = first_revealed(result.findings, unit.start)
     if lo < unit.start:
-        history = load_tail_history(log, lo, unit.end)
-        result = audit_history(
-            history, **reads.audit_options(unit.table_uri), versions=(lo, unit.end)
-        )
+        history = table.window(lo, unit.end)
+        result = table.audit(history, versions=(lo, unit.end))
     kept = [
         f
         for f in result.findings

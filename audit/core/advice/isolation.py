@@ -12,12 +12,13 @@ from collections import Counter, defaultdict
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from audit.core.advice.matrix import OPS, classify_operation, conflict_matrix, uses_zorder
 from audit.core.anomalies.settings import setting_understood
 from audit.core.conflicts.context import ROW_LEVEL_RUNTIME, databricks_runtime
+from audit.core.conflicts.matrix import OPS, conflict_matrix
 from audit.core.conflicts.profiles import PROFILES
 from audit.core.history.commit_summary import ISOLATION_PROPERTY, effective_isolation_level
 from audit.core.model import CommitSummary
+from audit.core.operations import classify_operation, uses_zorder
 from audit.core.vocab import Engine, IsolationLevel, ReadVersionFact
 
 if TYPE_CHECKING:

@@ -8,10 +8,10 @@ conflicts under each level. A hotspot is reported once it passes severity.hotspo
 from __future__ import annotations
 
 from audit.core import severity as sev
-from audit.core.anomalies.facts import Hotspot
 from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.scope import ReadScope, key_sort, render_partition
 from audit.core.conflicts.verdict import LEVELS, Recheck
+from audit.core.facts.anomalies import Hotspot
 from audit.core.model import CommitSummary, Finding
 from audit.core.numbers import ms_datetime
 from audit.core.vocab import FindingKind

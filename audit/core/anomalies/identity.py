@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from audit.core import severity as sev
-from audit.core.anomalies.facts import IdentityFacts, commits_span
 from audit.core.conflicts.context import TableContext
+from audit.core.facts.anomalies import IdentityFacts, commits_span
 from audit.core.model import Finding
 from audit.core.vocab import FindingKind
 from audit.core.wording.table import identity_text

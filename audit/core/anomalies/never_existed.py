@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from audit.core import severity as sev
-from audit.core.anomalies.facts import NeverExistedFacts
 from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.scope import ReadScope, is_destructive, is_unconditional, read_scope
 from audit.core.conflicts.verdict import CommitAudit
+from audit.core.facts.anomalies import NeverExistedFacts
 from audit.core.model import CommitSummary, Finding
 from audit.core.vocab import FindingKind, ReadVersionFact
 from audit.core.wording.anomalies import never_existed_text

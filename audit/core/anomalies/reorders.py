@@ -9,8 +9,8 @@ under Serializable. Critical when the rows it missed were found in the data (nev
 from __future__ import annotations
 
 from audit.core import severity as sev
-from audit.core.anomalies.facts import ReorderFacts
 from audit.core.conflicts.verdict import CommitAudit, Recheck, commit_facts
+from audit.core.facts.anomalies import ReorderFacts
 from audit.core.model import CommitSummary, Finding
 from audit.core.vocab import ConflictException, FindingKind, IsolationLevel
 from audit.core.wording.anomalies import reorder_text

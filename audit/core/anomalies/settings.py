@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from audit.core import severity as sev
-from audit.core.anomalies.facts import (
-    IsolationSettingFacts,
-    MissingReadVersionFacts,
-    commits_span,
-)
 from audit.core.conflicts.audits import read_version_facts
 from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.scope import is_blind
 from audit.core.conflicts.verdict import CommitAudit
+from audit.core.facts.anomalies import (
+    IsolationSettingFacts,
+    MissingReadVersionFacts,
+    commits_span,
+)
 from audit.core.model import Finding
 from audit.core.vocab import Engine, FindingKind, IsolationLevel, ReadVersionFact
 from audit.core.wording.table import isolation_setting_text, missing_read_version_text

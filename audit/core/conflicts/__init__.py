@@ -5,9 +5,10 @@
 - `rules`: the checks, one function each, in the order of Delta's ConflictChecker;
 - `verdict`: what they found per pair (Recheck) and per commit (CommitAudit);
 - `window`: which commits ran concurrently with a commit;
-- `facts` / `findings`: the `missed_conflict` and `concurrent_metadata_change` findings
-  (their words: wording/conflicts.py).
+- `findings`: the `missed_conflict` and `concurrent_metadata_change` findings (their facts:
+  audit/core/facts/conflicts.py; their words: wording/conflicts.py);
+- `matrix`: the reference page's conflict matrices (which operation kinds can conflict).
 
-Import the submodules; this package's __init__ stays empty so that wording/ can import the
-fact dataclasses without pulling in the rules that import wording/.
+Import the submodules; this package's __init__ stays empty (importing one rule's module does
+not load the others).
 """

@@ -5,8 +5,8 @@ metadata change). Facts here, words in wording/conflicts.py."""
 from __future__ import annotations
 
 from audit.core import severity as sev
-from audit.core.conflicts.facts import MetadataChangeFacts, MissedConflictFacts
 from audit.core.conflicts.verdict import CommitAudit, commit_facts
+from audit.core.facts.conflicts import MetadataChangeFacts, MissedConflictFacts
 from audit.core.model import CommitSummary, Finding
 from audit.core.vocab import FindingKind, ReadVersionFact
 from audit.core.wording.conflicts import metadata_change_text, missed_conflict_text

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.core.advice.matrix import classify_operation, uses_zorder
 from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.scope import (
     ReadScope,
@@ -36,6 +35,7 @@ from audit.core.conflicts.scope import (
 )
 from audit.core.conflicts.verdict import NO_CONFLICT, SNAPSHOT_ISOLATION, Recheck
 from audit.core.model import CommitSummary
+from audit.core.operations import classify_operation, uses_zorder
 from audit.core.vocab import ConflictException, OperationClass
 
 # Domains Delta resolves itself instead of failing (row tracking high-water mark).

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from audit.core.advice.matrix import uses_zorder
 from audit.core.explain.locate import CommitView, TableFacts
 from audit.core.explain.parse import ParsedException
 from audit.core.explain.untrusted import clip, unique
+from audit.core.operations import uses_zorder
 from audit.core.vocab import ConflictException, Engine, IsolationLevel, Operation, OperationClass
 
 FixBuilder = Callable[[ParsedException, CommitView | None, TableFacts | None], list[str]]

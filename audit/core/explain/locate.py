@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from audit.core.advice.matrix import operation_family
 from audit.core.explain.parse import ParsedException
 from audit.core.explain.signals import DELETE_DELETE, DELETE_READ, METADATA, PROTOCOL, TRANSACTION
 from audit.core.explain.untrusted import clip, int_or_none, iso, str_or_none
 from audit.core.history.commit_summary import decode_parameters, effective_isolation_level
 from audit.core.model import CommitSummary, TableState
+from audit.core.operations import operation_family
 from audit.core.vocab import (
     TABLE_ISOLATION_LEVELS,
     ConflictException,

@@ -14,13 +14,7 @@ from typing import Any
 
 import orjson
 
-from audit.core.advice.matrix import (
-    classify_operation,
-    conflict_matrix,
-    normalize_isolation_level,
-    uses_zorder,
-    verdict_for,
-)
+from audit.core.conflicts.matrix import conflict_matrix, normalize_isolation_level, verdict_for
 from audit.core.health.file_totals import FileTotals
 from audit.core.health.tombstones import Snapshot, snapshot_at
 from audit.core.history.summary import History
@@ -28,6 +22,7 @@ from audit.core.log import LOG_DIR, DeltaLog
 from audit.core.log.listing import pointed_version, pointer_behind
 from audit.core.model import CommitSummary, LogListing, TableState
 from audit.core.numbers import log_int
+from audit.core.operations import classify_operation, uses_zorder
 from audit.core.vocab import IsolationLevel, OperationClass, Verdict
 
 MIB = 1024 * 1024

@@ -7,7 +7,7 @@ before that (made increasing: a time not after the previous one counts as the pr
 A table copied or restored gets new modification times, so the same time resolves to another
 version than the history's order says. This module finds those intervals.
 
-Facts only; the words are in `wording/timetravel.py`.
+Facts only (their dataclasses: facts/timestamps.py); the words are in `wording/timetravel.py`.
 
 Limits: when every version's file time disagrees with its recorded time (a whole table
 copied, as test fixtures are) the resolution fails before the copy rather than picking
@@ -17,9 +17,9 @@ another version: that is reported in health (`timestamps.file_times`), not as a 
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from typing import Any
 
+from audit.core.facts.timestamps import MIN_INTERVAL_MS, CommitTime, TimestampFacts
 from audit.core.numbers import log_int
 from audit.core.vocab import ReadVersionFact
 
@@ -28,43 +28,6 @@ ICT_VERSION_PROPERTY = "delta.inCommitTimestampEnablementVersion"
 ICT_TIMESTAMP_PROPERTY = "delta.inCommitTimestampEnablementTimestamp"
 SKEW_MS = 3_600_000  # file time and recorded time further apart than this disagree
 MAX_INTERVALS = 20
-# A misresolved interval shorter than this changes nothing a user would do: concurrent writers
-# record times a few ms before the previous commit's file time. Such gaps are a health fact,
-# not a finding (the app passes AUDIT_TIMESTAMP_MIN_INTERVAL_MS).
-MIN_INTERVAL_MS = 1_000
-
-
-@dataclass(frozen=True, slots=True)
-class CommitTime:
-    version: int
-    recorded: int | None  # the in-commit timestamp, else commitInfo.timestamp
-    file_time: int | None  # the commit file's modification time, from the listing
-    in_commit: bool  # the table has in-commit timestamps at this version
-
-    @property
-    def true_time(self) -> int | None:
-        """When the commit happened: what the writer recorded, else the file's time."""
-        return self.recorded if self.recorded is not None else self.file_time
-
-
-@dataclass
-class TimestampFacts:
-    times: list[CommitTime]
-    enablement_version: int | None
-    backwards: list[int] = field(default_factory=list)  # versions older than the one before
-    skewed: list[int] = field(default_factory=list)  # file time far from the recorded time
-    max_skew_ms: int = 0
-    # [from ms, to ms), the version the history's order says, the version it resolves to:
-    # the ones the finding reports (at most MAX_INTERVALS).
-    intervals: list[tuple[int, int, int | None, int | None]] = field(default_factory=list)
-    # Misresolved intervals shorter than the declared minimum, not reported as a finding.
-    short_intervals: int = 0
-    longest_short_ms: int = 0
-    min_interval_ms: int = MIN_INTERVAL_MS
-
-    @property
-    def out_of_order(self) -> bool:
-        return bool(self.intervals)
 
 
 def enablement_version(properties: dict[str, str]) -> int | None:

@@ -7,7 +7,7 @@ live in. A file removed by a commit and deleted by a VACUUM that ran at least
 `delta.deletedFileRetentionDuration` after the removal is Delta working as designed (time
 travel ends there): those files move the earliest readable version and are no finding.
 
-Facts only (dataclasses); the words are in `wording/timetravel.py`.
+Facts only (their dataclasses: facts/timetravel.py); the words are in `wording/timetravel.py`.
 
 Limits: a listing that hit its bounds judges nothing (a file not seen may simply not have been
 listed); files outside the table root (absolute paths, shallow clones) are not judged; a log
@@ -18,9 +18,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
+from audit.core.facts.timetravel import (
+    BrokenSnapshot,
+    MissingFile,
+    MissingGroup,
+    Reachability,
+    Vacuum,
+)
 from audit.core.model import CommitSummary
 from audit.core.numbers import INT64_MAX, log_int
 from audit.core.vocab import Operation
@@ -52,39 +58,6 @@ def retention_ms(properties: dict[str, str]) -> int:
         return DEFAULT_RETENTION_MS
     total = int(sum(int(n) * _UNIT_MS[unit] for n, unit in parts))
     return max(min(total, INT64_MAX), -INT64_MAX)  # a hostile "interval 10**30 weeks"
-
-
-@dataclass(frozen=True)
-class Vacuum:
-    """A VACUUM as the log records it (delta-rs and Spark write START and END commits)."""
-
-    start: int  # version of VACUUM START (or of a lone VACUUM END)
-    end: int | None
-    timestamp: int | None
-    specified_retention_ms: int | None
-    retention_check: bool | None  # False: run with the retention check off
-
-
-@dataclass
-class MissingFile:
-    path: str
-    # (first version it was live, version that removed it or None: live at the latest)
-    lives: list[tuple[int, int | None]]
-    removed_at: int | None  # ms, time of the removing commit of the last life
-    vacuum: Vacuum | None  # the VACUUM that most likely deleted it; None: deleted outside Delta
-    legal: bool  # deleted after its retention expired: Delta's own cleanup, not a fault
-
-
-@dataclass
-class Reachability:
-    judged: bool
-    reason: str | None = None  # why nothing was judged
-    first_available_version: int = 0
-    latest_version: int = 0
-    missing: list[MissingFile] = field(default_factory=list)
-    broken: list[tuple[int, int]] = field(default_factory=list)  # inclusive version ranges
-    earliest_readable_version: int | None = None
-    earliest_readable_timestamp: int | None = None
 
 
 def vacuums_of(summaries: Iterable[CommitSummary]) -> list[Vacuum]:
@@ -271,28 +244,6 @@ def time_travel_section(result: Reachability, history: Any) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- finding facts
-
-
-@dataclass
-class MissingGroup:
-    """Missing files deleted the same way: by one VACUUM, or outside Delta (vacuum None)."""
-
-    files: list[MissingFile]
-    vacuum: Vacuum | None
-    latest_broken: bool  # the latest version references one of them
-    broken: list[tuple[int, int]]  # the version ranges these files break
-    retention_ms: int
-
-
-@dataclass
-class BrokenSnapshot:
-    """A VACUUM deleted files of the snapshot a transaction read before it and committed after."""
-
-    version: int  # the transaction's commit
-    read_version: int
-    vacuum: Vacuum
-    files: list[MissingFile]
-    retention_ms: int
 
 
 def missing_groups(result: Reachability, retention: int) -> list[MissingGroup]:

@@ -7,8 +7,8 @@ the catalog (e.g. Unity Catalog) ratifies one of them per version, and only late
 which staged file, if any, was ratified, so the audit's findings cover the published log and
 this notice says how far it reaches and which staged versions lie beyond it (the
 `catalog_managed_log` finding, info); staged commits that can be read unambiguously are
-audited apart (unpublished.py). Asking the catalog is out of scope: it needs catalog credentials and an API
-this product does not speak.
+audited apart (runs/unpublished.py). Asking the catalog is out of scope: it needs catalog
+credentials and an API this product does not speak.
 """
 
 from __future__ import annotations

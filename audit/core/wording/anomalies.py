@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit.core.anomalies.facts import Hotspot, NeverExistedFacts, ReorderFacts
+from audit.core.facts.anomalies import Hotspot, NeverExistedFacts, ReorderFacts
 from audit.core.vocab import Operation, ReadVersionFact
 from audit.core.wording import FindingText, operation_name, versions_listed
 

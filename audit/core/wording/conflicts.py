@@ -1,8 +1,8 @@
-"""Words for the commit-time conflicts Delta should have raised (facts: conflicts/facts.py)."""
+"""Words for the commit-time conflicts Delta should have raised (facts: facts/conflicts.py)."""
 
 from __future__ import annotations
 
-from audit.core.conflicts.facts import MetadataChangeFacts, MissedConflictFacts
+from audit.core.facts.conflicts import MetadataChangeFacts, MissedConflictFacts
 from audit.core.vocab import ConflictException
 from audit.core.wording import FindingText, operation_name, versions_listed
 

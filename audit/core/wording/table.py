@@ -1,8 +1,8 @@
-"""Words for the table-level findings of the audit (facts: anomalies/facts.py)."""
+"""Words for the table-level findings of the audit (facts: facts/anomalies.py)."""
 
 from __future__ import annotations
 
-from audit.core.anomalies.facts import IdentityFacts, IsolationSettingFacts, MissingReadVersionFacts
+from audit.core.facts.anomalies import IdentityFacts, IsolationSettingFacts, MissingReadVersionFacts
 from audit.core.vocab import Engine
 from audit.core.wording import FindingText
 

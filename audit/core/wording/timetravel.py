@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from audit.core.health.timestamps import TimestampFacts
-from audit.core.health.timetravel import BrokenSnapshot, MissingFile, MissingGroup, Vacuum
+from audit.core.facts.timestamps import TimestampFacts
+from audit.core.facts.timetravel import BrokenSnapshot, MissingFile, MissingGroup, Vacuum
 from audit.core.numbers import ms_datetime
 from audit.core.storage.roots import shown_path
 from audit.core.wording import FindingText

@@ -17,15 +17,14 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from audit.core.audit import audit_history
 from audit.core.data.keys import parse_key_columns
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.health.sections import add_data_scan, add_health_and_changes
 from audit.core.history.parallel import spare_core
-from audit.core.history.summary import load_history, paused_gc, young_gc
-from audit.core.history.unpublished import audit_unpublished
-from audit.core.incidents.build import incident_entry, incidents_of
+from audit.core.history.summary import paused_gc, young_gc
+from audit.core.incidents.build import incident_entry
 from audit.core.report import build_report, fails_gate, render_text, write_json
+from audit.core.runs.sections import add_data_scan, add_health_and_changes
+from audit.core.runs.table import AuditedTable, AuditOptions, open_table
 from audit.core.storage.roots import table_scope
 from audit.core.vocab import Severity
 from audit.trust.limits import dv_limits
@@ -74,19 +73,11 @@ class Command(BaseCommand):
         with paused_gc():
             self._audit(options)
 
-    def _unpublished(self, report: dict, history, options, keys: list[str], roots) -> None:
+    def _unpublished(self, report: dict, table: AuditedTable) -> None:
         """Staged commits beyond the published log (catalog-managed, coordinated commits):
         audited apart, marked unpublished; the publish lag joins the health section."""
         try:
-            section = audit_unpublished(
-                history.get_log(),
-                check_data=not options["no_data"],
-                key_columns=keys,
-                now_ms=int(time.time() * 1000),
-                read_roots=roots,
-                sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
-                dv_limits=dv_limits(),
-            )
+            section = table.unpublished(now_ms=int(time.time() * 1000))
         except DeltaAuditError as err:
             section = {"error": one_line(str(err))}
         if section is None:
@@ -100,22 +91,14 @@ class Command(BaseCommand):
         # traceback either.
         try:
             keys = parse_key_columns(options["key"])
-            history = load_history(options["table_uri"], parallel=spare_core)
-            # A local user's one-shot tool: the audited table's own root, and the roots the
-            # user names (shallow clones); never AUDIT_ALLOWED_ROOTS as a whole.
-            roots = table_scope(history.table_uri, options["read_root"])
+            table = open_table(
+                options["table_uri"], options=lambda uri: _options(uri, keys, options)
+            )
+            history = table.history(parallel=spare_core)
             # The history lives to the end: frozen, and the audit's own garbage collected.
             with young_gc():
-                result = audit_history(
-                    history,
-                    check_data=not options["no_data"],
-                    read_roots=roots,
-                    sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
-                    key_columns=keys,
-                    pause_gc=False,
-                    dv_limits=dv_limits(),
-                )
-            scanned = self._print(history, result, options, keys, roots)
+                result = table.audit(history, pause_gc=False)
+            scanned = self._print(table, history, result, options)
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)
@@ -126,7 +109,7 @@ class Command(BaseCommand):
         if fails_gate([*result.findings, *scanned], options["fail_on"]):
             sys.exit(1)
 
-    def _print(self, history, result, options, keys: list[str], roots) -> list:
+    def _print(self, table: AuditedTable, history, result, options) -> list:
         """Print the report; returns the data scan's findings (the gate counts them too)."""
         report = build_report(
             history, result, include_files=options["files"], stream_commits=options["json"]
@@ -139,13 +122,9 @@ class Command(BaseCommand):
             scan=not options["no_data"],
             min_interval_ms=settings.AUDIT_TIMESTAMP_MIN_INTERVAL_MS,
         )
-        self._unpublished(report, history, options, keys, roots)
-        incidents = incidents_of(
-            history,
-            [*result.findings, *scanned],
-            check_data=not options["no_data"],
-            read_roots=roots,
-            now_ms=int(time.time() * 1000),
+        self._unpublished(report, table)
+        incidents = table.incidents(
+            history, [*result.findings, *scanned], now_ms=int(time.time() * 1000)
         )
         report["incidents"] = [incident_entry(i) for i in incidents]
         if options["json"]:
@@ -154,6 +133,18 @@ class Command(BaseCommand):
             sys.stdout.write(render_text(report) + "\n")
         sys.stdout.flush()
         return scanned
+
+
+def _options(uri: str, keys: list[str], options: dict) -> AuditOptions:
+    """A local user's one-shot tool: data read inside the audited table's own root and the
+    roots the user names (shallow clones), never AUDIT_ALLOWED_ROOTS as a whole."""
+    return AuditOptions(
+        check_data=not options["no_data"],
+        read_roots=table_scope(uri, options["read_root"]),
+        sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
+        key_columns=tuple(keys),
+        dv_limits=dv_limits(),
+    )
 
 
 def run_standalone(argv: list[str]) -> None:

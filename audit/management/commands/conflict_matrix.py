@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit.core.advice.matrix import (
+from audit.core.conflicts.matrix import (
     GENERAL_NOTES,
     OPS,
     conflict_matrix,

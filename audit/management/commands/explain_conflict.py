@@ -29,10 +29,10 @@ class Command(OneLineErrorsMixin, BaseCommand):
         text = _read_stdin()
         history = None
         if options.get("table"):
-            from audit.core.history.summary import load_history
+            from audit.core.runs.table import open_table
 
             try:
-                history = load_history(options["table"])
+                history = open_table(options["table"]).history()
             except DeltaAuditError as err:
                 message = one_line(err, empty="the table cannot be read")
                 raise CommandError(message, returncode=2) from None

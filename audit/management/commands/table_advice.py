@@ -13,9 +13,8 @@ from django.core.management.base import BaseCommand
 
 from audit.core.advice.isolation import isolation_settings
 from audit.core.advice.partitioning import recommend_partitioning
-from audit.core.audit import audit_history
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.history.summary import load_history
+from audit.core.runs.table import LOG_ONLY, open_table
 
 
 class Command(BaseCommand):
@@ -29,8 +28,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            history = load_history(options["table_uri"])
-            result = audit_history(history, check_data=False)
+            table = open_table(options["table_uri"], options=LOG_ONLY)
+            history = table.history()
+            result = table.audit(history)
         except DeltaAuditError as err:
             sys.stderr.write(f"error: {one_line(str(err))}\n")
             sys.exit(2)

@@ -8,7 +8,7 @@ import base64
 
 import pytest
 
-from audit.core.advice.matrix import conflict_matrix
+from audit.core.conflicts.matrix import conflict_matrix
 from audit.models import Commit, Finding, Table
 from audit.reads import analysis
 from tests.support.clients import error_of, session_client, walk
@@ -112,8 +112,8 @@ def test_it_returns_settings_recommendations_and_hotspots(reorder_table, member_
 
 def test_it_caches_the_analysis_per_stored_version(reorder_table, monkeypatch):
     loads = []
-    real = analysis.load_history
-    monkeypatch.setattr(analysis, "load_history", lambda *a, **k: loads.append(a) or real(*a, **k))
+    real = analysis.open_table
+    monkeypatch.setattr(analysis, "open_table", lambda *a, **k: loads.append(a) or real(*a, **k))
 
     first = analysis.table_analysis(reorder_table)
     again = analysis.table_analysis(Table.objects.get(id=reorder_table.id))

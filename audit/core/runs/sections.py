@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from audit.core.data.scan import scan_data
 from audit.core.errors import DeltaAuditError, one_line
+from audit.core.facts.timestamps import MIN_INTERVAL_MS
 from audit.core.health.changes import changes_from_history, link_findings
 from audit.core.health.compute import health_of_history
-from audit.core.health.timestamps import MIN_INTERVAL_MS, timestamps_section
+from audit.core.health.scan import scan_data
+from audit.core.health.timestamps import timestamps_section
 from audit.core.health.timetravel import reachability, time_travel_section
 from audit.core.history.summary import History
 from audit.core.model import Finding

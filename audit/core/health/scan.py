@@ -25,9 +25,10 @@ from audit.core.data.orphans import (
     orphan_finding,
     referenced_among,
 )
-from audit.core.health.timestamps import MIN_INTERVAL_MS, TimestampFacts, timestamp_facts
+from audit.core.facts.timestamps import MIN_INTERVAL_MS, TimestampFacts
+from audit.core.facts.timetravel import Reachability
+from audit.core.health.timestamps import timestamp_facts
 from audit.core.health.timetravel import (
-    Reachability,
     broken_snapshots,
     missing_groups,
     reachability,

@@ -27,16 +27,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.core import severity as sev
-from audit.core.anomalies.facts import (
+from audit.core.anomalies.hotspots import HotspotKey, hotspot_findings
+from audit.core.anomalies.settings import isolation_setting_facts, missing_read_version_facts
+from audit.core.conflicts.context import TableContext
+from audit.core.facts.anomalies import (
     Hotspot,
     IdentityFacts,
     IsolationSettingFacts,
     MissingReadVersionFacts,
     commits_span,
 )
-from audit.core.anomalies.hotspots import HotspotKey, hotspot_findings
-from audit.core.anomalies.settings import isolation_setting_facts, missing_read_version_facts
-from audit.core.conflicts.context import TableContext
 from audit.core.history.summary import History
 from audit.core.integrity.catalog import catalog_feature, catalog_findings
 from audit.core.integrity.checks import MAX_FINDINGS_PER_KIND

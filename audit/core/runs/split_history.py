@@ -22,12 +22,12 @@ from audit.core.history.summarize import (
     summarize_log,
 )
 from audit.core.history.summary import History, history_of, paused_gc
-from audit.core.history.tailwindow import GUESS, widen_window
 from audit.core.integrity.checks import IntegrityTap
 from audit.core.integrity.ranged import RangeIntegrity, range_integrity
 from audit.core.integrity.refs import FileRef, IntegrityRecord, integrity_record
 from audit.core.log import DeltaLog
 from audit.core.model import Commit, CommitSummary
+from audit.core.runs.tailwindow import GUESS, widen_window
 
 
 @dataclass

@@ -9,11 +9,10 @@ and seconds the oldest staged commit has waited) goes with them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
-from audit.core.audit import audit_history
-from audit.core.data.dv import DvLimits
+from audit.core.audit import AuditResult
 from audit.core.history.summary import History, history_from_log
 from audit.core.log import DeltaLog
 from audit.core.log.staged import StagedStore, Unpublished, find_unpublished
@@ -56,18 +55,11 @@ def table_publish_lag(log: DeltaLog, protocol: Protocol | None, now_ms: int) -> 
 
 
 def audit_unpublished(
-    log: DeltaLog,
-    *,
-    check_data: bool,
-    key_columns: list[str],
-    now_ms: int,
-    read_roots: Sequence[str] | None = None,
-    sample_rows: int | None = None,
-    dv_limits: DvLimits | None = None,
+    log: DeltaLog, audit: Callable[[History], AuditResult], *, now_ms: int
 ) -> dict[str, Any] | None:
-    """The section, or None when nothing is staged beyond the published log. Data files are
-    read inside `read_roots` only and deletion vectors within `dv_limits`, as audit_history
-    reads them."""
+    """The section, or None when nothing is staged beyond the published log. `audit` runs
+    the published log's audit on the staged commits' history (the same options: read roots,
+    key, deletion-vector limits; runs/table.py `AuditedTable.unpublished`)."""
     published = log.listing.latest_version
     found = find_unpublished(log.store, published)
     if not found.staged_versions and not found.refused:
@@ -86,14 +78,7 @@ def audit_unpublished(
     history = None
     if found.readable:
         history = history_from_log(DeltaLog(StagedStore(log.store, found.readable)))
-        result = audit_history(
-            history,
-            check_data=check_data,
-            key_columns=key_columns,
-            read_roots=read_roots,
-            sample_rows=sample_rows,
-            dv_limits=dv_limits,
-        )
+        result = audit(history)
         section["commits"] = [
             {**commit_entry(s, result.commits.get(s.version)), "unpublished": True}
             for s in history.summaries
