@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -91,5 +91,5 @@ class TableLease:
             raise LockLost(f"table {self.table_id}: lock lost before {before}")
 
 
-def _until(ttl: float | None, now: Any = None) -> Any:
+def _until(ttl: float | None, now: datetime | None = None) -> datetime:
     return (now or timezone.now()) + timedelta(seconds=ttl or settings.AUDIT_LOCK_SECONDS)

@@ -1,7 +1,7 @@
 """The query layer of table health, change history and diff, shared by API and dashboard.
 
-Latest health is one row read (`TableHealth`, kept by `audit.ingest.health_store`); a past version or
-a diff is computed from the log (bounded by the stored version) and cached per
+Latest health is one row read (`TableHealth`, kept by `audit.ingest.health_store`); a past
+version or a diff is computed from the log (bounded by the stored version) and cached per
 (table, version): the log below a stored version never changes.
 """
 

@@ -1,11 +1,11 @@
 """One tail step for one table: read the new commits, audit them, store them, alert.
 
-`tail_once` is the whole step, top to bottom: open the log (kept between ticks: audit.tail.kept_logs),
-record a history gap if versions were cleaned up before we read them, plan the next chunk,
-store chunk after chunk (each in its own transaction: audit.ingest.chunk) and raise each chunk's
-health alerts once it has committed (audit.alerting.health_findings), then refresh the
-table-level findings when they are due. Writing rows is audit.ingest's job; this module decides
-what to read and when. Tests replace `run_audit` and `upsert_findings` here.
+`tail_once` is the whole step, top to bottom: open the log (kept between ticks:
+audit.tail.kept_logs), record a history gap if versions were cleaned up before we read them,
+plan the next chunk, store chunk after chunk (each in its own transaction: audit.ingest.chunk,
+under the table's lease: audit.ingest.lease) and raise each chunk's health alerts once it has
+committed (audit.alerting.health_findings), then refresh the table-level findings when they
+are due. Writing rows is audit.ingest's job; this module decides what to read and when. Tests replace `run_audit` and `upsert_findings` here.
 """
 
 from __future__ import annotations
