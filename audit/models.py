@@ -191,7 +191,7 @@ class Table(models.Model):
     table_findings_at = models.DateTimeField(null=True, blank=True)
     # Declared key columns (logical names): live rows sharing a key are duplicate_key findings.
     key_columns = models.JSONField(default=list, blank=True)
-    # Per-table ingest lock (see workers/locks.py): a worker claims the row until locked_until.
+    # The table's lease (audit/ingest/lease.py): a worker claims the row until locked_until.
     locked_by = models.CharField(max_length=200, blank=True)
     locked_until = models.DateTimeField(null=True, blank=True)
     # Moves in the transaction of every change to the table's Finding rows: cached findings

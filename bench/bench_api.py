@@ -222,7 +222,7 @@ def store_health(table, n_commits: int) -> None:
     from django.utils import timezone
 
     from audit.health.models import HealthPoint, TableChange, TableHealth
-    from audit.health.store import health_fields
+    from audit.ingest.health_store import health_fields
     from audit.models import Finding
 
     if TableHealth.objects.filter(table=table).exists():

@@ -8,7 +8,7 @@ recomputing the same health from the log, which is what the stored row saves per
    commits, like real writers). The peer is measured here, in-process: `health_at(log)`, the
    full recompute (replay from the newest checkpoint with tombstones), CPU and wall time.
 2. The database: bench_api.py's table of `--commits` stored Commit rows (built or reused), its
-   `TableHealth` row set from that recompute (what `audit.health.store` stores at the end of a
+   `TableHealth` row set from that recompute (what `audit.ingest.health_store` stores at the end of a
    tail step), and one `HealthPoint` per version (synthetic values: the per-version walk is
    the ingest's cost, not the API's).
 3. gunicorn + wrk (or a thread client) on /health/, /health/history/, /changes/ and the fleet
@@ -52,7 +52,7 @@ def store(table_id: int, health: dict, n: int) -> None:
     from django.db import connection, transaction
 
     from audit.health.models import HealthPoint, TableHealth
-    from audit.health.store import health_fields
+    from audit.ingest.health_store import health_fields
 
     TableHealth.objects.update_or_create(table_id=table_id, defaults=health_fields(health))
     if HealthPoint.objects.filter(table_id=table_id).count() == n:

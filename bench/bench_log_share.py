@@ -49,11 +49,11 @@ def _append(server, uri: str, version: int) -> None:
 
 
 def _open(server, uri: str, label: str) -> None:
-    from audit.tail import logs as tailing
+    from audit.tail import kept_logs
 
     cpu, wall = time.process_time(), time.perf_counter()
     with server.counting() as seen:
-        log_ = tailing.open_log(uri)
+        log_ = kept_logs.refreshed(uri)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     print(
         f"{label:<44} {len(seen):>3} requests {dict(server.kinds(seen))}  "
@@ -75,8 +75,7 @@ def main() -> int:
     django.setup()
     from django.conf import settings
 
-    from audit.tail import logs as tailing
-    from audit.tail import shared
+    from audit.tail import kept_logs, shared
 
     try:
         local = Path(tempfile.mkdtemp(prefix="log-share-")) / "t"
@@ -88,19 +87,19 @@ def main() -> int:
         uri = f"s3://{bucket}/t"
         print(f"{args.commits:,}-commit log on S3; load average {os.getloadavg()[0]:.2f}")
         settings.AUDIT_LOG_SHARE_URL = SHARE_URL
-        tailing.open_log(uri)  # a first process lists it in full and shares it
-        size = len(shared.encode(tailing.open_log(uri).listing, 0.0))
+        kept_logs.refreshed(uri)  # a first process lists it in full and shares it
+        size = len(shared.encode(kept_logs.refreshed(uri).listing, 0.0))
         version = args.commits
         _append(server, uri, version)
         _open(server, uri, "process that knows the table")
         version += 1
         _append(server, uri, version)
-        tailing.forget_all()
+        kept_logs.forget_all()
         settings.AUDIT_LOG_SHARE_URL = ""
         _open(server, uri, "process new to the table, alone (before)")
         version += 1
         _append(server, uri, version)
-        tailing.forget_all()
+        kept_logs.forget_all()
         settings.AUDIT_LOG_SHARE_URL = SHARE_URL
         _open(server, uri, "process new to the table, pool's listing")
         print(f"shared listing: {size:,} bytes in Redis")

@@ -6,7 +6,7 @@ For each log size N: a Spark-style log (bench/gen_log.py, a checkpoint every 100
 uploaded to the server as it would be found (versions < N), registered and ingested once;
 then the bench counts the requests the server serves (HEAD, GET, LIST) for:
 
-- the beat's probe "is there a next commit?" (`tables_due` -> `tailing.has_commit`);
+- the beat's probe "is there a next commit?" (`tables_due` -> `kept_logs.has_commit`);
 - an idle worker tick (`tail_once` with nothing new);
 - a worker tick after 1 and after 5 new commits were uploaded;
 - the debounced whole-table findings refresh;
@@ -123,7 +123,7 @@ def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]
 
     from audit.ingest.tables import register_table
     from audit.models import Table
-    from audit.tail import logs as tailing
+    from audit.tail import kept_logs
     from audit.tail.step import tail_once
     from bench.gen_log import generate
 
@@ -143,16 +143,16 @@ def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]
         prefix = f"{mode}/t"
         uri = f"s3://{bucket}/{prefix}"
         _upload(client, bucket, prefix, local, range(0, n))
-        tailing.forget_all()
-        saved = tailing.open_log, tailing.has_commit
+        kept_logs.forget_all()
+        saved = kept_logs.refreshed, kept_logs.has_commit
         if mode == "before":
-            tailing.open_log, tailing.has_commit = _old_path()
+            kept_logs.refreshed, kept_logs.has_commit = _old_path()
         try:
             table, _ = register_table(uri)
             row: dict[str, Counter[str]] = {}
             row["cold tick (first in a process)"] = _count(server, lambda t=table: tail_once(t.id))
             row["probe: next commit? (beat)"] = _count(
-                server, lambda u=uri: tailing.has_commit(u, n)
+                server, lambda u=uri: kept_logs.has_commit(u, n)
             )
             row["idle tick (worker)"] = _count(server, lambda t=table: tail_once(t.id))
             _upload(client, bucket, prefix, local, range(n, n + 1))
@@ -167,7 +167,7 @@ def bench_size(server, n: int, work: Path) -> dict[str, dict[str, Counter[str]]]
             assert table.last_seen_version == n + NEW - 1, (mode, table.last_seen_version)
             results[mode] = row
         finally:
-            tailing.open_log, tailing.has_commit = saved
+            kept_logs.refreshed, kept_logs.has_commit = saved
 
     results["peer"] = _peer(server, client, bucket, local, n)
     return results

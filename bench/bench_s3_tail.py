@@ -7,7 +7,7 @@
 N one-commit tables are copied to moto's S3 server (in this process; requests counted at the
 server: tests/e2e/s3count.py) and registered in bulk; W `celery -A workers worker` processes
 (each its own hostname, concurrency 2; beat runs in the first) claim them through the
-database row lock (workers/locks.py) and ingest them. The bench then counts the server's
+database row lease (audit/ingest/lease.py) and ingest them. The bench then counts the server's
 requests over an idle window (requests per idle table per day), and appends `--samples`
 commits at `--rate` per second to random tables, measuring per commit the time from the end of
 the write (the commit file is visible) to its Commit row being in the database.

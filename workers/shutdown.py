@@ -4,7 +4,7 @@ Celery resets SIGTERM to its default action in prefork children, so a cold shutd
 SIGTERM to the worker's process group, as scripts/run.sh sends after its grace period) killed a
 tail step mid-way: its transaction was rolled back by the database, but its table lock stayed
 held until it expired (AUDIT_LOCK_SECONDS), delaying the redo. Raising SystemExit instead runs
-the task's `finally` (locks.release) and rolls the open transaction back, so the next tick
+the task's `finally` (lease.release()) and rolls the open transaction back, so the next tick
 redoes the step at once.
 """
 

@@ -1,7 +1,7 @@
 """Celery tasks: thin wrappers over audit.ingest. Each returns a one-line summary.
 
 `tail_all` (run by beat every AUDIT_TAIL_INTERVAL_SECONDS) dispatches `tail_table` for the
-tables with news; `tail_table` stores one chunk under the table's lock and, during a backfill,
+tables with news; `tail_table` stores one chunk under the table's lease and, during a backfill,
 queues itself again so a long history never starves the other tables.
 """
 
@@ -14,12 +14,12 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 
-from audit.ingest.tables import LockLost, mark_error
+from audit.ingest.lease import LockLost, TableLease
+from audit.ingest.tables import mark_error
 from audit.models import Table
 from audit.tail import shared
 from audit.tail.polling import tables_due
 from audit.tail.step import reaudit, tail_once
-from workers import locks
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +36,14 @@ TRANSIENT_ERRORS = (OperationalError, InterfaceError, BrokerError, ConnectionErr
     acks_late=True,
 )
 def tail_table(table_id: int) -> str:
-    token = locks.acquire(table_id)
-    if token is None:
+    lease = TableLease.acquire(table_id)
+    if lease is None:
         return f"table {table_id}: busy (another worker holds its lock)"
-    handed = _hand_to_spark(table_id, token)
+    handed = _hand_to_spark(lease)
     if handed:
-        return handed  # the Spark task now holds (and will release) the lock
+        return handed  # the Spark task now holds (and will release) the lease
     try:
-        result = tail_once(table_id, lock_token=token)
+        result = tail_once(table_id, lease=lease)
     except Table.DoesNotExist:
         return f"table {table_id}: no longer registered"
     except LockLost as err:
@@ -54,19 +54,32 @@ def tail_table(table_id: int) -> str:
         log.exception("tail of table %s failed", table_id)
         # The type only: the exception's text may quote the log ("year 3170843 is out of range").
         message = f"internal error while tailing: {type(err).__name__}"
-        mark_error(Table.objects.get(id=table_id), message, lock_token=token)
+        mark_error(Table.objects.get(id=table_id), message, lease=lease)
         return f"table {table_id}: error: {message}"
     finally:
-        locks.release(table_id, token)
+        lease.release()
     if result.more:
         tail_table.delay(table_id)
     return result.line()
 
 
-def _hand_to_spark(table_id: int, token: str) -> str | None:
+def enqueue_tail(table_id: int) -> bool:
+    """Ask a worker to tail the table now (a table just registered); False when the broker is
+    unreachable. A down broker must not lose a registration: the table is stored (status
+    "ingesting") and the beat's next `tail_all` pass picks it up."""
+    try:
+        tail_table.apply_async((table_id,), retry=False)
+    except Exception as err:  # kombu/redis connection errors vary by transport
+        log.warning("could not queue the tail of table %s: %s", table_id, err)
+        return False
+    return True
+
+
+def _hand_to_spark(lease: TableLease) -> str | None:
     """A backfill longer than AUDIT_SPARK_BACKFILL_THRESHOLD commits goes through Spark."""
     from workers.spark.tasks import should_use_spark, spark_audit_tables
 
+    table_id = lease.table_id
     table = Table.objects.filter(id=table_id).first()
     if table is None or table.latest_version_in_log is None:
         return None  # not listed yet: the first chunk tells how far behind it is
@@ -74,11 +87,11 @@ def _hand_to_spark(table_id: int, token: str) -> str | None:
     pending = table.latest_version_in_log - stored
     if not should_use_spark(table, pending):
         return None
-    locks.extend(table_id, token, settings.AUDIT_SPARK_LOCK_SECONDS)
+    lease.extend(settings.AUDIT_SPARK_LOCK_SECONDS)
     try:
-        spark_audit_tables.delay([table_id], tokens={str(table_id): token})
+        spark_audit_tables.delay([table_id], tokens={str(table_id): lease.token})
     except BrokerError:
-        locks.release(table_id, token)
+        lease.release()
         raise
     return f"table {table_id}: {pending} commits behind, backfill handed to Spark"
 
@@ -124,13 +137,13 @@ def drain_notifications() -> str:
 
 @shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=5, acks_late=True)
 def reaudit_table(table_id: int, start: int | None = None, end: int | None = None) -> str:
-    token = locks.acquire(table_id)
-    if token is None:
+    lease = TableLease.acquire(table_id)
+    if lease is None:
         return f"table {table_id}: busy (another worker holds its lock)"
     try:
         return reaudit(table_id, start=start, end=end).line()
     finally:
-        locks.release(table_id, token)
+        lease.release()
 
 
 def declare_default_queue() -> None:

@@ -1,8 +1,8 @@
 """Alerts on table health, through the existing finding -> rule -> delivery path.
 
 This module alone writes the health alert findings. The tail (and the Spark path) call
-`alert_on_health` with what `audit.health.store.record_health` returned, AFTER the chunk's
-transaction has committed, so an alert never stands for commits that were rolled back.
+`alert_on_health` with what `audit.ingest.health_store.record_health` returned, AFTER the
+chunk's transaction has committed, so an alert never stands for commits that were rolled back.
 Two sources of findings:
 - `schema_change` / `protocol_change` (info): one per changing version, the diff in the
   summary and explanation. A findings rule with those kinds alerts on any such change.
@@ -24,8 +24,8 @@ from django.utils import timezone
 from audit.alerting.models import AlertRule
 from audit.core import model
 from audit.core.vocab import HEALTH_FINDING_PREFIX, FindingKind, Severity
-from audit.health.store import HealthOutcome
 from audit.ingest.findings import finding_fields
+from audit.ingest.health_store import HealthOutcome
 from audit.models import Finding, FindingFlip, Table
 
 CHANGE_KINDS = {"schema": FindingKind.SCHEMA_CHANGE, "protocol": FindingKind.PROTOCOL_CHANGE}

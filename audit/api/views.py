@@ -249,7 +249,9 @@ class TableViewSet(
         # Opens the log (and checks the key's names): DeltaAuditError -> 400.
         table, _ = register_table(normalised, name=name, key_columns=keys, project=project)
         access.move_table(table.pk, project)
-        queued = queries.enqueue_tail(table.id)
+        from workers.tasks import enqueue_tail  # the Celery app only once a table is added
+
+        queued = enqueue_tail(table.id)
         data = s.TableCreatedSerializer(_tables_with_counts().get(pk=table.pk)).data
         data["tail_queued"] = queued
         return Response(data, status=status.HTTP_201_CREATED)

@@ -1,4 +1,4 @@
-"""Stored table health, maintained by `audit.health.store` as the tail stores commits.
+"""Stored table health, maintained by `audit.ingest.health_store` as the tail stores commits.
 
 - `TableHealth`: the health document of the last stored version (what the API serves for
   the latest version without replaying anything), plus the sort keys of the fleet view.

@@ -17,15 +17,15 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from audit.core.history.summary import History
-from audit.health.store import record_health
 from audit.ingest.bulkload import insert_commits
 from audit.ingest.commits import commit_values, settings_snapshot
 from audit.ingest.findings import findings_in, upsert_findings
+from audit.ingest.health_store import record_health
+from audit.ingest.lease import TableLease
 from audit.ingest.plan import TailResult
+from audit.ingest.progress import backfill_fields
 from audit.ingest.rollup_store import refresh_rollups
-from audit.ingest.tables import LockLost, update_table
 from audit.models import Table
-from audit.tail.progress import backfill_fields
 
 
 def store_history_chunk(
@@ -35,7 +35,7 @@ def store_history_chunk(
     *,
     versions: tuple[int, int],
     more: bool = False,
-    lock_token: str | None = None,
+    lease: TableLease | None = None,
     step_started: datetime | None = None,
     findings_from: int | None = None,
 ) -> TailResult:
@@ -44,8 +44,8 @@ def store_history_chunk(
     The findings replaced are those of [findings_from, end] (default: start): the audit must
     have covered those versions (tailwindow.audit_tail_chunk says how far back).
 
-    All in one transaction. With `lock_token`, the progress update only applies while this
-    worker still holds the table's lock; otherwise everything is rolled back (LockLost).
+    All in one transaction, guarded by the table's `lease` (none: a caller writing alone): the
+    progress update applies only while it holds, else everything is rolled back (LockLost).
     The result's `health` is for the caller's alerts, raised once this has committed.
     """
     start, end = versions
@@ -56,10 +56,8 @@ def store_history_chunk(
     health = None
     updates = _progress(table, history, end, rows, more=more, now=now, step_started=step_started)
     with transaction.atomic():
-        # The conditional UPDATE comes first: on PostgreSQL it row-locks the table, so two
-        # writers of the same table serialise here; without the lock we write nothing.
-        if not update_table(table.id, lock_token, **updates):
-            raise LockLost(f"table {table.id}: lock lost before storing v{start}..v{end}")
+        # The guarded UPDATE comes first: two writers of one table serialise on it.
+        (lease or TableLease(table.id)).guard(f"storing v{start}..v{end}", **updates)
         insert_commits(rows)
         if rows:
             stored = [row["version"] for row in rows]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from audit.core import model
 from audit.core.errors import DeltaAuditError
-from audit.health.store import HealthOutcome
+from audit.ingest.health_store import HealthOutcome
 
 
 @dataclass(frozen=True)

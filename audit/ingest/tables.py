@@ -1,17 +1,14 @@
-"""Registering a table and writing its progress row (status, errors, the worker's lock).
+"""Registering a table and writing its progress row (status, errors).
 
-Every write of a Table row by the ingest goes through `update_table`: with a lock token it
-applies only while this worker still holds the table's lock, which is how a worker whose lock
-expired learns (LockLost) that another one took the table over.
+Every write of a Table row's progress by the ingest goes through the table's lease
+(audit.ingest.lease): it applies only while this worker still holds the table, which is how a
+worker whose lease expired learns (LockLost) that another one took the table over.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
-from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from audit.core import model
@@ -20,15 +17,11 @@ from audit.core.jsonsafe import clean_text
 from audit.core.log import open_log
 from audit.core.scrub import scrub_error
 from audit.core.vocab import StorageCause
-from audit.ingest.columns import fit_columns
+from audit.ingest.lease import TableLease
 from audit.models import DEFAULT_PROJECT, Project, Table, project_named
 from audit.trust.paths import check_registrable
 
 log = logging.getLogger("audit.ingest")
-
-
-class LockLost(Exception):
-    """Another worker took over this table (our lock expired): the chunk was rolled back."""
 
 
 def register_table(
@@ -67,32 +60,8 @@ def register_table(
     return table, created
 
 
-def update_table(table_id: int, lock_token: str | None, **fields: Any) -> bool:
-    """UPDATE the table row (only while `lock_token` holds its lock). True when it applied.
-    The progress numbers (versions of the listing, counts of stored commits) are clamped into
-    their columns like every row fed by a log (audit.ingest.columns)."""
-    rows = Table.objects.filter(id=table_id)
-    if lock_token is not None:
-        rows = rows.filter(locked_by=lock_token)
-    return rows.update(**fit_columns(Table, fields)) == 1
-
-
-def keep_lock(table_id: int, lock_token: str | None) -> None:
-    """Push our lock's expiry forward between the long phases of a step (a huge commit can take
-    longer than AUDIT_LOCK_SECONDS to read); stop at once if another worker took the table."""
-    if lock_token is None:
-        return
-    until = timezone.now() + timedelta(seconds=settings.AUDIT_LOCK_SECONDS)
-    if not update_table(table_id, lock_token, locked_until=until):
-        raise LockLost(f"table {table_id}: lock lost while tailing; another worker has it")
-
-
-def mark_up_to_date(
-    table: Table, listing: model.LogListing, *, lock_token: str | None = None
-) -> None:
-    update_table(
-        table.id,
-        lock_token,
+def mark_up_to_date(lease: TableLease, listing: model.LogListing) -> None:
+    lease.write(
         status=Table.Status.OK,
         last_error="",
         error_cause="",
@@ -109,14 +78,13 @@ def mark_error(
     table: Table,
     message: str,
     *,
-    lock_token: str | None = None,
+    lease: TableLease | None = None,
     cause: str = StorageCause.OTHER,
 ) -> None:
+    """Put the table in error with one line (`lease`: the caller's, if it holds one)."""
     message = scrub_error(clean_text(message))  # stored and shown: no URL path, no secret
     log.warning("table %s (%s): %s", table.id, table.uri, message)
-    update_table(
-        table.id,
-        lock_token,
+    (lease or TableLease(table.id)).write(
         status=Table.Status.ERROR,
         last_error=message[:2000],
         error_cause=cause,

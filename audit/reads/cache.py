@@ -113,7 +113,7 @@ def commits_generation(table: Table) -> str:
 
 
 def health_generation(table: Table) -> str:
-    """A table's stored health documents: kept with the commits (`audit.health.store`), with
+    """A table's stored health documents: kept with the commits (`audit.ingest.health_store`), with
     the readable range of its latest data scan (a new scan moves the key)."""
     return f"health:{table_key(table)}:{table.last_seen_version}:{latest_scan_id(table.id)}"
 

@@ -1,7 +1,7 @@
 """The query layer of table health, change history and diff, shared by API and dashboard.
 
-Latest health is one row read (`TableHealth`, kept by `audit.health.store`); a past version or
-a diff is computed from the log (bounded by the stored version) and cached per
+Latest health is one row read (`TableHealth`, kept by `audit.ingest.health_store`); a past
+version or a diff is computed from the log (bounded by the stored version) and cached per
 (table, version): the log below a stored version never changes.
 """
 
@@ -20,8 +20,8 @@ from audit.core.jsonsafe import json_safe
 from audit.core.log import open_log
 from audit.core.vocab import FindingKind
 from audit.health.models import HealthPoint, TableChange, TableHealth
-from audit.health.store import stored_activity
 from audit.models import Commit, Finding, Table
+from audit.reads.activity import stored_activity
 from audit.reads.cache import health_cache_key, latest_time_travel
 from audit.reads.prepared import Prepared, PreparedRows
 from audit.trust.paths import check_registered

@@ -14,7 +14,6 @@ Each question has one answer here, so the JSON API and the HTML pages cannot dri
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.db import connection, connections
@@ -47,8 +46,6 @@ from audit.reads import rollups, timeline_sql
 from audit.reads.prepared import Prepared, PreparedIn, PreparedRows, PreparedValues, fetch_sql
 from audit.reads.timeline import timeline_json
 
-log = logging.getLogger(__name__)
-
 __all__ = [
     "NEEDS_ATTENTION",
     "OPEN",
@@ -61,7 +58,6 @@ __all__ = [
     "commit_time_bounds",
     "commits_by_version",
     "commits_in_flight",
-    "enqueue_tail",
     "filtered_findings",
     "finding_counts",
     "findings_by_status",
@@ -413,27 +409,12 @@ def commits_in_flight(table_id: int, version: int, window: int) -> list[dict[str
     )
 
 
-# --------------------------------------------------------------------------- timeline, tails
+# --------------------------------------------------------------------------- timeline
 
 
 def timeline_window(table: Table, lo: int | None, hi: int | None, max_points: int) -> bytes:
     """A version window of the timeline as JSON bytes (rows or buckets, open findings)."""
     return timeline_json(table, lo, hi, max_points)
-
-
-def enqueue_tail(table_id: int) -> bool:
-    """Ask a worker to tail the table now; False when the broker is unreachable.
-
-    A down broker must not lose a registration: the table is stored (status "ingesting")
-    and the beat's next `tail_all` pass picks it up."""
-    try:
-        from workers.tasks import tail_table
-
-        tail_table.apply_async((table_id,), retry=False)
-    except Exception as err:  # kombu/redis connection errors vary by transport
-        log.warning("could not queue the tail of table %s: %s", table_id, err)
-        return False
-    return True
 
 
 _ROLLUP_BOUNDS = (

@@ -27,7 +27,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.models import Table
-from audit.tail import logs as tailing
+from audit.tail import kept_logs
 from audit.tail.notifications import notify_queues, under_notified_root
 
 
@@ -139,8 +139,8 @@ def _probe(probes: list[tuple[int, str, int]]) -> list[int]:
     """Tables whose next commit file exists. One HEAD each, run concurrently: a pass over
     hundreds of tables must fit in one tail interval, and each probe is a network round trip."""
     if len(probes) <= 1:
-        return [tid for tid, uri, version in probes if tailing.has_commit(uri, version)]
+        return [tid for tid, uri, version in probes if kept_logs.has_commit(uri, version)]
     workers = min(settings.AUDIT_PROBE_THREADS, len(probes))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tail-probe") as pool:
-        found = pool.map(lambda p: tailing.has_commit(p[1], p[2]), probes)
+        found = pool.map(lambda p: kept_logs.has_commit(p[1], p[2]), probes)
         return [probe[0] for probe, hit in zip(probes, found, strict=True) if hit]

@@ -1,7 +1,7 @@
 """Each table's log listing shared by the pool's worker processes (Redis), so a table's log is
 listed in full once for the pool, not once per process.
 
-A tail step runs wherever the table's claim lands (workers/locks.py): any process of any
+A tail step runs wherever the table's lease lands (audit/ingest/lease.py): any process of any
 worker on any machine. Without this, a process that has not seen the table pays a full
 listing of its `_delta_log` (one LIST per 1,000 files, plus `_last_checkpoint`), and with more
 tables than AUDIT_LOG_CACHE_TABLES per process its cache thrashes. With it, the process that

@@ -161,6 +161,7 @@ def _shown(table: Table) -> tuple:
 def _register(request: HttpRequest, form: RegisterTableForm) -> Table | None:
     """Validate the URI (allowed root, readable log), store the table, start its tail."""
     from audit.ingest.tables import register_table
+    from workers.tasks import enqueue_tail
 
     uri, name = form.cleaned_data["uri"], form.cleaned_data["name"] or None
     try:
@@ -172,7 +173,7 @@ def _register(request: HttpRequest, form: RegisterTableForm) -> Table | None:
     if not created:
         messages.info(request, "This table was already registered.")
         return table
-    if queries.enqueue_tail(table.id):
+    if enqueue_tail(table.id):
         messages.success(request, "Table registered; its history is being ingested.")
     else:
         messages.warning(

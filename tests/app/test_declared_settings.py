@@ -164,6 +164,59 @@ def test_it_reads_settings_only_through_the_declaration():
         assert not direct, f"config/{name} reads the environment itself: {direct}"
 
 
+def unread(declarations, sources: dict[str, str]) -> list[str]:
+    """The declared settings nothing reads where their declaration says they are read: a
+    Django setting read as `settings.NAME` by the code, or as `env["NAME"]` by
+    config/settings.py; any other in the file its `read_by` names, by name."""
+    read = {
+        (kind, name)
+        for path, source in sources.items()
+        if path.endswith(".py")
+        for kind, name, _ in reads(source)
+    }
+    composed = sources.get("config/settings.py", "")
+    missing = []
+    for s in declarations:
+        if s.read_by == declared.SETTINGS:
+            name = s.django_name
+            found = f'env["{s.name}"]' in composed or ("environ", s.name) in read
+            # Django and its apps read their own settings (SECRET_KEY, EMAIL_HOST...).
+            found = found or not (name or "AUDIT_").startswith(PROJECT_PREFIXES)
+            found = found or ("setting", name) in read
+        elif s.read_by in sources:
+            found = s.name in sources[s.read_by]
+        else:  # EACH_PROCESS: read from the environment wherever it is needed
+            found = ("environ", s.name) in read
+        if not found:
+            missing.append(f"{s.name} ({s.read_by})")
+    return missing
+
+
+def _sources() -> dict[str, str]:
+    found = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in source_files()}
+    found.pop("config/declared.py")  # the declaration is no reader
+    for extra in (declared.RUN_SH,):
+        found[extra] = (ROOT / extra).read_text(encoding="utf-8")
+    return found
+
+
+def test_it_reads_every_setting_it_declares():
+    """A declaration nothing reads would be a README row that changes nothing."""
+    missing = unread(declared.DECLARED, _sources())
+    assert not missing, f"declared but never read: {missing}"
+
+
+def test_it_catches_a_declared_setting_nothing_reads():
+    never = declared.Setting("AUDIT_NEVER_READ", 1, int, "a knob nobody reads")
+    composed = declared.Setting("AUDIT_COMPOSED", "", str, "read by settings.py", "")
+    gunicorn = declared.Setting("WEB_X", 1, int, "gunicorn's", read_by=declared.GUNICORN)
+    sources = {"config/settings.py": 'X = env["AUDIT_COMPOSED"]', declared.GUNICORN: "WEB_Y"}
+    assert unread([never, composed, gunicorn], sources) == [
+        "AUDIT_NEVER_READ (settings)",
+        f"WEB_X ({declared.GUNICORN})",
+    ]
+
+
 def test_it_keeps_the_readme_table_up_to_date():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert declared.with_table(readme) == readme, "run `python -m config.declared --write`"

@@ -16,8 +16,8 @@ from audit.core.history.summary import history_from_log
 from audit.core.log import open_log
 from audit.core.vocab import HEALTH_KINDS
 from audit.health.models import TableHealth
-from audit.health.store import health_fields
 from audit.ingest.chunk import store_history_chunk
+from audit.ingest.health_store import health_fields
 from audit.ingest.tables import register_table
 from audit.models import Finding
 from audit.tail import step

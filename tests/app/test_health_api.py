@@ -239,7 +239,7 @@ def test_the_sums_kept_between_steps_stay_exact(table):
     import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
 
-    from audit.health import store
+    from audit.ingest import health_store as store
     from tests.support.health_tables import HOSTILE_COLUMN, _batch
 
     def batch(i):
@@ -275,7 +275,7 @@ def test_a_checkpoint_without_a_commit_refreshes_the_stored_health(table, receiv
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from audit.health import store
+    from audit.ingest import health_store as store
     from tests.support.alerting import rule_for, webhook
 
     rule_for(webhook(receiver.url), name="lag", health_metric="checkpoint_lag", threshold=1)

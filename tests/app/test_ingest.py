@@ -14,8 +14,9 @@ from audit.core.history.summary import load_history
 from audit.core.vocab import TABLE_LEVEL_KINDS
 from audit.ingest.chunk import store_history_chunk
 from audit.ingest.findings import finding_key
+from audit.ingest.lease import LockLost, TableLease
 from audit.ingest.plan import TailResult
-from audit.ingest.tables import LockLost, keep_lock, register_table
+from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, FindingFlip, Table
 from audit.tail.polling import tables_due
 from audit.tail.step import reaudit, tail_once
@@ -128,7 +129,11 @@ def test_it_writes_nothing_when_the_lock_was_lost(delta_table_factory):
     history = load_history(str(path))
     with pytest.raises(LockLost):
         store_history_chunk(
-            table, history, audit_history(history), versions=(0, 1), lock_token="me"
+            table,
+            history,
+            audit_history(history),
+            versions=(0, 1),
+            lease=TableLease(table.id, "me"),
         )
     assert stored_versions(table) == []
     table.refresh_from_db()
@@ -305,21 +310,19 @@ def test_a_tail_step_extends_its_lock_and_stops_when_it_was_taken(delta_table_fa
 
     from django.utils import timezone
 
-    from workers import locks
-
     path = delta_table_factory("locked", commits=3)
     table, _ = register_table(str(path))
     settings.AUDIT_LOCK_SECONDS = 300
-    token = locks.acquire(table.id, ttl=1)
-    keep_lock(table.id, token)
+    lease = TableLease.acquire(table.id, ttl=1)
+    lease.keep()
     table.refresh_from_db()
     assert table.locked_until > timezone.now() + timedelta(seconds=200)
 
     Table.objects.filter(id=table.id).update(locked_by="someone-else")
     with pytest.raises(LockLost):
-        keep_lock(table.id, token)
+        lease.keep()
     with pytest.raises(LockLost):
-        tail_once(table.id, lock_token=token)
+        tail_once(table.id, lease=lease)
     assert not Commit.objects.filter(table=table).exists()
 
 

@@ -15,7 +15,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, Table
-from audit.tail import logs as tailing
+from audit.tail import kept_logs
 from audit.tail.step import reaudit, tail_once
 from tests.support.cli import manage
 from tests.support.tables import rows
@@ -49,9 +49,9 @@ def _stored(table: Table) -> list[int]:
 
 @pytest.fixture(autouse=True)
 def _fresh_tail_cache():
-    tailing.forget_all()
+    kept_logs.forget_all()
     yield
-    tailing.forget_all()
+    kept_logs.forget_all()
 
 
 @pytest.mark.parametrize("keep_checkpoint_commit", [True, False])

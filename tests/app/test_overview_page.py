@@ -13,7 +13,7 @@ from django.test import RequestFactory
 from django.utils import timezone
 
 from audit.health.models import TableHealth
-from audit.health.store import health_fields
+from audit.ingest.health_store import health_fields
 from audit.models import Finding, Table
 from frontend.views import overview
 from frontend.views.overview import TABLE_SORTS, _overview_content

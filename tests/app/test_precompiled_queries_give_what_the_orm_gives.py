@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from audit.health.models import TableHealth
-from audit.health.store import health_fields
+from audit.ingest.health_store import health_fields
 from audit.models import Table
 from audit.reads import queries
 

@@ -17,7 +17,8 @@ from audit.core.vocab import Severity
 from audit.ingest.bulkload import insert_commits
 from audit.ingest.commits import commit_values
 from audit.ingest.findings import upsert_findings
-from audit.ingest.tables import register_table, update_table
+from audit.ingest.lease import TableLease
+from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, Table
 from tests.support.tables import rows
 
@@ -55,7 +56,8 @@ def test_it_clamps_a_commits_counts_and_sums_into_their_columns(table, settings,
 
 def test_it_clamps_the_tables_progress_into_its_columns(table):
     registered, _ = table
-    assert update_table(registered.id, None, backfill_done=2**64, backfill_start_done=-(2**70))
+    lease = TableLease(registered.id)
+    assert lease.write(backfill_done=2**64, backfill_start_done=-(2**70))
     registered.refresh_from_db()
     assert (registered.backfill_done, registered.backfill_start_done) == (INT64_MAX, INT64_MIN)
 

@@ -14,8 +14,8 @@ from django.utils import timezone
 from audit.core.health.compute import ACTIVITY_DAYS, Activity
 from audit.core.operations import classify_operation, uses_zorder
 from audit.core.vocab import OperationClass
-from audit.health import store
 from audit.models import Commit, Table
+from audit.reads import activity as reads_activity
 
 pytestmark = pytest.mark.django_db
 
@@ -54,7 +54,7 @@ def _reference(table_id: int) -> Activity:
         .annotate(hour=ExtractHour("committed_at"))
         .order_by("-version")
         .values_list("hour", "operation", "blind_append", "operation_parameters")[
-            : store.ACTIVITY_ROWS
+            : reads_activity.ACTIVITY_ROWS
         ]
     )
     for hour, operation, blind, params in rows:
@@ -94,10 +94,10 @@ def test_it_counts_what_the_row_by_row_reading_counted(monkeypatch):
     epoch = _table("epoch", edges, seed=2)
     empty = Table.objects.create(uri="/lake/empty", name="empty", status="ok")
     for table in (lake, epoch, empty):
-        assert store.stored_activity(table.id) == _reference(table.id), table.name
-    monkeypatch.setattr(store, "ACTIVITY_ROWS", 100)  # the newest 100 by version
+        assert reads_activity.stored_activity(table.id) == _reference(table.id), table.name
+    monkeypatch.setattr(reads_activity, "ACTIVITY_ROWS", 100)  # the newest 100 by version
     for table in (lake, epoch):
-        got = store.stored_activity(table.id)
+        got = reads_activity.stored_activity(table.id)
         assert got == _reference(table.id) and sum(got.all_hours) <= 100
-    assert sum(store.stored_activity(lake.id).all_hours) == 100
-    assert store.stored_activity(lake.id).udm_hours != [0] * 24
+    assert sum(reads_activity.stored_activity(lake.id).all_hours) == 100
+    assert reads_activity.stored_activity(lake.id).udm_hours != [0] * 24

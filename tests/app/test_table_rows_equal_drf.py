@@ -13,7 +13,7 @@ from rest_framework import serializers
 from audit.api import list_sql
 from audit.api import serializers as s
 from audit.health.models import TableHealth
-from audit.health.store import health_fields
+from audit.ingest.health_store import health_fields
 from audit.models import Finding, Table
 from audit.reads import queries
 

@@ -114,10 +114,10 @@ def test_it_is_bounded_by_the_files_it_holds(tmp_path):
 
 
 def test_kept_tombstones_equal_a_fresh_replay_at_every_version(tmp_path):
-    """The health's tombstones, carried from step to step (audit.health.store keeps them per
-    table), are a fresh replay's at every version: appends, deletes, an OPTIMIZE (many
-    removes), a checkpoint (the next call starts afresh from it), deletes after it, a step
-    back and a jump."""
+    """The health's tombstones, carried from step to step (audit.ingest.health_store keeps
+    them per table), are a fresh replay's at every version: appends, deletes, an OPTIMIZE
+    (many removes), a checkpoint (the next call starts afresh from it), deletes after it, a
+    step back and a jump."""
     from audit.core.health.tombstones import snapshot_from_history
     from audit.core.history.state_cache import KeptFiles
     from audit.core.history.summary import load_history

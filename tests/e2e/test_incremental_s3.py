@@ -11,8 +11,8 @@ from deltalake import write_deltalake
 
 from audit.ingest.tables import register_table
 from audit.models import Commit, Table
-from audit.tail import logs as tailing
-from audit.tail.logs import has_commit
+from audit.tail import kept_logs
+from audit.tail.kept_logs import has_commit
 from audit.tail.step import tail_once
 from tests.support.tables import rows
 
@@ -27,9 +27,9 @@ def s3_table(s3, monkeypatch, settings):
     bucket = f"lake2-{uuid.uuid4().hex[:12]}"
     s3.create_bucket(bucket)
     settings.AUDIT_ALLOWED_ROOTS = [f"s3://{bucket}"]
-    tailing.forget_all()
+    kept_logs.forget_all()
     yield f"s3://{bucket}/events"
-    tailing.forget_all()
+    kept_logs.forget_all()
 
 
 def _write(s3, uri: str, n: int, start: int = 0) -> None:

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from audit.core.log import open_log as list_in_full
-from audit.tail import logs as tailing
-from audit.tail import shared
+from audit.tail import kept_logs, shared
 from tests.support.paths import ROOT
 from tests.support.workers import REDIS_URL, redis_reachable
 
@@ -39,9 +38,9 @@ def long_table(s3, monkeypatch, settings, tmp_path_factory) -> str:
     if not redis_reachable():
         pytest.skip("the listing is shared through Redis")
     settings.AUDIT_LOG_SHARE_URL = REDIS_URL
-    tailing.forget_all()
+    kept_logs.forget_all()
     yield f"s3://{bucket}/t"
-    tailing.forget_all()
+    kept_logs.forget_all()
 
 
 def _upload(s3, bucket: str, local: Path) -> None:
@@ -69,14 +68,14 @@ def _append(s3, uri: str, version: int) -> None:
 def test_it_resumes_another_processs_listing_with_one_listing_of_what_is_new(
     s3, long_table, settings
 ):
-    first = tailing.open_log(long_table)  # "process A": lists in full and shares it
+    first = kept_logs.refreshed(long_table)  # "process A": lists in full and shares it
     assert first.listing.latest_version == COMMITS - 1
     for version in (COMMITS, COMMITS + 1):
         _append(s3, long_table, version)
 
-    tailing.forget_all()  # "process B": nothing of its own about the table
+    kept_logs.forget_all()  # "process B": nothing of its own about the table
     with s3.counting() as resumed:
-        log_ = tailing.open_log(long_table)
+        log_ = kept_logs.refreshed(long_table)
     assert s3.kinds(resumed) == {"LIST": 1}, resumed
     assert "start-after" in resumed[0][2]
     assert log_.listing == list_in_full(long_table).listing  # what a full listing says
@@ -84,9 +83,9 @@ def test_it_resumes_another_processs_listing_with_one_listing_of_what_is_new(
 
     # Without the pool's listing (sharing off), the same process lists everything.
     settings.AUDIT_LOG_SHARE_URL = ""
-    tailing.forget_all()
+    kept_logs.forget_all()
     with s3.counting() as alone:
-        tailing.open_log(long_table)
+        kept_logs.refreshed(long_table)
     # A probe of the log folder, a LIST per page (and one for the folder check), the
     # `_last_checkpoint` file: five requests here where the shared listing needed one.
     assert s3.kinds(alone)["LIST"] >= 2 and len(alone) >= 4, alone
@@ -94,7 +93,7 @@ def test_it_resumes_another_processs_listing_with_one_listing_of_what_is_new(
 
 
 def test_it_lists_in_full_when_the_shared_listing_no_longer_matches_the_log(s3, long_table):
-    tailing.open_log(long_table)
+    kept_logs.refreshed(long_table)
     bucket, key = long_table.removeprefix("s3://").split("/", 1)
     client = s3.boto()
     stale = shared.fetch(long_table)
@@ -102,8 +101,8 @@ def test_it_lists_in_full_when_the_shared_listing_no_longer_matches_the_log(s3, 
     # The log replaced underneath: its last commits gone (a table dropped and recreated).
     for version in range(COMMITS - 50, COMMITS):
         client.delete_object(Bucket=bucket, Key=f"{key}/_delta_log/{version:020d}.json")
-    tailing.forget_all()
-    log_ = tailing.open_log(long_table)
+    kept_logs.forget_all()
+    log_ = kept_logs.refreshed(long_table)
     assert log_.listing == list_in_full(long_table).listing
     assert log_.listing.latest_version != stale[0].latest_version
     republished = shared.fetch(long_table)

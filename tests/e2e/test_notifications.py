@@ -8,13 +8,13 @@ import orjson
 import pytest
 from deltalake import write_deltalake
 
+from audit.ingest.lease import TableLease
 from audit.ingest.tables import register_table
 from audit.models import Commit, Table
 from audit.tail import notifications
 from tests.e2e.s3count import CountingS3
 from tests.support.tables import rows
 from tests.support.waiting import wait_for
-from workers import locks
 
 
 def _record(bucket: str, key: str, name: str = "ObjectCreated:Put") -> dict:
@@ -117,8 +117,8 @@ def test_worker_tails_many_notified_tables_without_probing(
     wait_for(lambda: ingested.count() == len(tables), 90, message=celery_workers.logs())
     wait_for(lambda: _queue_empty(s3, queue), 30, message="the worker never drained the queue")
     busy = tables[0]
-    token = locks.acquire(busy.id, ttl=4)  # another worker's step, listed before the commit
-    assert token is not None
+    lease = TableLease.acquire(busy.id, ttl=4)  # another worker's step, listed before the commit
+    assert lease is not None
     with s3.counting() as seen:
         for i, uri in enumerate(uris):
             write_deltalake(uri, rows(start=5 + i), mode="append", storage_options=s3.options)

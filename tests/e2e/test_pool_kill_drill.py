@@ -4,7 +4,7 @@ step is mid-flight: read, audited, or inside its transaction) and a replacement 
 
 The end state must be exactly what the CLI says about every table: every version the writer
 made stored once (nothing lost, nothing twice), with the same read and concurrent versions and
-the same open findings. The claim is the database row lock (workers/locks.py), so this runs on
+the same open findings. The claim is the database row lease (audit/ingest/lease.py), so this runs on
 whichever database the tests use (PostgreSQL when TEST_DATABASE_URL names one).
 """
 

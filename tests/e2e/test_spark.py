@@ -301,19 +301,19 @@ def test_a_table_the_tail_already_started_gets_only_its_remaining_versions(
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_a_table_locked_by_a_worker_is_skipped(spark, scenario_tables, settings):
-    from workers import locks
+    from audit.ingest.lease import TableLease
     from workers.spark.tasks import run_spark_audit
 
     uri = scenario_tables["stale_update"]
     settings.AUDIT_ALLOWED_ROOTS = [str(Path(uri).parent)]
     table, _ = register_table(uri)
-    token = locks.acquire(table.id)
+    lease = TableLease.acquire(table.id)
 
     [result] = run_spark_audit([table], spark=spark)
 
     assert result.status == "busy"
     assert not Commit.objects.filter(table=table).exists()
-    assert locks.release(table.id, token)
+    assert lease.release()
 
 
 # --------------------------------------------------------------------------- Java, logging

@@ -13,9 +13,9 @@ from __future__ import annotations
 from django.conf import settings
 
 from audit.core.errors import DeltaAuditError, one_line
+from audit.ingest.lease import TableLease
 from audit.ingest.plan import TailResult
 from audit.ingest.tables import register_table
-from workers import locks
 from workers.spark.output import read_outcomes
 from workers.spark.tasks import store_outcome
 
@@ -32,13 +32,13 @@ def import_results(
             message = one_line(str(err))
             results.append((outcome.table_uri, TailResult(0, "error", message=message)))
             continue
-        token = locks.acquire(table.id, ttl=settings.AUDIT_SPARK_LOCK_SECONDS)
-        if token is None:
+        lease = TableLease.acquire(table.id, ttl=settings.AUDIT_SPARK_LOCK_SECONDS)
+        if lease is None:
             busy = TailResult(table.id, "busy", message="locked by another worker")
             results.append((outcome.table_uri, busy))
             continue
         try:
-            results.append((outcome.table_uri, store_outcome(table, outcome, lock_token=token)))
+            results.append((outcome.table_uri, store_outcome(table, outcome, lease=lease)))
         finally:
-            locks.release(table.id, token)
+            lease.release()
     return results

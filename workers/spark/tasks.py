@@ -24,12 +24,12 @@ from audit.core.errors import DeltaAuditError, one_line
 from audit.core.vocab import TABLE_LEVEL_KINDS
 from audit.ingest.chunk import store_history_chunk
 from audit.ingest.findings import upsert_findings
+from audit.ingest.lease import LockLost, TableLease
 from audit.ingest.plan import TailResult, plan_next_chunk
-from audit.ingest.tables import LockLost, mark_error, mark_up_to_date, register_table
+from audit.ingest.tables import mark_error, mark_up_to_date, register_table
 from audit.models import Table
 from audit.trust.limits import dv_limits
 from audit.trust.paths import check_registered, read_scope_of
-from workers import locks
 
 log = logging.getLogger(__name__)
 
@@ -67,45 +67,44 @@ def run_spark_audit(
     *,
     master: str | None = None,
     spark: Any = None,
-    tokens: dict[int, str] | None = None,
+    leases: dict[int, TableLease] | None = None,
     check_data: bool | None = None,
 ) -> list[TailResult]:
     """Audit `tables` in one Spark job and store the results. One TailResult per table.
 
-    Each table is locked for the job (AUDIT_SPARK_LOCK_SECONDS; `tokens` hands over locks the
+    Each table is leased for the job (AUDIT_SPARK_LOCK_SECONDS; `leases` hands over those the
     caller already holds); a table another worker holds is reported busy and skipped.
     """
-    tokens = dict(tokens or {})
+    leases = dict(leases or {})
     results: list[TailResult] = []
-    held: dict[int, str] = {}
+    held: dict[int, TableLease] = {}
     ttl = settings.AUDIT_SPARK_LOCK_SECONDS
     try:
         for table in tables:
-            token = tokens.get(table.id) or locks.acquire(table.id, ttl=ttl)
-            if token is None or not locks.extend(table.id, token, ttl=ttl):
+            lease = leases.get(table.id) or TableLease.acquire(table.id, ttl=ttl)
+            if lease is None or not lease.extend(ttl):
                 results.append(TailResult(table.id, "busy", message="locked by another worker"))
                 continue
-            held[table.id] = token
+            held[table.id] = lease
             try:
                 check_registered(table.uri)  # roots may have changed since registration
             except DeltaAuditError as err:
                 message = one_line(err)
-                mark_error(table, message, lock_token=token)
+                mark_error(table, message, lease=lease)
                 results.append(TailResult(table.id, "error", message=message))
-                held.pop(table.id)
-                locks.release(table.id, token)
+                held.pop(table.id).release()
         by_uri = {t.uri: t for t in tables if t.id in held}
         if by_uri:
             results += _run(by_uri, held, master=master, spark=spark, check_data=check_data)
     finally:
-        for table_id, token in held.items():
-            locks.release(table_id, token)
+        for lease in held.values():
+            lease.release()
     return results
 
 
 def _run(
     by_uri: dict[str, Table],
-    held: dict[int, str],
+    held: dict[int, TableLease],
     *,
     master: str | None,
     spark: Any,
@@ -126,7 +125,7 @@ def _run(
     results = []
     for outcome in outcomes:
         table = by_uri.get(outcome.table_uri) or Table.objects.get(uri=outcome.table_uri)
-        results.append(store_outcome(table, outcome, lock_token=held.get(table.id)))
+        results.append(store_outcome(table, outcome, lease=held.get(table.id)))
     return results
 
 
@@ -142,12 +141,13 @@ def session(master: str | None = None) -> Any:
     )
 
 
-def store_outcome(table: Table, outcome: Any, *, lock_token: str | None = None) -> TailResult:
-    """Store one table's Spark result exactly as the tail stores a backfill."""
-    if lock_token is not None:
-        locks.extend(table.id, lock_token, ttl=settings.AUDIT_SPARK_LOCK_SECONDS)
+def store_outcome(table: Table, outcome: Any, *, lease: TableLease | None = None) -> TailResult:
+    """Store one table's Spark result exactly as the tail stores a backfill, under `lease`
+    (none: the caller writes the table alone)."""
+    lease = lease or TableLease(table.id)
+    lease.extend(settings.AUDIT_SPARK_LOCK_SECONDS)
     if outcome.error is not None:
-        mark_error(table, outcome.error, lock_token=lock_token)
+        mark_error(table, outcome.error, lease=lease)
         return TailResult(table.id, "error", message=outcome.error)
     history, audit = outcome.history, outcome.audit
     table.refresh_from_db()
@@ -157,18 +157,18 @@ def store_outcome(table: Table, outcome: Any, *, lock_token: str | None = None) 
         )
     except DeltaAuditError as err:
         message = one_line(str(err))
-        mark_error(table, message, lock_token=lock_token)
+        mark_error(table, message, lease=lease)
         return TailResult(table.id, "error", message=message)
     try:
         if plan is None:
             result = TailResult(table.id, "ok", last_seen_version=table.last_seen_version)
-            mark_up_to_date(table, history.listing, lock_token=lock_token)
+            mark_up_to_date(lease, history.listing)
         else:
             result = store_history_chunk(
-                table, history, audit, versions=(plan.start, plan.end), lock_token=lock_token
+                table, history, audit, versions=(plan.start, plan.end), lease=lease
             )
             alert_on_health(table, result.health)  # after the chunk's transaction committed
-        opened, resolved = store_table_findings(table, audit.findings, lock_token=lock_token)
+        opened, resolved = store_table_findings(table, audit.findings, lease)
     except LockLost as err:
         return TailResult(table.id, "busy", message=str(err))
     result.opened += opened
@@ -176,18 +176,14 @@ def store_outcome(table: Table, outcome: Any, *, lock_token: str | None = None) 
     return result
 
 
-def store_table_findings(
-    table: Table, findings: list[Any], *, lock_token: str | None = None
-) -> tuple[int, int]:
+def store_table_findings(table: Table, findings: list[Any], lease: TableLease) -> tuple[int, int]:
     """The table-level findings of a full audit, as refresh_table_findings stores them."""
     now = timezone.now()
     table_level = [f for f in findings if f.kind in TABLE_LEVEL_KINDS]
-    rows = Table.objects.filter(id=table.id)
-    if lock_token is not None:
-        rows = rows.filter(locked_by=lock_token)
     with transaction.atomic():
-        if rows.update(table_findings_dirty=False, table_findings_at=now) != 1:
-            raise LockLost(f"table {table.id}: lock lost before storing table-level findings")
+        lease.guard(
+            "storing table-level findings", table_findings_dirty=False, table_findings_at=now
+        )
         return upsert_findings(table, table_level, scope=None, table_level=True, now=now)
 
 
@@ -197,13 +193,13 @@ def store_table_findings(
 def spark_audit_tables(
     table_ids: list[int], master: str | None = None, tokens: dict[str, str] | None = None
 ) -> str:
-    """Celery: audit these tables on Spark. `tokens` ({"<id>": token}) hands over held locks."""
+    """Celery: audit these tables on Spark. `tokens` ({"<id>": token}) hands over held leases."""
     tables = list(Table.objects.filter(id__in=table_ids))
-    handed = {int(k): v for k, v in (tokens or {}).items()}
+    handed = {int(k): TableLease(int(k), v) for k, v in (tokens or {}).items()}
     try:
-        results = run_spark_audit(tables, master=master, tokens=handed)
+        results = run_spark_audit(tables, master=master, leases=handed)
     except DeltaAuditError as err:  # Java missing, Spark unreachable: one line, nothing stored
-        for table_id, token in handed.items():
-            locks.release(table_id, token)
+        for lease in handed.values():
+            lease.release()
         return f"spark audit failed: {one_line(str(err))}"
     return "; ".join(r.line() for r in results) or "no tables"

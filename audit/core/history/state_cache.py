@@ -14,7 +14,7 @@ actions are applied in the same order. A new checkpoint is read once, then kept 
 `KeptFiles` is the bounded store: an LRU of values that each hold a set of live files, bounded
 by those files in all (the actions are shared with the states the steps use, so it adds little
 while a step runs, and holds the tables' file sets between them). The health's per-file sums
-are kept in one too (audit.health.store).
+are kept in one too (audit.ingest.health_store).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from audit.api import list_sql
 from audit.api.pagination import TablePagination
 from audit.core.vocab import SEVERITY_ORDER
 from audit.health.models import TableHealth
-from audit.health.store import health_fields
+from audit.ingest.health_store import health_fields
 from audit.models import Finding, Table
 from tests.support.projects import into
 

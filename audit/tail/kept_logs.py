@@ -1,4 +1,4 @@
-"""The tail's view of each table's log, kept between ticks in the worker process.
+"""The tail's view of each table's log, kept between ticks in the worker process (`refreshed`).
 
 An idle tick then costs one listing request from the last known version, new commits one GET
 each, and re-reading the window a new commit ran concurrently with costs nothing (the bytes
@@ -47,7 +47,7 @@ def _state_cache() -> StateCache | None:
     return _states
 
 
-def open_log(uri: str) -> DeltaLog:
+def refreshed(uri: str) -> DeltaLog:
     """The table's log, refreshed: incrementally when this process, or another process of the
     pool (audit.tail.shared), has listed it before."""
     now = time.time()
@@ -58,31 +58,31 @@ def open_log(uri: str) -> DeltaLog:
     if entry is None:
         entry = _from_the_pool(uri)
     if entry is None:
-        log_ = TailedLog(open_store(uri), _byte_cache(), _state_cache())
-        _remember(uri, log_, now)
-        shared.publish(log_.listing, now)
-        return log_
-    log_, listed_at = entry
-    known, full_listings = log_.listing, log_.full_listings
+        tailed = TailedLog(open_store(uri), _byte_cache(), _state_cache())
+        _remember(uri, tailed, now)
+        shared.publish(tailed.listing, now)
+        return tailed
+    tailed, listed_at = entry
+    known, full_listings = tailed.listing, tailed.full_listings
     if now - listed_at >= settings.AUDIT_FULL_LISTING_SECONDS:
         # Due by this process's clock; another process may have listed it in full since.
         entry = _from_the_pool(uri) or entry
-        log_, listed_at = entry
-        known, full_listings = log_.listing, log_.full_listings
+        tailed, listed_at = entry
+        known, full_listings = tailed.listing, tailed.full_listings
     try:
         if now - listed_at >= settings.AUDIT_FULL_LISTING_SECONDS:
-            log_.relist()
+            tailed.relist()
         else:
-            log_.refresh()
-        if log_.full_listings > full_listings:  # listed in full (due, or refresh fell back)
+            tailed.refresh()
+        if tailed.full_listings > full_listings:  # listed in full (due, or refresh fell back)
             listed_at = now
     except DeltaAuditError:
         forget(uri)
         raise
-    _remember(uri, log_, listed_at)
-    if log_.listing is not known:
-        shared.publish(log_.listing, listed_at)
-    return log_
+    _remember(uri, tailed, listed_at)
+    if tailed.listing is not known:
+        shared.publish(tailed.listing, listed_at)
+    return tailed
 
 
 def _from_the_pool(uri: str) -> tuple[TailedLog, float] | None:
@@ -93,9 +93,9 @@ def _from_the_pool(uri: str) -> tuple[TailedLog, float] | None:
     return TailedLog.resume(open_store(uri), listing, _byte_cache(), _state_cache()), listed_at
 
 
-def _remember(uri: str, log_: TailedLog, listed_at: float) -> None:
+def _remember(uri: str, tailed: TailedLog, listed_at: float) -> None:
     with _lock:
-        _logs[uri] = (log_, listed_at)
+        _logs[uri] = (tailed, listed_at)
         _logs.move_to_end(uri)
         while len(_logs) > settings.AUDIT_LOG_CACHE_TABLES:
             _logs.popitem(last=False)
