@@ -25,8 +25,8 @@ from django.conf import settings
 
 from audit.core.vocab import SEVERITY_RANK
 from audit.models import Table
-from audit.reads import rollups, timeline_sql
-from audit.reads.cache import cached_json, timeline_generation
+from audit.reads import declared, rollups, timeline_sql
+from audit.reads.cache import cached_json, generation
 from audit.reads.timeline_grid import BucketGrid
 
 TIMELINE_COLUMNS = [
@@ -70,8 +70,8 @@ def timeline_json(
     generation (moved with every change of the table's findings: a re-audit resolving one, a
     health finding), so a hit is what a fresh computation would answer."""
     return cached_json(
-        timeline_generation(table),
-        f"{from_version}:{to_version}:{max_points}",
+        generation(declared.read("tables/{id}/timeline/"), table),
+        declared.timeline_key(from_version, to_version, max_points),
         lambda: orjson.dumps(_timeline(table.id, from_version, to_version, max_points)),
         settings.AUDIT_API_TIMELINE_CACHE_SECONDS,
     )
