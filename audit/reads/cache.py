@@ -115,13 +115,20 @@ def generation(
         return f"findings:{scope}:{findings_list_generation(table_id)}"
     if depends == (TABLES_LISTED,):
         return f"tables:{scope}:{tables_list_generation((*read.columns, 'project_id'))}"
-    assert table is not None and depends and depends[0] == STORED, read
-    parts = [read.name, table_key(table), str(table.last_seen_version)]
+    assert table is not None, read
+    return table_generation(read.name, depends, table)
+
+
+def table_generation(name: str, depends: tuple[str, ...], table: Table) -> str:
+    """The generation of the cached bodies of a table's read `name` that depend on `depends`
+    (STORED first)."""
+    assert depends and depends[0] == STORED, name
+    parts = [name, table_key(table), str(table.last_seen_version)]
     for part in depends[1:]:
         if part == FINDINGS_OF_TABLE:
             parts.append(str(table.findings_generation))
         else:
-            assert part == SCAN, read
+            assert part == SCAN, name
             parts.append(str(latest_scan_id(table.id)))
     return ":".join(parts)
 

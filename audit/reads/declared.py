@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from audit.reads import timeline
 from audit.reads.cache import FINDINGS_LISTED, FINDINGS_OF_TABLE, SCAN, STORED, TABLES_LISTED
 from audit.reads.lists import COMMITS, FINDINGS, TABLE_LIST_COLUMNS, TABLES, ListRead
 
@@ -83,7 +84,7 @@ def _health_key(params: Mapping) -> str | None:
 
 
 HISTORY_POINTS = 400  # the health history's default max_points
-TIMELINE_POINTS = 2000  # the timeline's default max_points
+TIMELINE_POINTS = timeline.POINTS  # the timeline's default max_points
 
 
 def _history_key(params: Mapping) -> str | None:
@@ -91,24 +92,19 @@ def _history_key(params: Mapping) -> str | None:
     return str(points) if understood else None
 
 
-def timeline_key(lo: int | None, hi: int | None, points: int) -> str:
-    """The request part of a timeline's key (its validated window)."""
-    return f"{lo}:{hi}:{points}"
-
-
 def _timeline_key(params: Mapping) -> str | None:
     parts = [one_int(params, "from_version"), one_int(params, "to_version")]
     parts.append(one_int(params, "max_points", TIMELINE_POINTS))
     if not all(understood for understood, _ in parts) or None in (parts[0][1], parts[1][1]):
         return None  # anything DRF might read differently: let DRF validate it
-    return timeline_key(*(value for _, value in parts))
+    return timeline.timeline_key(*(value for _, value in parts))
 
 
 _TABLE_ROUTES = (
     Read("retrieve", "tables/{id}/", TABLE, allow="GET, PATCH, DELETE, HEAD, OPTIONS"),
     Read("commits", "tables/{id}/commits/", TABLE, (STORED,), list=COMMITS),
     Read("commit_detail", "tables/{id}/commits/{version}/", TABLE, (FINDINGS_LISTED,)),
-    Read("timeline", "tables/{id}/timeline/", TABLE, (STORED, FINDINGS_OF_TABLE), _timeline_key),
+    Read("timeline", "tables/{id}/timeline/", TABLE, timeline.DEPENDS, _timeline_key),
     Read("health", "tables/{id}/health/", TABLE, (STORED, SCAN), _health_key),
     Read("health_history", "tables/{id}/health/history/", TABLE, (STORED,), _history_key),
     Read("changes", "tables/{id}/changes/", TABLE, (STORED, FINDINGS_OF_TABLE), lambda _: ""),

@@ -16,7 +16,8 @@ from django.template import engines
 from django.test import RequestFactory
 
 from audit.models import Finding, Membership, Project, Table
-from audit.reads import queries, visible
+from audit.reads import queries
+from audit.reads import visible as seen
 from audit.reads.pages import ROW_FIELDS, TABLE_ROW_FIELDS
 from frontend.views.findings import _findings_content, kind_choices
 from tests.app.test_findings_rows import HOSTILE, findings_of
