@@ -112,7 +112,7 @@ class RuleSerializer(ProjectOwned):
             raise serializers.ValidationError({"threshold": ["a health rule needs a threshold"]})
         channels = attrs.get("channels")
         if channels is None and self.instance is not None:
-            channels = list(self.instance.channels.all())
+            channels = visibility.rule_channels(self.instance)
         if any(c.project_id != attrs["project"].pk for c in channels or []):
             raise serializers.ValidationError(
                 {"channels": ["a rule sends only through channels of its own project"]}

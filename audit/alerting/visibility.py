@@ -75,6 +75,11 @@ def page_rows(user: Any, recent: int) -> tuple[list, list, list]:
     return channels, rules, list(deliveries[:recent])
 
 
+def rule_channels(rule: AlertRule) -> list[Channel]:
+    """The channels a rule sends through."""
+    return list(rule.channels.all())
+
+
 def managed_object(user: Any, model: type, pk: int) -> Any | None:
     """The rule or channel `pk` if the user sees it, else None."""
     return VISIBLE[model](user).filter(id=pk).first()
