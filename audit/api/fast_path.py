@@ -7,7 +7,7 @@ answers only what is already cached, and only when the DRF path would answer the
 
 - the request is a `GET` with `Authorization: Token <key>`, checked by the same
   `CachedTokenAuthentication` (a valid key of an active user; 10 s in-process memory);
-- the path is the route of a declared read that is cached (`audit.reads.declared`: the routes
+- the path is the route of a declared read that is cached (`audit.reads.routes.routes`: the routes
   come from the declarations, as the router's do), and none of them is throttled in the form
   served here (whole-history timelines and a past version's health are throttled: they go to
   DRF);
@@ -33,13 +33,14 @@ from rest_framework.authentication import get_authorization_header
 from rest_framework.exceptions import APIException
 
 from audit.api.throttles import is_full_zoom
-from audit.reads import cache, declared
+from audit.reads import cache
+from audit.reads.declared import routes
 from audit.reads.visible import ID, KEY, visible_table_or_404
 from audit.trust import access
 from audit.trust.tokens import CachedTokenAuthentication
 
-# The routes of the cached declared reads (audit/reads/declared.py), as the router's.
-_ROUTES = [(read.pattern(), read) for read in declared.READS if read.cached]
+# The routes of the cached declared reads (audit/reads/declared/routes.py), as the router's.
+_ROUTES = [(read.pattern(), read) for read in routes.READS if read.cached]
 _auth = CachedTokenAuthentication()
 _JSON_RANGES = {"*/*", "application/*", "application/json"}  # what ORJSONRenderer matches
 # A read whose throttle counts some of its requests: those are left to DRF.
@@ -86,13 +87,13 @@ def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
     return None
 
 
-def _answer(request: HttpRequest, user, read: declared.Read, ids: tuple[str, ...]):
+def _answer(request: HttpRequest, user, read: routes.Read, ids: tuple[str, ...]):
     """A declared read's cached body for this reader (Http404 outside its gate)."""
     wanted = read.request_key(request.GET, request.build_absolute_uri())
     if wanted is None:
         return None
-    if read.scope == declared.PROJECTS:
-        table_id = cache.table_param(request) if read.list is declared.FINDINGS else None
+    if read.scope == routes.PROJECTS:
+        table_id = cache.table_param(request) if read.list is routes.FINDINGS else None
         if table_id is not None:  # one table's list: the same for everyone who sees it
             visible_table_or_404(request, table_id, columns=ID, user=user)
             scope = ""

@@ -21,7 +21,8 @@ from audit.api.serializers import AsciiIntegerField
 from audit.api.throttles import ExpensiveRateThrottle, LogReadThrottle
 from audit.core.numbers import INT64_MAX
 from audit.models import Table
-from audit.reads import cache, declared
+from audit.reads import cache
+from audit.reads.declared import routes
 from audit.reads.health import health_history, table_changes, table_diff, table_health
 
 ERROR = OpenApiResponse(response=OpenApiTypes.OBJECT, description='`{"error": "<message>"}`')
@@ -49,7 +50,7 @@ class DiffQuery(serializers.Serializer):
 
 class HistoryQuery(serializers.Serializer):
     max_points = AsciiIntegerField(
-        required=False, min_value=2, max_value=5000, default=declared.HISTORY_POINTS
+        required=False, min_value=2, max_value=5000, default=routes.HISTORY_POINTS
     )
 
 
@@ -103,7 +104,7 @@ class TableHealthActions:
         with readable_log():
             body = cache.cached_json(
                 lambda: cache.generation(
-                    declared.read("tables/{id}/health/"), table
+                    routes.read("tables/{id}/health/"), table
                 ),  # a query: asked when caching only
                 str(version),
                 lambda: ORJSONRenderer().render(table_health(table, version)),
@@ -123,7 +124,7 @@ class TableHealthActions:
         points = _parse(HistoryQuery(data=request.query_params))["max_points"]
         # Points are stored with the commits: exact until the stored version moves.
         body = cache.cached_json(
-            cache.generation(declared.read("tables/{id}/health/history/"), table),
+            cache.generation(routes.read("tables/{id}/health/history/"), table),
             str(points),
             lambda: ORJSONRenderer().render(
                 {"table": table.id, "points": health_history(table, points)}
@@ -141,7 +142,7 @@ class TableHealthActions:
         table = self.table()
         # Changes are stored with the commits, their findings move the findings generation.
         body = cache.cached_json(
-            cache.generation(declared.read("tables/{id}/changes/"), table),
+            cache.generation(routes.read("tables/{id}/changes/"), table),
             "",
             lambda: ORJSONRenderer().render({"table": table.id, "changes": table_changes(table)}),
             settings.AUDIT_API_LIST_CACHE_SECONDS,

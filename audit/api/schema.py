@@ -1,11 +1,11 @@
-"""The OpenAPI description of a declared list's filters (audit/reads/lists.py), for
+"""The OpenAPI description of a declared list's filters (audit/reads/declared/lists.py), for
 drf-spectacular: one parameter per `Param`, its type and its help text."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter
 
-from audit.reads.lists import ListRead
+from audit.reads.declared.lists import ListRead
 
 
 def list_parameters(read: ListRead) -> list[OpenApiParameter]:

@@ -26,8 +26,8 @@ from audit.core.vocab import (
     choices,
 )
 from audit.models import Commit, Finding, Table
-from audit.reads import declared, lists
 from audit.reads.cache import seconds_since
+from audit.reads.declared import lists, routes
 from audit.reads.timeline_sql import FINDING_FIELDS
 from audit.trust.limits import MAX_EXCEPTION_CHARS
 
@@ -216,7 +216,7 @@ class TableSerializer(serializers.ModelSerializer):
         }
 
 
-# What the tables list shows of a table: declared with the list (audit/reads/lists.py).
+# What the tables list shows of a table: declared with the list (audit/reads/declared/lists.py).
 TABLE_LIST_COLUMNS = lists.TABLE_LIST_COLUMNS
 
 
@@ -417,7 +417,7 @@ class TimelineQuerySerializer(serializers.Serializer):
     from_version = AsciiIntegerField(required=False, min_value=0, max_value=INT64_MAX)
     to_version = AsciiIntegerField(required=False, min_value=0, max_value=INT64_MAX)
     max_points = AsciiIntegerField(
-        required=False, min_value=2, max_value=10_000, default=declared.TIMELINE_POINTS,
+        required=False, min_value=2, max_value=10_000, default=routes.TIMELINE_POINTS,
         help_text="rows when the window holds at most this many commits, else ~max_points/2 buckets",
     )  # fmt: skip
 

@@ -1,5 +1,5 @@
 """The tables list's rows rendered as TableSerializer renders them, from `.values()` rows
-(`audit.reads.lists.TABLE_ROW_VALUES`), without model instances: a cold tables list spent a
+(`audit.reads.declared.lists.TABLE_ROW_VALUES`), without model instances: a cold tables list spent a
 third of its CPU building a model instance and a health instance per table
 (tests/app/test_table_rows_equal_drf.py holds it against the serializer)."""
 
@@ -18,7 +18,7 @@ from rest_framework.settings import api_settings
 
 from audit.api.serializers import TableSerializer, planned_row
 from audit.models import Table
-from audit.reads.lists import HEALTH_NAMES
+from audit.reads.declared.lists import HEALTH_NAMES
 
 _HEALTH_NAMES = HEALTH_NAMES
 

@@ -37,8 +37,9 @@ from audit.core.jsonsafe import json_safe
 from audit.health.orphan_scans import orphan_report
 from audit.ingest.tables import register_table
 from audit.models import DEFAULT_PROJECT, Finding, Project, Table
-from audit.reads import cache, declared, lists, queries, visible
+from audit.reads import cache, queries, visible
 from audit.reads.analysis import table_analysis, table_history
+from audit.reads.declared import lists, routes
 from audit.trust import access
 from audit.trust.limits import limit_text
 from audit.trust.paths import UriNotAllowed, check_allowed
@@ -65,11 +66,11 @@ DETAIL_ERRORS = {**COMMON_ERRORS, 404: ERROR_RESPONSE}
 VERSION_PARAMETER = OpenApiParameter(
     "version", OpenApiTypes.INT64, OpenApiParameter.PATH, description="commit version"
 )
-# The declared reads these views answer (audit/reads/declared.py).
-LIST_TABLES, LIST_FINDINGS = declared.read("tables/"), declared.read("findings/")
-LIST_COMMITS = declared.read("tables/{id}/commits/")
-COMMIT_DETAIL = declared.read("tables/{id}/commits/{version}/")
-ID_PATTERN = declared.ID  # ids and versions fit int64; longer ones are 404s, not overflows
+# The declared reads these views answer (audit/reads/declared/routes.py).
+LIST_TABLES, LIST_FINDINGS = routes.read("tables/"), routes.read("findings/")
+LIST_COMMITS = routes.read("tables/{id}/commits/")
+COMMIT_DETAIL = routes.read("tables/{id}/commits/{version}/")
+ID_PATTERN = routes.ID  # ids and versions fit int64; longer ones are 404s, not overflows
 
 
 def _expensive_analysis(serializer: type, description: str, **action_kwargs: Any):

@@ -94,7 +94,7 @@ def _json_key(generation: str, request: str) -> str:
 
 # --------------------------------------------------------------------------- API generations
 
-# What a declared read's cached body depends on (`audit.reads.declared`), the parts of its
+# What a declared read's cached body depends on (`audit.reads.declared.routes`), the parts of its
 # generation: the table's stored version, its findings generation, its latest data scan; the
 # findings of the tables read (one table's, or every table's); every listed table's shown
 # columns (the read's `columns`).

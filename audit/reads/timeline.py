@@ -52,7 +52,7 @@ def _json(value: Any) -> Any:
     return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
-# What a timeline body depends on (its declaration, audit/reads/declared.py, names these):
+# What a timeline body depends on (its declaration, audit/reads/declared/routes.py, names these):
 # stored commits never change; its findings move the findings generation.
 DEPENDS = (STORED, FINDINGS_OF_TABLE)
 POINTS = 2000  # the default max_points

@@ -1,5 +1,5 @@
 """The recipe of docs/architecture.md and docs/api.md for a new endpoint, followed by its
-paths: every route of the API's router is a declared read (audit/reads/declared.py) naming
+paths: every route of the API's router is a declared read (audit/reads/declared/routes.py) naming
 the router's action, it is in the OpenAPI schema with its declared filters, it passes its
 access gate (another project's object answers exactly as a missing one), and a cached read
 is on the fast path's routes."""
@@ -16,7 +16,7 @@ from django.urls import resolve
 from audit.api import fast_path
 from audit.api.urls import router, urlpatterns
 from audit.models import Finding, Table
-from audit.reads import declared
+from audit.reads.declared import routes
 from tests.support.clients import token_client
 from tests.support.projects import into
 
@@ -36,8 +36,8 @@ def api_routes() -> set[str]:
 
 
 def test_every_route_of_the_router_is_a_declared_read():
-    assert api_routes() == set(declared.BY_ROUTE)
-    for route, read in declared.BY_ROUTE.items():
+    assert api_routes() == set(routes.BY_ROUTE)
+    for route, read in routes.BY_ROUTE.items():
         match = resolve("/api/" + route.replace("{id}", "1").replace("{version}", "2"))
         actions = getattr(match.func, "actions", None)
         if actions is not None:  # a viewset's route: the declaration names its action
@@ -45,14 +45,14 @@ def test_every_route_of_the_router_is_a_declared_read():
             wanted = "findings" if name == "list" and route == "findings/" else name
             wanted = "finding" if name == "retrieve" and route.startswith("findings/") else wanted
             assert read.name == wanted, (route, read.name, actions)
-        assert read.scope in (declared.TABLE, declared.PROJECTS, declared.FINDING, declared.USER)
+        assert read.scope in (routes.TABLE, routes.PROJECTS, routes.FINDING, routes.USER)
 
 
 def test_every_declared_read_is_in_the_schema_with_its_filters(tmp_path):
     out = tmp_path / "schema.yml"
     call_command("spectacular", "--file", str(out))
     paths = yaml.safe_load(out.read_text())["paths"]
-    for route, read in declared.BY_ROUTE.items():
+    for route, read in routes.BY_ROUTE.items():
         assert f"/api/{route}" in paths, route
         if read.list is not None:
             operation = paths[f"/api/{route}"]["get"]
@@ -62,7 +62,7 @@ def test_every_declared_read_is_in_the_schema_with_its_filters(tmp_path):
 
 def test_every_cached_read_is_on_the_fast_path():
     served = {read.route for _, read in fast_path._ROUTES}
-    assert served == {route for route, read in declared.BY_ROUTE.items() if read.cached}
+    assert served == {route for route, read in routes.BY_ROUTE.items() if read.cached}
     assert {"tables/", "findings/", "tables/{id}/commits/"} <= served
 
 
@@ -77,10 +77,10 @@ def test_every_table_and_finding_route_passes_its_gate(member):
         summary="s", last_seen="2026-01-01T00:00:00Z",
     )  # fmt: skip
     client = token_client(member)
-    gated = [r for r in declared.READS if r.scope in (declared.TABLE, declared.FINDING)]
+    gated = [r for r in routes.READS if r.scope in (routes.TABLE, routes.FINDING)]
     assert len(gated) >= 15
     for read in gated:
-        present = finding.id if read.scope == declared.FINDING else theirs.id
+        present = finding.id if read.scope == routes.FINDING else theirs.id
         for method in ("get", "post", "delete"):
             answers = [
                 getattr(client, method)("/api/" + read.route.format(id=pk, version=0))

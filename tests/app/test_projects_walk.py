@@ -251,13 +251,13 @@ def list_filters_taking_ids(values: dict) -> list[tuple[str, str, type]]:
 
 
 def declared_filters_taking_ids(url: str) -> list[tuple[str, str, type]]:
-    """The same of a list declared in audit/reads (audit/reads/lists.py): its integer filters
+    """The same of a list declared in audit/reads (audit/reads/declared/lists.py): its integer filters
     whose condition compares a foreign key or a `<name>_id` column."""
     from django.db.models import ForeignKey
 
-    from audit.reads import declared
+    from audit.reads.declared import routes
 
-    read = declared.BY_ROUTE.get(url.removeprefix("/api/"))
+    read = routes.BY_ROUTE.get(url.removeprefix("/api/"))
     found = []
     for param in read.list.params if read is not None and read.list is not None else ():
         if param.kind != "int":

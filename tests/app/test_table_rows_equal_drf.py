@@ -16,7 +16,7 @@ from audit.health.models import TableHealth
 from audit.health.store import health_fields
 from audit.models import Finding, Table
 from audit.reads import queries
-from audit.reads.lists import TABLE_ROW_VALUES
+from audit.reads.declared.lists import TABLE_ROW_VALUES
 
 pytestmark = pytest.mark.django_db
 

@@ -1,9 +1,9 @@
 """The commits and findings lists as django-filter and the ORM answered them before their SQL
-was derived from their declarations (audit/reads/lists.py): the reference the production path
+was derived from their declarations (audit/reads/declared/lists.py): the reference the production path
 must equal byte for byte (tests/app/api/test_lists_equal_their_orm_reference.py). `use(monkeypatch)`
 makes the views build their rows this way; everything else (permissions, pagination, caching,
 rendering) stays theirs. The FilterSets live here, as the oracle: the form fields are the
-production ones (audit/reads/params.py), the filtering is the ORM's."""
+production ones (audit/reads/declared/params.py), the filtering is the ORM's."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from audit.api.views import FindingViewSet, TableViewSet
 from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_ORDER, Engine, Severity
 from audit.models import Commit, Finding
 from audit.reads import queries
-from audit.reads.lists import KINDS, SEVERITIES
-from audit.reads.params import (
+from audit.reads.declared.lists import KINDS, SEVERITIES
+from audit.reads.declared.params import (
     CommaListField,
     Int64Field,
     StrictBooleanField,

@@ -1,6 +1,6 @@
 """The commits list's filters of the history page (user, operation, engine, job, q: the
 metadata text, since, until), server-side and cursor-paginated, on /api/tables/{id}/commits/.
-Added by declaring one filter (`q`, audit/reads/lists.py): its SQL, validation, schema, cache
+Added by declaring one filter (`q`, audit/reads/declared/lists.py): its SQL, validation, schema, cache
 key and fast path come from the declaration (tests/app/api/test_lists_equal_their_orm_reference.py
 compares it with the ORM byte for byte; here: what each filter selects)."""
 
@@ -19,7 +19,7 @@ ROWS = [  # (user_name, user_id, operation, engine, job_id, user_metadata, opera
     ("alice", "u1", "WRITE", "spark", "nightly", "backfill of May", {"mode": "Append"}),
     ("bob", "u2", "MERGE", "delta-rs", "", "", {"predicate": "id = 7"}),
     ("alice", "u1", "DELETE", "spark", "cleanup", "GDPR erase", {"predicate": "user = 'x'"}),
-    ("", "svc", "OPTIMIZE", "databricks", "nightly", "", {"zOrderBy": "[\"day\"]"}),
+    ("", "svc", "OPTIMIZE", "databricks", "nightly", "", {"zOrderBy": '["day"]'}),
     ("carol", "u3", "WRITE", "delta-rs", "", "hotfix 100%", {"mode": "Overwrite"}),
 ]
 

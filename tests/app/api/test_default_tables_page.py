@@ -1,5 +1,5 @@
 """The tables list without query parameters, from its SQL compiled once
-(audit/reads/list_sql.py DefaultTablesPage), gives the body the ORM path (filters, pagination) gives: for
+(audit/reads/declared/list_sql.py DefaultTablesPage), gives the body the ORM path (filters, pagination) gives: for
 staff (every project) and for a member (its project only), with findings of every severity,
 acknowledged or not, health and none; and a list longer than a page goes the ORM's way."""
 
@@ -14,7 +14,7 @@ from audit.core.vocab import SEVERITY_ORDER
 from audit.health.models import TableHealth
 from audit.health.store import health_fields
 from audit.models import Finding, Table
-from audit.reads import list_sql, lists
+from audit.reads.declared import list_sql, lists
 from tests.support.projects import into
 
 pytestmark = pytest.mark.django_db

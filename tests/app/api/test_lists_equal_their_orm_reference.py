@@ -277,7 +277,7 @@ def test_rows_compiled_in_one_thread_are_read_in_another():
 
     from django.db import connection
 
-    from audit.reads import list_sql
+    from audit.reads.declared import list_sql
 
     table = Table.objects.create(uri="/data/threads", name="threads", status="ok")
     _commits(table, 12, random.Random(3))
@@ -304,7 +304,7 @@ def test_rows_compiled_in_one_thread_are_read_in_another():
 def test_the_reference_has_every_declared_filter_in_its_order():
     """The oracle filters what the declarations declare, in the same order (the order of a
     400's errors): a filter declared without its reference is not compared."""
-    from audit.reads.lists import COMMITS, FINDINGS
+    from audit.reads.declared.lists import COMMITS, FINDINGS
     from tests.app.api.list_reference import CommitFilter, FindingFilter
 
     assert list(CommitFilter.base_filters) == [p.name for p in COMMITS.params]
@@ -318,7 +318,7 @@ def test_the_fast_datetime_converter_answers_as_djangos(settings, use_tz):
     Django's gives for every kind of value, with USE_TZ on and off (changed at run time)."""
     from django.db import connection
 
-    from audit.reads.list_sql import _fast
+    from audit.reads.declared.list_sql import _fast
 
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's converter (PostgreSQL's driver returns aware datetimes)")

@@ -19,7 +19,7 @@ from django.db import connection
 from django.utils import timezone
 
 from audit.models import Finding, Table
-from audit.reads import list_sql, lists
+from audit.reads.declared import list_sql, lists
 from audit.reads.prepared import _substitute
 
 pytestmark = pytest.mark.django_db

@@ -1,12 +1,12 @@
 """The API's lists, each declared once: its fields, its filters (with their validation), its
 ordering column and the tables it is scoped to. Everything else is derived from the
-declaration: the SQL (compiled once per process, `audit.reads.list_sql`), the validation of the
-query string (`audit.reads.params.ListParams`), the OpenAPI parameters
-(`audit.api.schema.list_parameters`), the cache key (`audit.reads.declared`) and the fast
+declaration: the SQL (compiled once per process, `audit.reads.declared.list_sql`), the validation of the
+query string (`audit.reads.declared.params.ListParams`), the OpenAPI parameters
+(`audit.api.schema.list_parameters`), the cache key (`audit.reads.declared.routes`) and the fast
 path's route (`audit.api.fast_path`).
 
 A new filter of a list is one `Param` here (its condition included); a new list is one
-`ListRead` here and one route in `audit.reads.declared` (docs/architecture.md, "where a new
+`ListRead` here and one route in `audit.reads.declared.routes` (docs/architecture.md, "where a new
 endpoint goes").
 """
 
@@ -28,8 +28,8 @@ from audit.core.vocab import (
 )
 from audit.models import Commit, Finding, Table
 from audit.reads import queries
-from audit.reads.list_sql import DefaultTablesPage, RowQuery, RowSource, values_source
-from audit.reads.params import Condition, ListParams, Param, compare, equal
+from audit.reads.declared.list_sql import DefaultTablesPage, RowQuery, RowSource, values_source
+from audit.reads.declared.params import Condition, ListParams, Param, compare, equal
 
 SEVERITIES = tuple(str(s) for s in SEVERITY_ORDER)
 KINDS = tuple(str(k) for k in FindingKind)

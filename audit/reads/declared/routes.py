@@ -2,7 +2,7 @@
 body depends on and the request part of its cache key. From a declaration come the cache key
 (`key`, here: view and fast path compute the same one), the fast path's route (`pattern`,
 `audit.api.fast_path`), the access gate (`scope`: `audit.api.gates`) and, for a list, its
-filters, SQL and OpenAPI parameters (`audit.reads.lists`).
+filters, SQL and OpenAPI parameters (`audit.reads.declared.lists`).
 
 `tests/app/test_endpoint_recipe.py` holds the router against these: every API route has a
 declaration, its schema and its gate.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from audit.reads import timeline
 from audit.reads.cache import FINDINGS_LISTED, FINDINGS_OF_TABLE, SCAN, STORED, TABLES_LISTED
-from audit.reads.lists import COMMITS, FINDINGS, TABLE_LIST_COLUMNS, TABLES, ListRead
+from audit.reads.declared.lists import COMMITS, FINDINGS, TABLE_LIST_COLUMNS, TABLES, ListRead
 
 # Who may read it: the readers of the table the URL names (any other user gets the 404 of
 # no such table); the reader's own projects (a list of several tables: the key holds the

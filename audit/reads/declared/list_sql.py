@@ -1,5 +1,5 @@
 """Lists by SQL compiled once per process (the cold path: the first request after a table
-changed), built from the declared reads (audit/reads/lists.py).
+changed), built from the declared reads (audit/reads/declared/lists.py).
 
 - `RowQuery` is the part of a queryset that DRF's `CursorPagination` uses (`order_by`, a
   `filter` on the cursor column, a slice): the pagination, its cursors and links stay DRF's.
@@ -234,7 +234,7 @@ def values_source(model: type[Model], names: tuple[str, ...]) -> RowSource:
 
 class DefaultTablesPage:
     """The tables list without query parameters (name, id order; first page): its
-    `.values(*names)` query (`audit.reads.lists.TABLE_ROW_VALUES`) with the six correlated counts, compiled once per number
+    `.values(*names)` query (`audit.reads.declared.lists.TABLE_ROW_VALUES`) with the six correlated counts, compiled once per number
     of the reader's projects and run with their ids; the rows the ORM's queryset gives (same
     SQL, same converters). Building and compiling that queryset was about half of a cold
     tables list's CPU; it is cold on a live lake (every stored commit moves its generation).

@@ -142,7 +142,7 @@ class TimeField(forms.CharField):
 
 # --------------------------------------------------------------------------- declarations
 
-# A condition as `audit.reads.list_sql.sql_condition` takes it: (field or fields, operator,
+# A condition as `audit.reads.declared.list_sql.sql_condition` takes it: (field or fields, operator,
 # value); a Param's `where` makes its conditions of the cleaned value.
 Condition = tuple[Any, ...]
 _FIELDS = {
