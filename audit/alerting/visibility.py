@@ -29,7 +29,7 @@ def visible_deliveries(who: Any) -> QuerySet[Delivery]:
     """Alert deliveries through the channels of the projects the reader sees, of a finding of
     those projects' tables or of none (a test). A rule sends only its own project's findings
     through its own project's channels; the finding is checked too for rows older than that."""
-    ids = who if who is None or isinstance(who, frozenset) else access.projects(who)
+    ids = who if isinstance(who, frozenset) else access.projects(who)
     rows = Delivery.objects.all()
     if ids is None:
         return rows
@@ -87,7 +87,9 @@ def managed_object(user: Any, model: type, pk: int) -> Any | None:
 
 def managed_projects(user: Any) -> QuerySet[Project]:
     """The projects `user` may put rules and channels into (owners; staff: every one)."""
-    return access.restrict(Project.objects.all(), access.managed_project_ids(user), "id")
+    managed = access.managed_project_ids(user)
+    rows = Project.objects.all()
+    return rows if managed is None else access.restrict(rows, managed, "id")
 
 
 def remove(obj: AlertRule | Channel) -> None:

@@ -93,9 +93,10 @@ def sees(who: Any, project_id: int | None, user: Any = None) -> bool:
 
 def restrict(queryset: QuerySet, who: Any, project_field: str) -> QuerySet:
     """`queryset` narrowed to rows whose `project_field` is one of the reader's projects
-    (`who`: a request, a user, or `projects`' answer when the caller has it already)."""
-    ids = who if who is None or isinstance(who, frozenset) else projects(who)
-    if ids is None:
+    (`who`: a request, a user, None for no one (nothing), or a set of project ids the caller
+    has already)."""
+    ids = who if isinstance(who, frozenset) else projects(who)
+    if ids is None:  # staff
         return queryset
     return queryset.filter(**{f"{project_field}__in": sorted(ids)})
 
