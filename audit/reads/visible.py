@@ -106,6 +106,4 @@ def finding_or_404(who: Any, finding_id: int | str, *related: str) -> Finding:
 
 def check_finding(who: Any, pk: Any) -> None:
     """Another project's finding is a 404 on every route under /api/findings/{id}/."""
-    reader = access.signed_in(who)
-    visible = visible_findings(who) if reader is not None else None
-    access.object_or_404(who, pk, visible, "Finding")
+    access.object_or_404(who, pk, visible_findings, "Finding")

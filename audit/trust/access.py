@@ -17,6 +17,7 @@ recipients); staff everything. Alert rules, channels and deliveries are a projec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connections
@@ -101,14 +102,14 @@ def restrict(queryset: QuerySet, who: Any, project_field: str) -> QuerySet:
     return queryset.filter(**{f"{project_field}__in": sorted(ids)})
 
 
-def object_or_404(who: Any, pk: Any, visible: QuerySet | None, label: str) -> None:
+def object_or_404(who: Any, pk: Any, visible: Callable[[Any], QuerySet], label: str) -> None:
     """Another project's object is a 404 on every route and method, before any role check (a
-    403 would tell that it exists): `visible` is the reader's rows (None when the caller has
-    no reader: anonymous users and ids that are no number fall through to the permission
-    classes' 401 and the router's 404)."""
-    if visible is None or log_int(pk) is None:
+    403 would tell that it exists): `visible(who)` is the reader's rows. Anonymous readers and
+    ids that are no number (a list route has none) fall through, with no query, to the
+    permission classes' 401 and the router's 404."""
+    if log_int(pk) is None or signed_in(who) is None:
         return
-    if not visible.filter(pk=pk).exists():
+    if not visible(who).filter(pk=pk).exists():
         raise Http404(f"No {label} matches the given query.")
 
 
