@@ -306,15 +306,6 @@ _TAG = hashlib.sha256(f"page-marks:{settings.SECRET_KEY}".encode()).hexdigest()[
 REGISTER_MARK = f"\x00{_TAG}:register\x00"
 _SINCE = re.compile(f"\x00{_TAG}:since:([0-9T:+.-]+)\x00")
 
-# What the overview shows of a table (its id and findings generation are always in the key:
-# the open counts and the totals).
-OVERVIEW_COLUMNS = (
-    "name", "uri", "status", "last_error", "risk", "last_seen_version",
-    "latest_version_in_log", "first_available_version", "last_commit_at", "last_tail_at",
-    "backfill_target_version", "backfill_done", "health__id", "health__small_files",
-    "health__vacuumable_bytes", "health__checkpoint_lag",
-)  # fmt: skip
-
 
 def fragment(
     generation: Callable[[], str],
@@ -336,9 +327,10 @@ def fragment(
     return SafeString(html)
 
 
-def findings_page_generation() -> str:
-    """What a findings page depends on: every table's identity, name and findings."""
-    return "findings:" + tables_list_generation(("name", "uri", "project_id"))
+def page_generation(page: Any) -> str:
+    """What a page listing tables depends on (`audit.reads.pages.PageRead`): what it shows of
+    every table (`page.columns`; every table's id and findings generation are always in it)."""
+    return f"{page.name}:" + tables_list_generation(page.columns)
 
 
 def table_page_generation(table: Table, has_health: bool) -> str:
@@ -372,11 +364,6 @@ def row_fragments(
             found = _ROWS[key] = SafeString(render(item))
         out.append(found)
     return out
-
-
-def overview_page_generation() -> str:
-    """What the overview depends on: every table's shown columns, health and findings."""
-    return "overview:" + tables_list_generation((*OVERVIEW_COLUMNS, "project_id"))
 
 
 def since_mark(value: object) -> str:

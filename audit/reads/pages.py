@@ -9,6 +9,7 @@ references the pages equal.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import F, Q, QuerySet
@@ -18,7 +19,21 @@ from audit.reads import queries
 from audit.reads.prepared import PLACEHOLDERS, PreparedModels, PreparedValues
 from audit.reads.visible import finding_or_404
 
+
+@dataclass(frozen=True)
+class PageRead:
+    """A page listing tables, declared with what it shows of every table (`columns`): its
+    cached content's generation (`cache.page_generation`) is a digest of those columns and of
+    every table's id and findings generation, so it changes whenever the page could."""
+
+    name: str
+    columns: tuple[str, ...]
+
+
 # --------------------------------------------------------------------------- findings
+
+# Every table's identity, name and findings (the table filter shows names and URIs).
+FINDINGS_PAGE = PageRead("findings", ("name", "uri", "project_id"))
 
 # What a row reads: the page loads only these, not the witness, details, explanation or the
 # table's settings (a third of a page's CPU went to those).
@@ -104,6 +119,18 @@ def finding_to_change(who: Any, finding_id: int) -> Finding:
 
 
 # --------------------------------------------------------------------------- overview
+
+# What the overview shows of a table (its id and findings generation are always in the key:
+# the open counts and the totals).
+OVERVIEW_PAGE = PageRead(
+    "overview",
+    (
+        "name", "uri", "status", "last_error", "risk", "last_seen_version",
+        "latest_version_in_log", "first_available_version", "last_commit_at", "last_tail_at",
+        "backfill_target_version", "backfill_done", "health__id", "health__small_files",
+        "health__vacuumable_bytes", "health__checkpoint_lag", "project_id",
+    ),
+)  # fmt: skip
 
 TABLE_SORTS: dict[str, list[Any]] = {
     "findings": ["-attention_critical", "-attention_warning", "-attention_info", "name", "id"],

@@ -50,7 +50,7 @@ def findings_list(request: HttpRequest) -> HttpResponse:
     # The page's content is the same for every reader of the same projects: cached under
     # their project set (audit/reads/cache.py).
     content = cache.fragment(
-        cache.findings_page_generation,
+        lambda: cache.page_generation(pages.FINDINGS_PAGE),
         request,
         lambda: _findings_content(request),
         access.scope_of(access.projects(request)),

@@ -76,7 +76,7 @@ def index(request: HttpRequest) -> HttpResponse:
     # more sentence), cached under their project set; the register form (CSRF token) and the
     # times since are filled in per request.
     content = cache.fragment(
-        cache.overview_page_generation,
+        lambda: cache.page_generation(pages.OVERVIEW_PAGE),
         request,
         lambda: _overview_content(request, admin),
         f"{admin}:{access.scope_of(access.projects(request))}",
