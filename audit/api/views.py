@@ -244,7 +244,8 @@ class TableViewSet(
             raise PermissionDenied(
                 "only owners of the table's project and administrators may remove it"
             )
-        return super().destroy(request, *args, **kwargs)
+        self.perform_destroy(table)  # the gate's row: DestroyModelMixin's delete
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     # ------------------------------------------------------------------- commits
 
