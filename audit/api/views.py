@@ -36,7 +36,7 @@ from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
 from audit.health.orphan_scans import orphan_report
 from audit.ingest.tables import register_table
-from audit.models import DEFAULT_PROJECT, Finding, Project, Table
+from audit.models import DEFAULT_PROJECT, Finding, Project
 from audit.reads import cache, queries, visible
 from audit.reads.analysis import table_analysis, table_history
 from audit.reads.declared import lists, routes
@@ -88,24 +88,6 @@ def _expensive_analysis(serializer: type, description: str, **action_kwargs: Any
     return lambda method: schema(route(method))
 
 
-def _prepared_shape(params: Any) -> tuple[str, str] | None:
-    """(ordering, status) of a tables list whose query names at most a valid ordering and a
-    valid status (the list_sql.DefaultTablesPage path), None for any other list (the ORM's
-    path, which also words the 400 of a bad value)."""
-    if not set(params) <= {"ordering", "status"}:
-        return None
-    if any(len(params.getlist(name)) != 1 for name in params):
-        return None
-    ordering, status = params.get("ordering", ""), params.get("status", "")
-    if "ordering" in params and (ordering != ordering.strip() or not ordering):
-        return None
-    if ordering and ordering.lstrip("-") not in lists.FLEET_ORDERINGS:
-        return None
-    if "status" in params and status not in Table.Status.values:
-        return None
-    return ordering, status
-
-
 def _refuse_as_outside_the_roots(uri: str) -> NoReturn:
     """Refuse `uri` exactly as a URI under no allowed root is refused (the same 400, byte for
     byte): for a table registered in a project the user does not see, whose existence is not
@@ -137,7 +119,7 @@ class TableViewSet(
     def list(self, request, *args, **kwargs):
         def page() -> bytes:
             context = {**self.get_serializer_context(), "seconds_since": cache.marked_since}
-            shape = _prepared_shape(request.query_params)
+            shape = lists.default_shape(request.query_params)
             if shape is not None:  # a list of a common shape: its SQL compiled once
                 size = self.paginator.page_size
                 narrow = lists.narrowing(*shape)

@@ -344,6 +344,24 @@ def narrowing(ordering: str, status: str) -> Callable[[Any], Any]:
     return narrow
 
 
+def default_shape(params: Any) -> tuple[str, str] | None:
+    """(ordering, status) of a tables list whose query names at most a valid ordering and a
+    valid status (the `default_tables_page` path), None for any other list (the ORM's
+    path, which also words the 400 of a bad value)."""
+    if not set(params) <= {"ordering", "status"}:
+        return None
+    if any(len(params.getlist(name)) != 1 for name in params):
+        return None
+    ordering, status = params.get("ordering", ""), params.get("status", "")
+    if "ordering" in params and (ordering != ordering.strip() or not ordering):
+        return None
+    if ordering and ordering.lstrip("-") not in FLEET_ORDERINGS:
+        return None
+    if "status" in params and status not in Table.Status.values:
+        return None
+    return ordering, status
+
+
 def table_rows(projects: frozenset[int] | None, ordering: str, query_params) -> QuerySet:
     """The tables list's rows (`.values(*TABLE_ROW_VALUES)`, for the paginator to slice) of
     the projects `projects` (None: every project) in the order `ordering` names, with the

@@ -75,7 +75,7 @@ ORDERINGS = ["open_findings", "-open_findings", "small_files", "-checkpoint_lag"
 def test_it_gives_the_orm_paths_body_for_each_ordering_and_status(
     persona, owner, member, admin_client, member_client, monkeypatch
 ):
-    # Lists with an ordering and/or a status are compiled once per shape (views._prepared_shape).
+    # Lists with an ordering and/or a status are compiled once per shape (lists.default_shape).
     _lake(owner)
     Table.objects.filter(uri="/lake/1").update(status="error")
     client = admin_client if persona == "owner" else member_client
