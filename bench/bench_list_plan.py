@@ -64,8 +64,7 @@ def main() -> None:
     django.setup()
     from django.db import connection
 
-    from audit.api import list_sql
-    from audit.api.views import _narrowing
+    from audit.reads.declared import list_sql, lists
     from audit.reads.prepared import _substitute
 
     migration = __import__("audit.migrations.0014_finding_table_distinct", fromlist=["x"])
@@ -82,7 +81,7 @@ def main() -> None:
             cursor.execute("ANALYZE audit_finding")
             for label, shape in shapes.items():
                 compiled, positions = list_sql.DefaultTablesPage._compile(
-                    None, 100, _narrowing(*shape)
+                    lists.TABLE_ROW_VALUES, None, 100, lists.narrowing(*shape)
                 )
                 params = list(_substitute(compiled.params, positions, ()))
                 results[peer, label] = measure(cursor, compiled.sql, params, args.repeat)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from audit.models import Finding, Table
+from audit.reads import queries
 from audit.trust.limits import MAX_EXCEPTION_CHARS
 
 
@@ -63,7 +64,7 @@ class ExplainForm(forms.Form):
         ),
     )
     table = forms.ModelChoiceField(
-        Table.objects.all(), required=False, empty_label="No table (explain the text only)"
+        queries.all_tables(), required=False, empty_label="No table (explain the text only)"
     )
 
     def __init__(self, *args, tables=None, **kwargs):

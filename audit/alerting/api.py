@@ -23,7 +23,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audit.alerting import delivery
+from audit.alerting import delivery, visibility
 from audit.alerting.forms import RULE_FIELDS, clean_channel_config, clean_kinds
 from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
 from audit.models import DEFAULT_PROJECT
@@ -92,7 +92,7 @@ class VisibleChannels(serializers.PrimaryKeyRelatedField):
     as a missing one is)."""
 
     def get_queryset(self):
-        return access.visible_channels(self.context["request"].user)
+        return visibility.visible_channels(self.context["request"])
 
 
 class RuleSerializer(ProjectOwned):
@@ -112,7 +112,7 @@ class RuleSerializer(ProjectOwned):
             raise serializers.ValidationError({"threshold": ["a health rule needs a threshold"]})
         channels = attrs.get("channels")
         if channels is None and self.instance is not None:
-            channels = list(self.instance.channels.all())
+            channels = visibility.rule_channels(self.instance)
         if any(c.project_id != attrs["project"].pk for c in channels or []):
             raise serializers.ValidationError(
                 {"channels": ["a rule sends only through channels of its own project"]}
@@ -233,28 +233,22 @@ class ProjectObjectViewSet(viewsets.ModelViewSet):
     every route and method, before any role check (a 403 would tell that it exists)."""
 
     permission_classes = [OwnersWrite]
-    visible: Any = None  # access.visible_rules / visible_channels
 
     def check_permissions(self, request):
-        label = self.serializer_class.Meta.model.__name__
-        access.check_visible(request.user, self.kwargs.get("pk"), type(self).visible, label)
+        model = self.serializer_class.Meta.model
+        visibility.check_visible(request, model, self.kwargs.get("pk"))
         super().check_permissions(request)
 
     def get_queryset(self):
-        return type(self).visible(self.request.user).select_related("project")
+        return visibility.api_rows(self.request, self.serializer_class.Meta.model)
 
 
 class RuleViewSet(ProjectObjectViewSet):
     serializer_class = RuleSerializer
-    visible = staticmethod(access.visible_rules)
-
-    def get_queryset(self):
-        return super().get_queryset().prefetch_related("channels")
 
 
 class ChannelViewSet(ProjectObjectViewSet):
     serializer_class = ChannelSerializer
-    visible = staticmethod(access.visible_channels)
 
     @extend_schema(request=None, responses={200: DeliverySerializer, 502: DeliverySerializer})
     @action(detail=True, methods=["post"])
@@ -273,16 +267,10 @@ class DeliveryPagination(pagination.PageNumberPagination):
     max_page_size = 1000
 
 
-def _visible(rows: Any) -> Any:
-    """A filter's choices: the rows of `rows(user)` for the request's user, so an id of another
-    project's object is refused exactly as an id of none (400, the same body)."""
-    return lambda request: rows(request.user) if request is not None else rows(None)
-
-
 class DeliveryFilter(django_filters.FilterSet):
-    channel = django_filters.ModelChoiceFilter(queryset=_visible(access.visible_channels))
-    rule = django_filters.ModelChoiceFilter(queryset=_visible(access.visible_rules))
-    finding = django_filters.ModelChoiceFilter(queryset=_visible(access.visible_findings))
+    channel = django_filters.ModelChoiceFilter(queryset=visibility.choices(Channel))
+    rule = django_filters.ModelChoiceFilter(queryset=visibility.choices(AlertRule))
+    finding = django_filters.ModelChoiceFilter(queryset=visibility.choices(None))
 
     class Meta:
         model = Delivery
@@ -297,12 +285,10 @@ class DeliveryViewSet(viewsets.ReadOnlyModelViewSet):
 
     def check_permissions(self, request):
         # Another project's delivery is a 404 on every method, before the role check.
-        access.check_visible(
-            request.user, self.kwargs.get("pk"), access.visible_deliveries, "Delivery"
-        )
+        visibility.check_visible(request, Delivery, self.kwargs.get("pk"))
         super().check_permissions(request)
 
     def get_queryset(self):
         # A delivery names a channel, a finding and its table: only those of the reader's
         # projects (test deliveries name no finding: the channel's project decides).
-        return access.visible_deliveries(self.request.user).select_related("finding", "channel")
+        return visibility.api_rows(self.request, Delivery)

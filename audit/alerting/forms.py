@@ -13,10 +13,9 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from audit.alerting import visibility
 from audit.alerting.models import AlertRule, Channel
 from audit.alerting.transports import TransportError, check_destination
-from audit.models import Project
-from audit.trust import access
 
 KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # The rule fields the form and the API serializer both edit (the API adds id, kinds, created_at).
@@ -70,7 +69,7 @@ def clean_channel_config(kind: str, url: str, secret: str, emails: list[str]) ->
 
 def managed_projects(user: Any):
     """The projects `user` may put rules and channels into (owners; staff: every one)."""
-    return access.restrict_to(Project.objects.all(), access.managed_project_ids(user), "id")
+    return visibility.managed_projects(user)
 
 
 def _choose_project(form: forms.ModelForm, user: Any) -> Any:

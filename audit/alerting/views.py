@@ -13,18 +13,18 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from rest_framework.exceptions import APIException
 
-from audit.alerting import delivery
+from audit.alerting import delivery, visibility
 from audit.alerting.forms import ChannelForm, RuleForm
 from audit.alerting.metrics import registry
 from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
-from audit.api.authentication import CachedTokenAuthentication
 from audit.trust import access
+from audit.trust.tokens import CachedTokenAuthentication
 
 RECENT_DELIVERIES = 50
 
@@ -38,7 +38,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
         user = _token_user(request) or request.user
         if not user.is_authenticated:
             return HttpResponse("Forbidden: a bearer token or a login is required\n", status=403)
-        projects = access.visible_project_ids(user)
+        projects = access.projects(user)
     return HttpResponse(generate_latest(registry(projects)), content_type=CONTENT_TYPE_LATEST)
 
 
@@ -68,20 +68,14 @@ def _manager_of(managed: frozenset[int] | None, project_id: int) -> bool:
 def index(request: HttpRequest) -> HttpResponse:
     user = request.user
     managed = access.managed_project_ids(user)
-    channels = list(access.visible_channels(user).select_related("project"))
+    channels, rules, deliveries = visibility.page_rows(user, RECENT_DELIVERIES)
     for ch in channels:
         ch.can_edit = _manager_of(managed, ch.project_id)
         ch.error_shown = error_shown(ch.last_error, ch.can_edit)
         ch.reason_shown = error_shown(ch.disabled_reason, ch.can_edit)
-    rules = list(access.visible_rules(user).select_related("project").prefetch_related("channels"))
     for rule in rules:
         rule.can_edit = _manager_of(managed, rule.project_id)
     # Deliveries name tables and findings: only those of the reader's projects.
-    deliveries = list(
-        access.visible_deliveries(user).select_related("channel", "rule", "finding__table")[
-            :RECENT_DELIVERIES
-        ]
-    )
     for d in deliveries:
         d.error_shown = error_shown(d.last_error, _manager_of(managed, d.channel.project_id))
     ctx = {
@@ -97,8 +91,9 @@ def _managed(request: HttpRequest, model: type, pk: int | None) -> Any:
     """The rule or channel `pk` (None: a new one) for a change: 404 outside the user's
     projects (as for none), 403 unless they manage its project (or, for a new one, any)."""
     user = request.user
-    visible = access.visible_rules if model is AlertRule else access.visible_channels
-    obj = get_object_or_404(visible(user), id=pk) if pk else None
+    obj = visibility.managed_object(user, model, pk) if pk else None
+    if pk and obj is None:
+        raise Http404(f"No {model.__name__} matches the given query.")
     project = obj.project_id if obj is not None else None
     managed = access.managed_project_ids(user)
     allowed = _manager_of(managed, project) if obj is not None else managed != frozenset()
@@ -119,7 +114,7 @@ def _edit(request: HttpRequest, form_class: type, pk: int | None, what: str) -> 
 
 
 def _delete(request: HttpRequest, model: type, pk: int, what: str) -> HttpResponse:
-    _managed(request, model, pk).delete()
+    visibility.remove(_managed(request, model, pk))
     messages.success(request, f"{what.capitalize()} deleted.")
     return redirect("alerting:index")
 

@@ -7,13 +7,16 @@ answers only what is already cached, and only when the DRF path would answer the
 
 - the request is a `GET` with `Authorization: Token <key>`, checked by the same
   `CachedTokenAuthentication` (a valid key of an active user; 10 s in-process memory);
-- the user sees the table of a per-table read (`audit.trust.access`, as the views check; else the
-  view answers the 404), and the key of a list of several tables holds the user's project set
-  (the same `access.scope_of` the views put in it), so no body crosses projects;
-- the path is one of the hot reads below, and none of them is throttled in the form served
-  here (whole-history timelines and a past version's health are throttled: they go to DRF);
+- the path is the route of a declared read that is cached (`audit.reads.routes.routes`: the routes
+  come from the declarations, as the router's do), and none of them is throttled in the form
+  served here (whole-history timelines and a past version's health are throttled: they go to
+  DRF);
+- the user passes the read's gate (`visible_table_or_404` for a table's read, as the views;
+  else the view answers the 404), and the key of a list of several tables holds the user's
+  project set (the same `access.scope_of` the views put in it), so no body crosses projects;
 - the body is in the cache under the same generation and request key that the DRF view
-  computes (the same helpers), so the bytes are those the view would return.
+  computes (`cache.generation` of the same declaration), so the bytes are those the view
+  would return.
 
 Anything else (no or a bad token, a session, a miss, caches off, other paths or methods) goes
 down the normal stack unchanged, whose view fills the cache. The response carries the same
@@ -22,38 +25,30 @@ status, body and headers (`Allow` as DRF sets it; the outer middlewares add the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from rest_framework.authentication import get_authorization_header
 from rest_framework.exceptions import APIException
 
-from audit.api.authentication import CachedTokenAuthentication
-from audit.api.health_views import HistoryQuery
-from audit.api.serializers import TABLE_LIST_COLUMNS, TimelineQuerySerializer
 from audit.api.throttles import is_full_zoom
-from audit.core.numbers import INT64_MAX
-from audit.models import Table
 from audit.reads import cache
+from audit.reads.declared import routes
+from audit.reads.visible import ID, KEY, visible_table_or_404
 from audit.trust import access
+from audit.trust.tokens import CachedTokenAuthentication
 
-# The routes of audit/api/urls.py under config/urls.py's "api/" (ids as views.ID_PATTERN).
-_TABLES = re.compile(r"/api/tables/\Z")
-_TABLE_SUB = re.compile(
-    r"/api/tables/([0-9]{1,18})/(commits|timeline|health|health/history|changes)/\Z"
-)
-_COMMIT = re.compile(r"/api/tables/([0-9]{1,18})/commits/([0-9]{1,18})/\Z")
-_FINDINGS = re.compile(r"/api/findings/\Z")
-# What DRF's `Allow` header says for each route (the viewset's or action's methods).
-_ALLOW_TABLES = "GET, POST, HEAD, OPTIONS"
-_ALLOW_ACTION = "GET, HEAD, OPTIONS"
+# The routes of the cached declared reads (audit/reads/declared/routes.py), as the router's.
+_ROUTES = [(read.pattern(), read) for read in routes.READS if read.cached]
 _auth = CachedTokenAuthentication()
 _JSON_RANGES = {"*/*", "application/*", "application/json"}  # what ORJSONRenderer matches
-# The defaults the views' query serializers fill in (part of the keys).
-_TIMELINE_POINTS = TimelineQuerySerializer._declared_fields["max_points"].default
-_HISTORY_POINTS = HistoryQuery._declared_fields["max_points"].default
+# A read whose throttle counts some of its requests: those are left to DRF.
+_THROTTLED: dict[str, Callable[[HttpRequest], bool]] = {
+    "timeline": lambda request: (
+        not settings.AUDIT_API_TIMELINE_CACHE_SECONDS or is_full_zoom(request.GET)
+    ),
+}
 
 
 def hot_reads(get_response: Callable[[HttpRequest], HttpResponse]):
@@ -80,84 +75,43 @@ def _cached_answer(request: HttpRequest) -> tuple[bytes, str] | None:
     if user is None:
         return None
     path = request.path_info
-    if _FINDINGS.match(path):
-        uri = request.build_absolute_uri()
-        table_id = cache.table_param(request)
-        if table_id is not None and not access.request_sees_table(request, user, table_id):
-            return None
-        scope = (
-            "" if table_id is not None else access.scope_of(access.projects_of(request, user))
-        )  # as the view's key
-        generation = cache.findings_body_generation(table_id, scope)
-        return _hit(cache.cached_only(generation, uri), _ALLOW_ACTION)
-    if _TABLES.match(path):
-        generation = cache.tables_body_generation(
-            access.scope_of(access.projects_of(request, user)), TABLE_LIST_COLUMNS
-        )
-        body = cache.cached_only(generation, request.build_absolute_uri())
-        return None if body is None else (cache.with_seconds(body), _ALLOW_TABLES)
-    if match := _COMMIT.match(path):
-        if not access.request_sees_table(request, user, int(match[1])):
-            return None
-        generation = cache.findings_body_generation(int(match[1]))
-        return _hit(cache.cached_only(generation, request.build_absolute_uri()), _ALLOW_ACTION)
-    if match := _TABLE_SUB.match(path):
-        if not access.request_sees_table(request, user, int(match[1])):
-            return None
-        table = cache.table_key_row(int(match[1]))
-        if table is None:
-            return None
-        return _table_sub_resource(request, table, match[2])
+    for pattern, read in _ROUTES:
+        match = pattern.match(path)
+        if match is not None:
+            if read.name in _THROTTLED and _THROTTLED[read.name](request):
+                return None
+            try:
+                return _answer(request, user, read, match.groups())
+            except Http404:
+                return None  # the view answers the 404
     return None
 
 
-def _table_sub_resource(request: HttpRequest, table: Table, name: str) -> tuple[bytes, str] | None:
-    """A table's cached commits page, timeline window, health, health history or changes:
-    the request part of each key as its view builds it from the validated parameters."""
-    if name == "commits":
-        generation = cache.commits_generation(table)
-        return _hit(cache.cached_only(generation, request.build_absolute_uri()), _ALLOW_ACTION)
-    if name == "timeline":
-        return _timeline(request, table)
-    if name == "changes":
-        return _hit(cache.cached_only(cache.changes_generation(table), ""), _ALLOW_ACTION)
-    if name == "health" and "version" in request.GET:
-        return None  # a past version's health is throttled: DRF counts it
-    generation, param, default = (
-        (cache.health_generation(table), "version", None)
-        if name == "health"
-        else (cache.health_history_generation(table), "max_points", _HISTORY_POINTS)
-    )
-    value = _plain_int(request, param) if param in request.GET else default
-    if value is None and param in request.GET:
+def _answer(request: HttpRequest, user, read: routes.Read, ids: tuple[str, ...]):
+    """A declared read's cached body for this reader (Http404 outside its gate)."""
+    wanted = read.request_key(request.GET, request.build_absolute_uri())
+    if wanted is None:
         return None
-    return _hit(cache.cached_only(generation, str(value)), _ALLOW_ACTION)
-
-
-def _timeline(request: HttpRequest, table: Table) -> tuple[bytes, str] | None:
-    """A cached timeline window, never a throttled (whole-history) one."""
-    if not settings.AUDIT_API_TIMELINE_CACHE_SECONDS or is_full_zoom(request.GET):
+    if read.scope == routes.PROJECTS:
+        table_id = cache.table_param(request) if read.list is routes.FINDINGS else None
+        if table_id is not None:  # one table's list: the same for everyone who sees it
+            visible_table_or_404(request, table_id, columns=ID, user=user)
+            scope = ""
+        else:
+            scope = access.scope_of(access.projects(request, user))  # as the view's key
+        generation = cache.generation(read, table_id=table_id, scope=scope)
+    elif read.depends == (cache.FINDINGS_LISTED,):  # a table's body keyed on its findings
+        table_id = visible_table_or_404(request, ids[0], columns=ID, user=user)
+        generation = cache.generation(read, table_id=table_id)
+    else:
+        table = visible_table_or_404(request, ids[0], columns=KEY, user=user)
+        generation = cache.generation(read, table)
+    body = cache.cached_only(generation, wanted)
+    if body is None:
         return None
-    lo, hi = _plain_int(request, "from_version"), _plain_int(request, "to_version")
-    points = _plain_int(request, "max_points") if "max_points" in request.GET else _TIMELINE_POINTS
-    if lo is None or hi is None or points is None:
-        return None  # anything DRF might read differently: let DRF validate it
-    # The request part of views.timeline's key (TimelineQuerySerializer's validated values);
-    # only validated windows are ever cached under it.
-    body = cache.cached_only(cache.timeline_generation(table), f"{lo}:{hi}:{points}")
-    return _hit(body, _ALLOW_ACTION)
-
-
-def _plain_int(request: HttpRequest, name: str) -> int | None:
-    """A parameter written as a plain decimal int64 (one value), else None."""
-    values = request.GET.getlist(name)
-    if len(values) != 1:
-        return None
-    raw = values[0]
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19) or (raw[0] == "0" and raw != "0"):
-        return None
-    value = int(raw)
-    return value if value <= INT64_MAX else None
+    if read.depends == (cache.TABLES_LISTED,):
+        body = cache.with_seconds(body)
+    return body, read.allow
 
 
 def _accepts_json(request: HttpRequest) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -23,6 +22,7 @@ from audit.api.throttles import ExpensiveRateThrottle, LogReadThrottle
 from audit.core.numbers import INT64_MAX
 from audit.models import Table
 from audit.reads import cache
+from audit.reads.declared import routes
 from audit.reads.health import health_history, table_changes, table_diff, table_health
 
 ERROR = OpenApiResponse(response=OpenApiTypes.OBJECT, description='`{"error": "<message>"}`')
@@ -49,42 +49,9 @@ class DiffQuery(serializers.Serializer):
 
 
 class HistoryQuery(serializers.Serializer):
-    max_points = AsciiIntegerField(required=False, min_value=2, max_value=5000, default=400)
-
-
-# `GET /api/tables/?ordering=<key>`: the fleet view's sorts (worst first; "-" reverses).
-FLEET_ORDERINGS = {
-    "small_files": "health__small_files",
-    "small_file_ratio": "health__small_file_ratio",
-    "vacuumable_bytes": "health__vacuumable_bytes",
-    "checkpoint_lag": "health__checkpoint_lag",
-    "open_findings": "open_total",
-}
-
-
-def fleet_ordering(queryset, request):
-    """Order the tables list by a health column or open findings, worst first."""
-    return order_fleet(queryset, (request.query_params.get("ordering") or "").strip())
-
-
-def order_fleet(queryset, raw: str):
-    """`queryset` in the order `?ordering=<raw>` names (stripped), a 400 for an unknown one."""
-    if not raw:
-        return queryset
-    key = raw.lstrip("-")
-    if key not in FLEET_ORDERINGS:
-        raise BadRequest(
-            f"ordering must be one of {', '.join(sorted(FLEET_ORDERINGS))} (prefix - for ascending)"
-        )
-    column = FLEET_ORDERINGS[key]
-    if key == "open_findings":
-        queryset = queryset.annotate(
-            open_total=F("open_info") + F("open_warning") + F("open_critical")
-        )
-    expr = (
-        F(column).asc(nulls_last=True) if raw.startswith("-") else F(column).desc(nulls_last=True)
+    max_points = AsciiIntegerField(
+        required=False, min_value=2, max_value=5000, default=routes.HISTORY_POINTS
     )
-    return queryset.order_by(expr, "name", "id")
 
 
 def _parse(serializer: serializers.Serializer) -> dict[str, Any]:
@@ -136,7 +103,9 @@ class TableHealthActions:
         # bytes under the table's stored version.
         with readable_log():
             body = cache.cached_json(
-                lambda: cache.health_generation(table),  # a query: asked when caching only
+                lambda: cache.generation(
+                    routes.read("tables/{id}/health/"), table
+                ),  # a query: asked when caching only
                 str(version),
                 lambda: ORJSONRenderer().render(table_health(table, version)),
                 settings.AUDIT_API_LIST_CACHE_SECONDS,
@@ -155,7 +124,7 @@ class TableHealthActions:
         points = _parse(HistoryQuery(data=request.query_params))["max_points"]
         # Points are stored with the commits: exact until the stored version moves.
         body = cache.cached_json(
-            cache.health_history_generation(table),
+            cache.generation(routes.read("tables/{id}/health/history/"), table),
             str(points),
             lambda: ORJSONRenderer().render(
                 {"table": table.id, "points": health_history(table, points)}
@@ -173,7 +142,7 @@ class TableHealthActions:
         table = self.table()
         # Changes are stored with the commits, their findings move the findings generation.
         body = cache.cached_json(
-            cache.changes_generation(table),
+            cache.generation(routes.read("tables/{id}/changes/"), table),
             "",
             lambda: ORJSONRenderer().render({"table": table.id, "changes": table_changes(table)}),
             settings.AUDIT_API_LIST_CACHE_SECONDS,

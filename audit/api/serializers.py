@@ -27,6 +27,7 @@ from audit.core.vocab import (
 )
 from audit.models import Commit, Finding, Table
 from audit.reads.cache import seconds_since
+from audit.reads.declared import lists, routes
 from audit.reads.timeline_sql import FINDING_FIELDS
 from audit.trust.limits import MAX_EXCEPTION_CHARS
 
@@ -215,24 +216,8 @@ class TableSerializer(serializers.ModelSerializer):
         }
 
 
-# What the tables list shows of a table (the key of its cached bodies,
-# audit.reads.cache.tables_body_generation): its model fields, the backfill and health columns
-# its computed fields read (lag reads model fields, open counts the findings generation).
-_COMPUTED = {
-    "version",
-    "lag",
-    "storage",
-    "open_findings",
-    "attention_findings",
-    "backfill",
-    "health",
-}
-TABLE_LIST_COLUMNS = (
-    *(f for f in TableSerializer.Meta.fields if f not in _COMPUTED),
-    "backfill_target_version", "backfill_done", "backfill_started_at", "backfill_rate",
-    "health__version", "health__num_files", "health__small_files",
-    "health__small_file_ratio", "health__vacuumable_bytes", "health__checkpoint_lag",
-)  # fmt: skip
+# What the tables list shows of a table: declared with the list (audit/reads/declared/lists.py).
+TABLE_LIST_COLUMNS = lists.TABLE_LIST_COLUMNS
 
 
 def _severity_counts(table: Table, prefix: str) -> dict:
@@ -287,10 +272,7 @@ class TableCreatedSerializer(TableDetailSerializer):
 
 # --------------------------------------------------------------------------- commits
 
-COMMIT_LIST_FIELDS = (
-    "version", "timestamp", "operation", "read_version", "isolation_level", "blind_append",
-    "concurrent_versions", "concurrent_count", "files_added", "files_removed", "engine",
-)  # fmt: skip
+COMMIT_LIST_FIELDS = lists.COMMITS.fields
 
 
 class CommitListSerializer(serializers.Serializer):
@@ -384,11 +366,7 @@ class FindingSerializer(serializers.ModelSerializer):
         return finding.acknowledged_at is not None
 
 
-FINDING_LIST_FIELDS = (
-    "id", "table_id", "kind", "severity", "version", "related_versions", "confirmed",
-    "summary", "status", "acknowledged_by__username", "acknowledged_at", "first_seen",
-    "last_seen", "resolved_at",
-)  # fmt: skip
+FINDING_LIST_FIELDS = lists.FINDINGS.fields
 _DATETIME = serializers.DateTimeField()
 _ZERO = timedelta(0)
 
@@ -439,7 +417,7 @@ class TimelineQuerySerializer(serializers.Serializer):
     from_version = AsciiIntegerField(required=False, min_value=0, max_value=INT64_MAX)
     to_version = AsciiIntegerField(required=False, min_value=0, max_value=INT64_MAX)
     max_points = AsciiIntegerField(
-        required=False, min_value=2, max_value=10_000, default=2000,
+        required=False, min_value=2, max_value=10_000, default=routes.TIMELINE_POINTS,
         help_text="rows when the window holds at most this many commits, else ~max_points/2 buckets",
     )  # fmt: skip
 

@@ -8,7 +8,6 @@ register tables into it (POST /api/tables/) and remove its tables (DELETE /api/t
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NoReturn
 
 from django.conf import settings
@@ -22,14 +21,14 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit.api import list_sql
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, readable_log
-from audit.api.filters import CommitFilter, FindingFilter, TableFilter
-from audit.api.health_views import FLEET_ORDERINGS, TableHealthActions, fleet_ordering, order_fleet
+from audit.api.health_views import TableHealthActions
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
-from audit.api.permissions import ProjectRoles
+from audit.api.permissions import ProjectRoles, TableRoutes
 from audit.api.renderers import ORJSONRenderer
+from audit.api.schema import list_parameters
+from audit.api.table_rows import table_rows
 from audit.api.throttles import ExpensiveRateThrottle, FullZoomTimelineThrottle
 from audit.core.conflicts.matrix import conflict_matrix, normalize_isolation_level
 from audit.core.data.keys import valid_key_columns
@@ -37,9 +36,10 @@ from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
 from audit.health.orphan_scans import orphan_report
 from audit.ingest.tables import register_table
-from audit.models import DEFAULT_PROJECT, Finding, Project, Table
-from audit.reads import cache, queries
+from audit.models import DEFAULT_PROJECT, Finding, Project
+from audit.reads import cache, queries, visible
 from audit.reads.analysis import table_analysis, table_history
+from audit.reads.declared import lists, routes
 from audit.trust import access
 from audit.trust.limits import limit_text
 from audit.trust.paths import UriNotAllowed, check_allowed
@@ -66,7 +66,11 @@ DETAIL_ERRORS = {**COMMON_ERRORS, 404: ERROR_RESPONSE}
 VERSION_PARAMETER = OpenApiParameter(
     "version", OpenApiTypes.INT64, OpenApiParameter.PATH, description="commit version"
 )
-ID_PATTERN = r"[0-9]{1,18}"  # ids and versions fit int64; longer ones are 404s, not overflows
+# The declared reads these views answer (audit/reads/declared/routes.py).
+LIST_TABLES, LIST_FINDINGS = routes.read("tables/"), routes.read("findings/")
+LIST_COMMITS = routes.read("tables/{id}/commits/")
+COMMIT_DETAIL = routes.read("tables/{id}/commits/{version}/")
+ID_PATTERN = routes.ID  # ids and versions fit int64; longer ones are 404s, not overflows
 
 
 def _expensive_analysis(serializer: type, description: str, **action_kwargs: Any):
@@ -84,38 +88,6 @@ def _expensive_analysis(serializer: type, description: str, **action_kwargs: Any
     return lambda method: schema(route(method))
 
 
-def _tables_with_counts():
-    return queries.tables_with_counts().order_by("name", "id")
-
-
-def _prepared_shape(params: Any) -> tuple[str, str] | None:
-    """(ordering, status) of a tables list whose query names at most a valid ordering and a
-    valid status (the list_sql.DefaultTablesPage path), None for any other list (the ORM's
-    path, which also words the 400 of a bad value)."""
-    if not set(params) <= {"ordering", "status"}:
-        return None
-    if any(len(params.getlist(name)) != 1 for name in params):
-        return None
-    ordering, status = params.get("ordering", ""), params.get("status", "")
-    if "ordering" in params and (ordering != ordering.strip() or not ordering):
-        return None
-    if ordering and ordering.lstrip("-") not in FLEET_ORDERINGS:
-        return None
-    if "status" in params and status not in Table.Status.values:
-        return None
-    return ordering, status
-
-
-def _narrowing(ordering: str, status: str) -> Callable[[Any], Any]:
-    """What the ORM path's `fleet_ordering` and TableFilter do for this shape."""
-
-    def narrow(listed: Any) -> Any:
-        listed = order_fleet(listed, ordering)
-        return listed.filter(status=status) if status else listed
-
-    return narrow
-
-
 def _refuse_as_outside_the_roots(uri: str) -> NoReturn:
     """Refuse `uri` exactly as a URI under no allowed root is refused (the same 400, byte for
     byte): for a table registered in a project the user does not see, whose existence is not
@@ -126,78 +98,53 @@ def _refuse_as_outside_the_roots(uri: str) -> NoReturn:
 
 @extend_schema(responses=DETAIL_ERRORS)
 class TableViewSet(
+    TableRoutes,
     TableHealthActions,
     mixins.CreateModelMixin,
     mixins.DestroyModelMixin,
     viewsets.ReadOnlyModelViewSet,
 ):
-    """Registered tables, with their commits, timeline and analyses as sub-resources."""
+    """Registered tables, with their commits, timeline and analyses as sub-resources. Every
+    route under /api/tables/{id}/ passes the one gate first (TableRoutes)."""
 
     permission_classes = [ProjectRoles]
     pagination_class = TablePagination
-    filterset_class = TableFilter
+    filterset_class = None
     lookup_value_regex = ID_PATTERN
 
-    # The routes whose handler reads the table's row (`table()`): the check below reads the
-    # row itself for them, so its project comes in it (one query, not the project's and then
-    # the row's). Any other route that calls table() still gets a checked row, by a read.
-    ROW_ACTIONS = frozenset(
-        {"commits", "health", "health_history", "changes", "diff", "orphans", "partial_update"}
-    )
-
-    def check_permissions(self, request):
-        # Another project's table is a 404 on every route under /api/tables/{id}/, before any
-        # role check (a 403 would tell that it exists) and before any work. The projects the
-        # user sees are read once per request (access.request_projects).
-        if "pk" in self.kwargs and request.user and request.user.is_authenticated:
-            table_id = int(self.kwargs["pk"])
-            if self.action in self.ROW_ACTIONS:
-                self._row = queries.table_by_id(table_id)
-                project = self._row.project_id if self._row is not None else None
-            else:
-                project = access.table_project_id(table_id)
-            if not access.request_sees_project(request, project):
-                raise Http404("No Table matches the given query.")
-        super().check_permissions(request)
-
     def get_queryset(self):
-        rows = self._queryset()
-        field = "project_id" if rows.model is Table else "table__project_id"
-        return access.restrict(rows, self.request.user, field)
+        return visible.visible_tables(self.request)
 
-    def _queryset(self):
-        if self.action == "list":
-            # The health columns in the same query: the serializer reads every table's health
-            # (one query per table otherwise).
-            listed = _tables_with_counts().select_related("health")
-            return fleet_ordering(listed.defer("settings_snapshot", "health__data"), self.request)
-        if self.action == "retrieve":
-            return _tables_with_counts().select_related("health").defer("health__data")
-        if self.action == "commits":  # the model its filters and schema are about
-            return queries.all_commits()
-        return queries.all_tables()
-
+    @extend_schema(parameters=list_parameters(lists.TABLES))
     def list(self, request, *args, **kwargs):
         def page() -> bytes:
             context = {**self.get_serializer_context(), "seconds_since": cache.marked_since}
-            shape = _prepared_shape(request.query_params)
+            shape = lists.default_shape(request.query_params)
             if shape is not None:  # a list of a common shape: its SQL compiled once
                 size = self.paginator.page_size
-                rows = list_sql.default_tables_page.page(ids, size, shape, _narrowing(*shape))
+                narrow = lists.narrowing(*shape)
+                rows = lists.default_tables_page.page(ids, size, shape, narrow)
                 if rows is not None:  # the whole list: DRF's body for one page
-                    data = list_sql.table_rows(rows, context)
+                    data = table_rows(rows, context)
                     body = {"count": len(rows), "next": None, "previous": None, "results": data}
                     return ORJSONRenderer().render(body)
             # Rows of values, not model instances: the serializer's fields read them the
-            # same way (list_sql.TableRow; tests/app/test_table_rows_equal_drf.py).
-            listed = self.filter_queryset(self.get_queryset())
-            rows = self.paginate_queryset(listed.values(*list_sql.TABLE_ROW_VALUES))
-            data = list_sql.table_rows(rows, context)
+            # same way (table_rows; tests/app/test_table_rows_equal_drf.py).
+            ordering = (request.query_params.get("ordering") or "").strip()
+            try:
+                listed = lists.table_rows(ids, ordering, request.query_params)
+            except lists.BadOrdering as err:
+                raise BadRequest(str(err)) from None
+            data = table_rows(self.paginate_queryset(listed), context)
             return ORJSONRenderer().render(self.get_paginated_response(data).data)
 
-        ids = access.visible_project_ids(request.user)  # the key's scope and the page's rows
-        body = cache.tables_list_body(request, page, access.scope_of(ids), s.TABLE_LIST_COLUMNS)
+        ids = access.projects(request)  # the key's scope and the page's rows
+        body = cache.tables_list_body(request, LIST_TABLES, page, access.scope_of(ids))
         return HttpResponse(body, content_type="application/json")
+
+    def retrieve(self, request, *args, **kwargs):
+        # The gate passed (TableRoutes): the table exists and the reader sees it.
+        return Response(s.TableDetailSerializer(lists.table_detail(self.kwargs["pk"])).data)
 
     def get_serializer_class(self):
         if self.action == "list":
@@ -206,26 +153,11 @@ class TableViewSet(
             return s.TableCreateSerializer
         return s.TableDetailSerializer
 
-    def commit_rows(self, table_id: int) -> list_sql.RowQuery:
+    def commit_rows(self, table_id: int):
         """The rows of the table's commits the filters select (a 400 for a bad filter), by
-        precompiled SQL (tests/app/api/list_reference.py holds the FilterSet + ORM reference)."""
-        return list_sql.commits(self.request.query_params, table_id)
-
-    def table(self) -> Table:
-        """The table of a sub-resource (no table filters apply to it)."""
-        # The row check_permissions read for this request, else a read (digits: ID_PATTERN).
-        table = self.__dict__.get("_row") or queries.table_by_id(self.kwargs["pk"])
-        if table is None or not access.request_sees_project(self.request, table.project_id):
-            raise Http404("No Table matches the given query.")
-        return table
-
-    def table_id(self) -> int:
-        """The id of an existing table, without loading the row (hot list paths)."""
-        tables = access.visible_tables(self.request.user)
-        found = tables.filter(pk=self.kwargs["pk"]).values_list("id", flat=True).first()
-        if found is None:
-            raise NotFound("no such table")
-        return found
+        the declared list's SQL (tests/app/api/list_reference.py holds the FilterSet + ORM
+        reference)."""
+        return lists.COMMITS.rows(self.request.query_params, table_id=table_id)
 
     @extend_schema(
         request=s.TableCreateSerializer,
@@ -242,7 +174,7 @@ class TableViewSet(
         normalised = check_allowed(uri)  # DeltaAuditError -> 400
         existing = queries.table_id_by_uri(normalised)
         if existing is not None:
-            if not access.request_sees_table(request, request.user, existing):
+            if not visible.sees_table(request, existing):
                 _refuse_as_outside_the_roots(uri)
             raise Conflict(f"table already registered as id {existing}", {"id": existing})
         keys = body.validated_data.get("key_columns")
@@ -252,7 +184,7 @@ class TableViewSet(
         from workers.tasks import enqueue_tail  # the Celery app only once a table is added
 
         queued = enqueue_tail(table.id)
-        data = s.TableCreatedSerializer(_tables_with_counts().get(pk=table.pk)).data
+        data = s.TableCreatedSerializer(lists.table_detail(table.pk)).data
         data["tail_queued"] = queued
         return Response(data, status=status.HTTP_201_CREATED)
 
@@ -284,23 +216,25 @@ class TableViewSet(
         body = s.TableSettingsSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         table.set_key_columns(valid_key_columns(body.validated_data["key_columns"]))
-        return Response(s.TableDetailSerializer(_tables_with_counts().get(pk=table.pk)).data)
+        return Response(s.TableDetailSerializer(lists.table_detail(table.pk)).data)
 
     @extend_schema(
         description="Remove a table and everything stored about it (owners of its project "
         "and administrators)."
     )
     def destroy(self, request, *args, **kwargs):
-        table = self.get_object()
+        table = self.table()
         if not access.may_manage(request.user, table.project_id):
             raise PermissionDenied(
                 "only owners of the table's project and administrators may remove it"
             )
-        return super().destroy(request, *args, **kwargs)
+        self.perform_destroy(table)  # the gate's row: DestroyModelMixin's delete
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     # ------------------------------------------------------------------- commits
 
     @extend_schema(
+        parameters=list_parameters(lists.COMMITS),
         responses={200: s.CommitListSerializer(many=True)},
         description="The table's commits, newest first (`order=asc` for oldest first), "
         "cursor-paginated; follow `next`.",
@@ -308,7 +242,7 @@ class TableViewSet(
     @action(
         detail=True,
         pagination_class=CommitCursorPagination,
-        filterset_class=CommitFilter,
+        filterset_class=None,
         serializer_class=s.CommitListSerializer,
     )
     def commits(self, request, pk=None):
@@ -321,7 +255,7 @@ class TableViewSet(
 
         # Stored commits never change: a page is exact until the table's stored version moves.
         body = cache.cached_json(
-            cache.commits_generation(table),
+            cache.generation(LIST_COMMITS, table),
             request.build_absolute_uri(),
             page,
             settings.AUDIT_API_LIST_CACHE_SECONDS,
@@ -353,7 +287,7 @@ class TableViewSet(
             return ORJSONRenderer().render(data)
 
         # "Findings involving" scans the table's findings (json_each on SQLite): worth a cache.
-        body = cache.findings_body(request, detail, int(self.kwargs["pk"]))
+        body = cache.findings_body(request, COMMIT_DETAIL, detail, int(self.kwargs["pk"]))
         return HttpResponse(body, content_type="application/json")
 
     # ------------------------------------------------------------------- timeline
@@ -377,9 +311,7 @@ class TableViewSet(
         query.is_valid(raise_exception=True)
         params = query.validated_data
         # The columns the timeline's key reads, by the fast path's own query.
-        table = cache.table_key_row(int(self.kwargs["pk"]))
-        if table is None:
-            raise Http404("No Table matches the given query.")
+        table = self.table_key()
         body = queries.timeline_window(
             table, params.get("from_version"), params.get("to_version"), params["max_points"]
         )
@@ -456,7 +388,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     """Findings of the user's projects' tables, newest first; members of a table's project
     acknowledge / re-open them."""
 
-    filterset_class = FindingFilter
+    filterset_class = None
     pagination_class = FindingCursorPagination
     lookup_value_regex = ID_PATTERN
 
@@ -465,32 +397,30 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     def check_permissions(self, request):
         # Another project's finding is a 404 on every route under /api/findings/{id}/, before
         # any role check or method dispatch (as a table's, above).
-        access.check_visible(
-            request.user, self.kwargs.get("pk"), access.visible_findings, "Finding"
-        )
+        visible.check_finding(request, self.kwargs.get("pk"))
         super().check_permissions(request)
 
     def get_queryset(self):
-        rows = queries.findings_with_acknowledger()
-        return access.restrict(rows, self.request.user, "table__project_id")
+        return queries.findings_with_acknowledger(access.projects(self.request))
 
     def get_serializer_class(self):
         return s.FindingSerializer if self.action == "list" else s.FindingDetailSerializer
 
+    @extend_schema(parameters=list_parameters(lists.FINDINGS))
     def list(self, request, *args, **kwargs):
         # `?table=` naming another project's table: 404, as for a table that does not exist
         # (read as the filter reads it, so both list paths answer alike).
-        named = list_sql.finding_params(request.query_params).get("table")
+        named = lists.FINDINGS.clean(request.query_params).get("table")
         if named is not None:
-            access.check_table(request, named)
+            visible.visible_table_or_404(request, named, columns=visible.ID)
         table_id = cache.table_param(request)
-        projects = access.request_projects(request)  # once: the check, the rows, the key
+        projects = access.projects(request)  # once: the check, the rows, the key
 
         def page() -> bytes:
             # Only when the page is not cached; `?table=` checked above needs no other bound.
             checked = table_id is not None and table_id == named
-            visible = None if checked else access.table_ids_in(projects)
-            rows = self.paginate_queryset(self.finding_rows(visible))
+            tables = None if checked else visible.table_ids_in(projects)
+            rows = self.paginate_queryset(self.finding_rows(tables))
             # The same JSON as FindingSerializer, built from plain rows (no model instances).
             data = self.get_paginated_response([s.finding_list_row(row) for row in rows]).data
             return ORJSONRenderer().render(data)
@@ -498,14 +428,14 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         # One table's list is the same for everyone who sees the table (checked above); a list
         # of several tables depends on the reader's projects.
         scope = "" if table_id is not None else access.scope_of(projects)
-        body = cache.findings_body(request, page, table_id, scope)
+        body = cache.findings_body(request, LIST_FINDINGS, page, table_id, scope)
         return HttpResponse(body, content_type="application/json")
 
-    def finding_rows(self, visible: list[int] | None) -> list_sql.RowQuery:
-        """The rows of the findings of the tables `visible` (ids; None: every table) the
-        filters select (a 400 for a bad filter), by precompiled SQL
+    def finding_rows(self, tables: list[int] | None):
+        """The rows of the findings of the tables `tables` (ids; None: every table) the
+        filters select (a 400 for a bad filter), by the declared list's SQL
         (tests/app/api/list_reference.py holds the FilterSet + ORM reference)."""
-        return list_sql.findings(self.request.query_params, visible)
+        return lists.FINDINGS.rows(self.request.query_params, visible=tables)
 
     @extend_schema(
         request=None,
@@ -588,9 +518,12 @@ class ExplainView(APIView):
         history = None
         table_id = body.validated_data.get("table")
         if table_id is not None:
-            table = access.visible_tables(request.user).filter(pk=table_id).first()
-            if table is None:
-                raise BadRequest(f"no table with id {table_id}", {"table": ["unknown table"]})
+            try:
+                table = visible.visible_table_or_404(request, table_id)
+            except Http404:
+                raise BadRequest(
+                    f"no table with id {table_id}", {"table": ["unknown table"]}
+                ) from None
             with readable_log():
                 history = table_history(table)
         return Response(json_safe(explain_conflict(body.validated_data["text"], history)))

@@ -94,28 +94,43 @@ def _json_key(generation: str, request: str) -> str:
 
 # --------------------------------------------------------------------------- API generations
 
-
-def findings_body_generation(table_id: int | None, scope: str = "") -> str:
-    """The generation of `findings_body` (the view and the fast path share it)."""
-    return f"findings:{scope}:{findings_list_generation(table_id)}"
-
-
-def tables_body_generation(scope: str, columns: tuple[str, ...]) -> str:
-    """The generation of `tables_list_body` for readers of the project set `scope`; `columns`:
-    what the list shows of a table (`audit.api.serializers.TABLE_LIST_COLUMNS`)."""
-    return f"tables:{scope}:{tables_list_generation((*columns, 'project_id'))}"
+# What a declared read's cached body depends on (`audit.reads.declared.routes`), the parts of its
+# generation: the table's stored version, its findings generation, its latest data scan; the
+# findings of the tables read (one table's, or every table's); every listed table's shown
+# columns (the read's `columns`).
+STORED, FINDINGS_OF_TABLE, SCAN = "stored", "findings", "scan"
+FINDINGS_LISTED, TABLES_LISTED = "findings_listed", "tables_listed"
 
 
-def commits_generation(table: Table) -> str:
-    """The generation of a table's commit pages: stored commits never change, so a page is
-    exact until the table's stored version moves (needs id, uri, last_seen_version)."""
-    return f"commits:{table_key(table)}:{table.last_seen_version}"
+def generation(
+    read: Any, table: Table | None = None, table_id: int | None = None, scope: str = ""
+) -> str:
+    """The generation of a declared read's cached bodies (`audit.reads.declared.Read`), from
+    what it declares it depends on: the view and the fast path both ask here. `table`: the row
+    of a table's read (id, uri, last_seen_version, findings_generation: `table_key_row`);
+    `table_id`: the table of a findings body (None: every table's); `scope`: the reader's
+    project set, for a body listing several tables."""
+    depends = read.depends
+    if depends == (FINDINGS_LISTED,):
+        return f"findings:{scope}:{findings_list_generation(table_id)}"
+    if depends == (TABLES_LISTED,):
+        return f"tables:{scope}:{tables_list_generation((*read.columns, 'project_id'))}"
+    assert table is not None, read
+    return table_generation(read.name, depends, table)
 
 
-def health_generation(table: Table) -> str:
-    """A table's stored health documents: kept with the commits (`audit.ingest.health_store`), with
-    the readable range of its latest data scan (a new scan moves the key)."""
-    return f"health:{table_key(table)}:{table.last_seen_version}:{latest_scan_id(table.id)}"
+def table_generation(name: str, depends: tuple[str, ...], table: Table) -> str:
+    """The generation of the cached bodies of a table's read `name` that depend on `depends`
+    (STORED first)."""
+    assert depends and depends[0] == STORED, name
+    parts = [name, table_key(table), str(table.last_seen_version)]
+    for part in depends[1:]:
+        if part == FINDINGS_OF_TABLE:
+            parts.append(str(table.findings_generation))
+        else:
+            assert part == SCAN, name
+            parts.append(str(latest_scan_id(table.id)))
+    return ":".join(parts)
 
 
 def latest_scan_id(table_id: int) -> int | None:
@@ -133,22 +148,6 @@ def latest_time_travel(table_id: int) -> dict[str, Any] | None:
     """`time_travel` of the latest successful data scan (the row `latest_scan_id` names)."""
     found = _latest_scan(table_id)
     return found[0].time_travel if found else None
-
-
-def health_history_generation(table: Table) -> str:
-    """A table's health points: stored with the commits."""
-    return f"health_history:{table_key(table)}:{table.last_seen_version}"
-
-
-def changes_generation(table: Table) -> str:
-    """A table's changes (stored with the commits) with their findings (needs
-    findings_generation too)."""
-    return f"changes:{table_key(table)}:{table.last_seen_version}:{table.findings_generation}"
-
-
-def timeline_generation(table: Table) -> str:
-    """What a timeline body depends on (needs id, uri, last_seen_version, findings_generation)."""
-    return f"timeline:{table_key(table)}:{table.last_seen_version}:{table.findings_generation}"
 
 
 # --------------------------------------------------------------------------- database parts
@@ -247,13 +246,17 @@ def table_param(request: Request | HttpRequest) -> int | None:
 
 
 def findings_body(
-    request: Request, compute: Callable[[], bytes], table_id: int | None, scope: str = ""
+    request: Request,
+    read: Any,
+    compute: Callable[[], bytes],
+    table_id: int | None,
+    scope: str = "",
 ) -> bytes:
     """A response showing findings of one table (or of any the reader sees, `table_id` None)
     as JSON bytes, cached until a finding it could show changes: `GET /api/findings/?...` and
     a commit's detail (its commit never changes once stored; its "findings involving" do).
     `scope`: the reader's project set, for a body that depends on it."""
-    return _cached(request, compute, lambda: findings_body_generation(table_id, scope))
+    return _cached(request, compute, lambda: generation(read, table_id=table_id, scope=scope))
 
 
 def seconds_since(when: datetime) -> float:
@@ -268,11 +271,11 @@ def marked_since(when: datetime) -> str:
 
 
 def tables_list_body(
-    request: Request, compute: Callable[[], bytes], scope: str, columns: tuple[str, ...]
+    request: Request, read: Any, compute: Callable[[], bytes], scope: str
 ) -> bytes:
     """`GET /api/tables/?...` as JSON bytes. `compute` renders the list with `marked_since`
     in the serializer's context; the marks become seconds since, as of this request."""
-    return with_seconds(_cached(request, compute, lambda: tables_body_generation(scope, columns)))
+    return with_seconds(_cached(request, compute, lambda: generation(read, scope=scope)))
 
 
 def with_seconds(body: bytes) -> bytes:
@@ -303,15 +306,6 @@ _TAG = hashlib.sha256(f"page-marks:{settings.SECRET_KEY}".encode()).hexdigest()[
 REGISTER_MARK = f"\x00{_TAG}:register\x00"
 _SINCE = re.compile(f"\x00{_TAG}:since:([0-9T:+.-]+)\x00")
 
-# What the overview shows of a table (its id and findings generation are always in the key:
-# the open counts and the totals).
-OVERVIEW_COLUMNS = (
-    "name", "uri", "status", "last_error", "risk", "last_seen_version",
-    "latest_version_in_log", "first_available_version", "last_commit_at", "last_tail_at",
-    "backfill_target_version", "backfill_done", "health__id", "health__small_files",
-    "health__vacuumable_bytes", "health__checkpoint_lag",
-)  # fmt: skip
-
 
 def fragment(
     generation: Callable[[], str],
@@ -333,9 +327,10 @@ def fragment(
     return SafeString(html)
 
 
-def findings_page_generation() -> str:
-    """What a findings page depends on: every table's identity, name and findings."""
-    return "findings:" + tables_list_generation(("name", "uri", "project_id"))
+def page_generation(page: Any) -> str:
+    """What a page listing tables depends on (`audit.reads.pages.PageRead`): what it shows of
+    every table (`page.columns`; every table's id and findings generation are always in it)."""
+    return f"{page.name}:" + tables_list_generation(page.columns)
 
 
 def table_page_generation(table: Table, has_health: bool) -> str:
@@ -369,11 +364,6 @@ def row_fragments(
             found = _ROWS[key] = SafeString(render(item))
         out.append(found)
     return out
-
-
-def overview_page_generation() -> str:
-    """What the overview depends on: every table's shown columns, health and findings."""
-    return "overview:" + tables_list_generation((*OVERVIEW_COLUMNS, "project_id"))
 
 
 def since_mark(value: object) -> str:

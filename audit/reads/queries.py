@@ -252,10 +252,13 @@ def open_findings() -> QuerySet[Finding]:
     return Finding.objects.filter(OPEN)
 
 
-def findings_with_acknowledger() -> QuerySet[Finding]:
-    """Every finding with its acknowledging user in the same query (the API narrows it to the
-    reader's projects)."""
-    return Finding.objects.select_related("acknowledged_by")
+def findings_with_acknowledger(projects: frozenset[int] | None = None) -> QuerySet[Finding]:
+    """The findings of the tables of `projects` (None: every table) with their acknowledging
+    user in the same query."""
+    rows = Finding.objects.select_related("acknowledged_by")
+    if projects is None:
+        return rows
+    return rows.filter(table__project_id__in=sorted(projects))
 
 
 def filtered_findings(

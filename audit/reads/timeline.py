@@ -26,7 +26,7 @@ from django.conf import settings
 from audit.core.vocab import SEVERITY_RANK
 from audit.models import Table
 from audit.reads import rollups, timeline_sql
-from audit.reads.cache import cached_json, timeline_generation
+from audit.reads.cache import FINDINGS_OF_TABLE, STORED, cached_json, table_generation
 from audit.reads.timeline_grid import BucketGrid
 
 TIMELINE_COLUMNS = [
@@ -52,6 +52,17 @@ def _json(value: Any) -> Any:
     return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
+# What a timeline body depends on (its declaration, audit/reads/declared/routes.py, names these):
+# stored commits never change; its findings move the findings generation.
+DEPENDS = (STORED, FINDINGS_OF_TABLE)
+POINTS = 2000  # the default max_points
+
+
+def timeline_key(lo: int | None, hi: int | None, points: int) -> str:
+    """The request part of a timeline's key (its validated window)."""
+    return f"{lo}:{hi}:{points}"
+
+
 def table_timeline(
     table: Table,
     from_version: int | None = None,
@@ -70,8 +81,8 @@ def timeline_json(
     generation (moved with every change of the table's findings: a re-audit resolving one, a
     health finding), so a hit is what a fresh computation would answer."""
     return cached_json(
-        timeline_generation(table),
-        f"{from_version}:{to_version}:{max_points}",
+        table_generation("timeline", DEPENDS, table),
+        timeline_key(from_version, to_version, max_points),
         lambda: orjson.dumps(_timeline(table.id, from_version, to_version, max_points)),
         settings.AUDIT_API_TIMELINE_CACHE_SECONDS,
     )

@@ -23,16 +23,8 @@ register = template.Library()
 
 SUMMARY_CHARS = 220  # the template's `truncatechars:220`
 
-# What a row reads: the views load only these (`.only(*ROW_FIELDS)`), not the witness,
-# details, explanation or the table's settings (a third of a page's CPU went to those).
-ROW_FIELDS = (
-    "id", "table", "kind", "severity", "version", "confirmed", "summary", "status",
-    "acknowledged_at",
-)  # fmt: skip
-TABLE_ROW_FIELDS = (*ROW_FIELDS, "table__name", "table__uri")
-# The same as `.values()` names (FindingRow): the findings page builds no model instances.
-ROW_VALUES = ("table_id", *(f for f in ROW_FIELDS if f != "table"))
-TABLE_ROW_VALUES = (*ROW_VALUES, "table__name", "table__uri")
+# What a row reads is declared with the page's read (audit/reads/pages.py: ROW_FIELDS,
+# ROW_VALUES, TABLE_ROW_FIELDS, TABLE_ROW_VALUES).
 
 
 class FindingRow:

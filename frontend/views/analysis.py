@@ -7,12 +7,12 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
 from audit.core.errors import DeltaAuditError
 from audit.health.orphan_scans import orphan_report
 from audit.models import Table
-from audit.trust import access
+from audit.reads.visible import visible_table_or_404
 from frontend.views.table import table_header
 
 
@@ -70,7 +70,7 @@ def matrix_grid(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 @login_required
 def table_analysis_page(request: HttpRequest, table_id: int) -> HttpResponse:
-    table = get_object_or_404(access.visible_tables(request.user), id=table_id)
+    table = visible_table_or_404(request, table_id)
     ctx: dict[str, Any] = {
         **table_header(table),
         "tab": "analysis",

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.numbers import stats_records
@@ -15,7 +15,7 @@ from audit.core.storage.roots import shown_path
 from audit.core.vocab import TABLE_ISOLATION_LEVELS
 from audit.models import Commit, Table
 from audit.reads import queries
-from audit.trust import access
+from audit.reads.visible import visible_table_or_404
 from frontend.views.common import pretty
 from frontend.views.table import table_header
 
@@ -122,7 +122,7 @@ def _later(table: Table, version: int) -> list[dict[str, Any]]:
 
 @login_required
 def commit_detail(request: HttpRequest, table_id: int, version: int) -> HttpResponse:
-    table = get_object_or_404(access.visible_tables(request.user), id=table_id)
+    table = visible_table_or_404(request, table_id)
     commit = queries.commit_at(table.id, version)
     if commit is None:
         raise Http404("No Commit matches the given query.")

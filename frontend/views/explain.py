@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods
 from audit.core.errors import DeltaAuditError, one_line
 from audit.models import Table
 from audit.reads import queries
-from audit.trust import access
+from audit.reads.visible import visible_tables
 from frontend.forms import ExplainForm
 from frontend.views.common import pretty
 
@@ -49,7 +49,7 @@ def explain(request: HttpRequest) -> HttpResponse:
     form = ExplainForm(
         request.POST or None,
         initial={"table": request.GET.get("table")},
-        tables=access.visible_tables(request.user),
+        tables=visible_tables(request),
     )
     result, history_error, table = None, "", None
     commits: dict[int, dict[str, Any]] = {}

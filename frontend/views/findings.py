@@ -9,23 +9,16 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from audit.core.vocab import FindingKind
-from audit.models import Finding
-from audit.reads import cache, queries
-from audit.reads.prepared import PLACEHOLDERS, PreparedValues
+from audit.reads import cache, pages, queries
+from audit.reads.visible import ID, visible_table_or_404
 from audit.trust import access
 from frontend.forms import FindingFilterForm
-from frontend.templatetags.findings_rows import (
-    ROW_FIELDS,
-    ROW_VALUES,
-    TABLE_ROW_FIELDS,
-    TABLE_ROW_VALUES,
-    FindingRow,
-)
+from frontend.templatetags.findings_rows import FindingRow
 from frontend.views.common import pretty
 
 _EDGE_TYPES = frozenset({"ww", "wr", "rw"})
@@ -41,59 +34,7 @@ def _filtered(form: FindingFilterForm, request: HttpRequest) -> tuple[Any, str]:
         data = form.cleaned_data
         status = data.get("status") or "open"
         filters = {field: data[field] for field in ("table", "kind", "severity") if data.get(field)}
-    projects = access.request_projects(request)
-    if projects is not None and (not projects or len(projects) > len(PLACEHOLDERS)):
-        return _rows_query((False, status, filters), *sorted(projects or ())), status
-    table = filters.pop("table", None)
-    key = (projects is None, status, table is not None, tuple(sorted(filters.items())))
-    ids = [*([] if table is None else [table.pk]), *sorted(projects or ())]
-    return _PreparedList(key, ids), status
-
-
-def _rows_query(key: tuple, *ids: int) -> Any:
-    """The list's `.values()` query: key = (staff, status, filters) or, from `_PreparedList`,
-    (staff, status, has a table, kind/severity items, page start, page stop) with the table's
-    id first among `ids`."""
-    if len(key) == 3:
-        staff, status, filters = key
-    else:
-        staff, status, has_table, items, start, stop = key
-        filters = {**({"table": ids[0]} if has_table else {}), **dict(items)}
-        ids = ids[1:] if has_table else ids
-    visible = Finding.objects.all()
-    if not staff:
-        visible = visible.filter(table__project_id__in=list(ids))
-    fields = ROW_FIELDS if "table" in filters else TABLE_ROW_FIELDS
-    rows = queries.filtered_findings(visible, filters, status, fields)
-    rows = rows.values(*(ROW_VALUES if "table" in filters else TABLE_ROW_VALUES))
-    return rows if len(key) == 3 or start is None else rows[start:stop]
-
-
-# The list's rows and count compiled once per filter shape, page and number of projects:
-# building and compiling both ORM queries was ~1.5 ms of each cold findings page.
-_prepared_rows = PreparedValues(_rows_query)
-
-
-class _PreparedList:
-    """What `Paginator` reads of the list (count, a page's slice), by `_prepared_rows`."""
-
-    def __init__(self, key: tuple, ids: list[int]) -> None:
-        self._key, self._ids = key, ids
-
-    def count(self) -> int:
-        staff, status, has_table, items = self._key
-        filters = dict(items)
-        if status == "open" and set(filters) <= {"severity"}:
-            # Needing attention, by table or severity only: the counts the database keeps.
-            table = self._ids[0] if has_table else None
-            projects = None if staff else frozenset(self._ids[1 if has_table else 0 :])
-            return queries.attention_count(table, projects, filters.get("severity"))
-        return _prepared_rows.count((*self._key, None, None), *self._ids)
-
-    def __getitem__(self, window: slice) -> list[dict]:
-        if window.stop <= window.start:
-            return []  # an empty slice compiles to no SQL at all
-        return _prepared_rows((*self._key, window.start, window.stop), *self._ids)
+    return pages.findings_rows(access.projects(request), status, filters), status
 
 
 def kind_choices() -> list[str]:
@@ -105,14 +46,14 @@ def kind_choices() -> list[str]:
 def findings_list(request: HttpRequest) -> HttpResponse:
     raw = request.GET.get("table", "")
     if raw.isascii() and raw.isdigit() and len(raw) <= 18:
-        access.check_table(request, int(raw))  # another project's table: 404
+        visible_table_or_404(request, raw, columns=ID)  # another project's table: 404
     # The page's content is the same for every reader of the same projects: cached under
     # their project set (audit/reads/cache.py).
     content = cache.fragment(
-        cache.findings_page_generation,
+        lambda: cache.page_generation(pages.FINDINGS_PAGE),
         request,
         lambda: _findings_content(request),
-        access.scope_of(access.request_projects(request)),
+        access.scope_of(access.projects(request)),
     )
     return render(request, "frontend/findings.html", {"content": content})
 
@@ -120,7 +61,7 @@ def findings_list(request: HttpRequest) -> HttpResponse:
 def _findings_content(request: HttpRequest) -> str:
     """The findings page's content block: filters, rows and pager."""
     # The table dropdown and a chosen table show only names and URIs (str(table)).
-    tables = queries.table_choices(access.request_projects(request))
+    tables = queries.table_choices(access.projects(request))
     form = FindingFilterForm(request.GET or None, tables=tables)
     rows, status = _filtered(form, request)
     table = form.cleaned_data.get("table") if form.is_valid() else None
@@ -177,10 +118,7 @@ def witness_table(witness: dict[str, Any] | None) -> dict[str, Any]:
 
 @login_required
 def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
-    finding = get_object_or_404(
-        access.visible_findings(request.user).select_related("table", "acknowledged_by"),
-        id=finding_id,
-    )
+    finding, flips = pages.finding_shown(request, finding_id, 20)
     related = finding.related_versions[:MAX_RELATED_SHOWN]
     commits = queries.commits_by_version(
         finding.table_id,
@@ -200,7 +138,7 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
         "cycle": cycle_edges(witness),
         "witness_table": witness_table(witness),
         "details": pretty(finding.details) if finding.details else "",
-        "flips": list(finding.flips.all()[:20]),
+        "flips": flips,
         "may_acknowledge": access.may_acknowledge(request.user, finding.table),
     }
     return render(request, "frontend/finding.html", ctx)
@@ -218,7 +156,7 @@ def _witness_files(witness: dict | None) -> list[str]:
 def _set_acknowledged(request: HttpRequest, finding_id: int, *, acknowledged: bool):
     """Acknowledge or re-open for the user (members of the table's project, administrators),
     then back to the finding. Another project's finding is a 404, a viewer gets 403."""
-    finding = get_object_or_404(access.visible_findings(request.user), id=finding_id)
+    finding = pages.finding_to_change(request, finding_id)
     if not access.may_acknowledge(request.user, finding.table):
         doing = "acknowledge findings" if acknowledged else "re-open findings"
         raise PermissionDenied(f"only members of the table's project {doing}")

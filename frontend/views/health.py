@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.numbers import log_int
 from audit.reads.health import table_diff
 from audit.reads.provenance import table_writers
-from audit.trust import access
+from audit.reads.visible import visible_table_or_404
 from frontend.views.common import pretty
 from frontend.views.table import health_config, table_header
 
@@ -26,7 +26,7 @@ def _version(raw: str | None) -> int | None:
 @login_required
 def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
     """/tables/<id>/diff/?from=A&to=B: what changed between two stored versions."""
-    table = get_object_or_404(access.visible_tables(request.user), id=table_id)
+    table = visible_table_or_404(request, table_id)
     a, b = _version(request.GET.get("from")), _version(request.GET.get("to"))
     error, diff, status = None, None, 400
     last = table.last_seen_version
@@ -62,6 +62,6 @@ def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
 @login_required
 def table_writers_page(request: HttpRequest, table_id: int) -> HttpResponse:
     """/tables/<id>/writers/: who changed this table (per writer, from stored provenance)."""
-    table = get_object_or_404(access.visible_tables(request.user), id=table_id)
+    table = visible_table_or_404(request, table_id)
     ctx = {**table_header(table), "tab": "writers", "writers": table_writers(table)}
     return render(request, "frontend/writers.html", ctx)

@@ -8,7 +8,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.paginator import Paginator
-from django.db.models import F, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -17,25 +16,12 @@ from django.views.decorators.http import require_http_methods
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.vocab import SEVERITY_ORDER
 from audit.models import Table
-from audit.reads import cache, queries
-from audit.reads.prepared import PLACEHOLDERS, PreparedModels
+from audit.reads import cache, pages, queries
 from audit.trust import access
 from frontend.forms import RegisterTableForm
 from frontend.views.common import is_admin, require_admin
 
-TABLE_SORTS: dict[str, list[Any]] = {
-    "findings": ["-attention_critical", "-attention_warning", "-attention_info", "name", "id"],
-    "name": ["name", "id"],
-    "risk": [F("risk").desc(nulls_last=True), "-attention_critical", "-attention_warning", "name"],
-    "recent": [F("last_commit_at").desc(nulls_last=True), "name"],
-    "version": [F("last_seen_version").desc(nulls_last=True), "name"],
-    "lag": [F("lag").desc(nulls_last=True), "name"],
-    "status": ["status", "name"],
-    # Fleet health: the worst first; tables without stored health last.
-    "small_files": [F("health__small_files").desc(nulls_last=True), "name"],
-    "vacuumable": [F("health__vacuumable_bytes").desc(nulls_last=True), "name"],
-    "checkpoint_lag": [F("health__checkpoint_lag").desc(nulls_last=True), "name"],
-}
+TABLE_SORTS = pages.TABLE_SORTS  # the overview's sorts, declared with its read
 
 # Risk scores are 0..100 (audit.alerting.risk): one confirmed critical finding scores ~55.
 RISK_HIGH, RISK_MEDIUM = 50.0, 15.0
@@ -90,10 +76,10 @@ def index(request: HttpRequest) -> HttpResponse:
     # more sentence), cached under their project set; the register form (CSRF token) and the
     # times since are filled in per request.
     content = cache.fragment(
-        cache.overview_page_generation,
+        lambda: cache.page_generation(pages.OVERVIEW_PAGE),
         request,
         lambda: _overview_content(request, admin),
-        f"{admin}:{access.scope_of(access.request_projects(request))}",
+        f"{admin}:{access.scope_of(access.projects(request))}",
     )
     register = ""
     if admin:
@@ -109,14 +95,13 @@ def _overview_content(request: HttpRequest, admin: bool) -> str:
     sort = request.GET.get("sort", "findings")
     if sort not in TABLE_SORTS:
         sort = "findings"
-    projects = access.request_projects(request)
+    projects = access.projects(request)
     n_tables, n_errors = queries.table_counts(projects)
     if query:
-        tables = _tables(sorted(projects) if projects is not None else None, sort)
-        listed = tables.filter(Q(name__icontains=query) | Q(uri__icontains=query))
+        listed = pages.overview_search(projects, sort, query)
     else:
         # Unfiltered, the list holds every table: its count is the one just read.
-        listed = _Counted(projects, sort, n_tables)
+        listed = pages.CountedTables(projects, sort, n_tables)
     page = Paginator(listed, 100).get_page(request.GET.get("page"))
     for table in page:
         show_attention(table)
@@ -182,44 +167,3 @@ def _register(request: HttpRequest, form: RegisterTableForm) -> Table | None:
             "workers' next tail pass runs.",
         )
     return table
-
-
-def _tables(projects: list[int] | None, sort: str) -> QuerySet[Table]:
-    """The overview's tables of `projects` (None: every project) in the order of `sort`."""
-    tables = queries.tables_with_counts().select_related("health")
-    # No row shows the JSON columns: decoding them was a tenth of a cold overview's CPU.
-    tables = tables.defer("health__data", "settings_snapshot", "key_columns")
-    if projects is not None:
-        tables = tables.filter(project_id__in=projects)
-    return tables.order_by(*TABLE_SORTS[sort])
-
-
-def _page_query(key: tuple, *projects: int) -> QuerySet[Table]:
-    """`_tables` sliced to a page: key = (staff, sort, start, stop)."""
-    staff, sort, start, stop = key
-    return _tables(None if staff else list(projects), sort)[start:stop]
-
-
-# Compiled once per (sort, page slice) and number of the reader's projects: building and
-# compiling the query with its six correlated counts was a third of a cold overview's CPU.
-_prepared_page = PreparedModels(_page_query)
-
-
-class _Counted:
-    """The tables of a reader's projects with their count already known, as `Paginator`
-    reads them (count, slices): each page by its prepared query."""
-
-    def __init__(self, projects: frozenset[int] | None, sort: str, count: int) -> None:
-        self._projects, self._sort, self._count = projects, sort, count
-
-    def count(self) -> int:
-        return self._count
-
-    def __getitem__(self, window: slice) -> Any:
-        if window.stop <= window.start:
-            return []  # an empty slice compiles to no SQL at all
-        staff = self._projects is None
-        ids = [] if staff else sorted(self._projects)
-        if not staff and (not ids or len(ids) > len(PLACEHOLDERS)):
-            return list(_tables(ids, self._sort)[window])
-        return _prepared_page((staff, self._sort, window.start, window.stop), *ids)

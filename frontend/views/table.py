@@ -6,7 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -15,8 +15,9 @@ from audit.core.storage import errors as storage_errors
 from audit.core.storage.config import describe_storage
 from audit.models import Table
 from audit.reads import cache, queries
-from audit.trust import access
-from frontend.templatetags.findings_rows import ROW_VALUES, FindingRow
+from audit.reads.pages import ROW_VALUES
+from audit.reads.visible import WITH_HEALTH, visible_table_or_404
+from frontend.templatetags.findings_rows import FindingRow
 from frontend.views.overview import risk_level, show_attention
 
 
@@ -66,7 +67,7 @@ def table_header(table: Table) -> dict[str, Any]:
 
 @login_required
 def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
-    table = _table_or_404(request.user, table_id)
+    table = _table_or_404(request, table_id)
     has_health = bool(table.has_health)
     # The content is the same for every reader: cached (audit/reads/cache.py).
     content = cache.fragment(
@@ -102,7 +103,7 @@ def table_status(request: HttpRequest, table_id: int) -> HttpResponse:
 
     `open` counts open findings (acknowledged or not, as the API's `open_findings`);
     `attention` the open ones nobody acknowledged (the header's badges)."""
-    table = _table_or_404(request.user, table_id)
+    table = _table_or_404(request, table_id)
     header = table_header(table)
     return JsonResponse(
         {
@@ -120,13 +121,10 @@ def table_status(request: HttpRequest, table_id: int) -> HttpResponse:
     )
 
 
-def _table_or_404(user: Any, table_id: int) -> Table:
+def _table_or_404(request: HttpRequest, table_id: int) -> Table:
     """The table with `has_health`, read by one query compiled once (each page load and poll);
     404 for another project's table, as for none."""
-    table = queries.table_with_health_flag(table_id)
-    if table is None or not access.sees_project(user, table.project_id):
-        raise Http404("No Table matches the given query.")
-    return table
+    return visible_table_or_404(request, table_id, columns=WITH_HEALTH)
 
 
 def backfill_status(table: Table) -> dict[str, Any] | None:

@@ -17,8 +17,8 @@ from django.test import RequestFactory
 
 from audit.models import Finding, Membership, Project, Table
 from audit.reads import queries
-from audit.trust import access
-from frontend.templatetags.findings_rows import ROW_FIELDS, TABLE_ROW_FIELDS
+from audit.reads import visible as seen
+from audit.reads.pages import ROW_FIELDS, TABLE_ROW_FIELDS
 from frontend.views.findings import _findings_content, kind_choices
 from tests.app.test_findings_rows import HOSTILE, findings_of
 
@@ -47,14 +47,14 @@ class ReferenceFilterForm(forms.Form):
 
 
 def reference(request) -> str:
-    form = ReferenceFilterForm(request.GET or None, tables=access.visible_tables(request.user))
+    form = ReferenceFilterForm(request.GET or None, tables=seen.visible_tables(request.user))
     status, filters = "open", {}
     if form.is_valid():
         data = form.cleaned_data
         status = data.get("status") or "open"
         filters = {field: data[field] for field in ("table", "kind", "severity") if data.get(field)}
     fields = ROW_FIELDS if "table" in filters else TABLE_ROW_FIELDS
-    visible = access.visible_findings(request.user)
+    visible = seen.visible_findings(request.user)
     rows = queries.filtered_findings(visible, filters, status, fields)
     table = form.cleaned_data.get("table") if form.is_valid() else None
     page = Paginator(rows, 50).get_page(request.GET.get("page"))

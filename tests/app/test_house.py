@@ -37,10 +37,6 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("audit.api", "frontend"),  # the web layer
     ("audit.management", "audit.admin", "audit.apps", "audit.migrations", "audit.demo"),
 )
-# Imports that still run back up, each owned by F3 ("one declaration per read", issue 42):
-# trust/access.py asks reads/ and alerting/views.py authenticates through api/. Emptied once
-# F3 is merged; `test_every_pending_edge_is_still_there` says when.
-PENDING_F3 = {("audit.trust", "audit.reads"), ("audit.alerting", "audit.api")}
 
 
 def _places(floors: tuple[tuple[str, ...], ...]) -> dict[str, int]:
@@ -86,11 +82,6 @@ def _house() -> tuple[dict[str, set[str]], set[str]]:
     return import_graph(), {m for m, path in modules.items() if runs_nothing(path)}
 
 
-def _pending(module: str, target: str) -> bool:
-    places = _places(FLOORS)
-    return (unit_of(module, places), unit_of(target, places)) in PENDING_F3
-
-
 def test_it_sees_every_part_of_the_house():
     graph, _ = _house()
     assert "audit.ingest.chunk" in graph["audit.tail.step"]
@@ -132,20 +123,10 @@ def test_every_module_lies_on_a_declared_floor():
 
 def test_no_import_runs_back_up_the_floors():
     graph, inert = _house()
-    upward = [edge for edge in upward_imports(graph, FLOORS, inert) if not _pending(*edge)]
+    upward = upward_imports(graph, FLOORS, inert)
     assert not upward, "imports running back up the floors:\n" + "\n".join(
         f"  {module} -> {target}" for module, target in upward
     )
-
-
-def test_every_pending_edge_is_still_there():
-    """An exemption outlives its import by no merge: drop it from PENDING_F3 once fixed."""
-    graph, inert = _house()
-    places = _places(FLOORS)
-    seen = {
-        (unit_of(m, places), unit_of(t, places)) for m, t in upward_imports(graph, FLOORS, inert)
-    }
-    assert not PENDING_F3 - seen, f"fixed, drop from PENDING_F3: {sorted(PENDING_F3 - seen)}"
 
 
 def test_the_architecture_doc_states_the_declared_order():

@@ -109,9 +109,10 @@ def test_it_renders_rows_in_the_readers_time_zone(tables):
 @pytest.mark.parametrize("sort", ["findings", "risk", "small_files"])
 def test_it_gives_a_member_the_tables_of_the_orm_query(tables, member, n_projects, sort):
     # The unfiltered page comes from SQL compiled once per (sort, page, number of projects)
-    # (overview._prepared_page): the same instances, annotations and health as the ORM's
+    # (pages._prepared_page): the same instances, annotations and health as the ORM's
     # query for a member's projects, none of another project's tables.
-    from audit.trust.access import visible_project_ids
+    from audit.reads import pages
+    from audit.trust.access import projects as visible_project_ids
     from tests.support.projects import into, join
 
     into(tables[0], "other")
@@ -122,8 +123,8 @@ def test_it_gives_a_member_the_tables_of_the_orm_query(tables, member, n_project
     projects = visible_project_ids(member)
     assert len(projects) == n_projects
     for window in (slice(0, 100), slice(100, 200)):
-        fast = overview._Counted(projects, sort, 0)[window]
-        orm = list(overview._tables(sorted(projects), sort)[window])
+        fast = pages.CountedTables(projects, sort, 0)[window]
+        orm = list(pages.overview_tables(sorted(projects), sort)[window])
         assert [t.pk for t in fast] == [t.pk for t in orm] and tables[0].pk not in {
             t.pk for t in fast
         }

@@ -252,7 +252,7 @@ def test_moving_a_table_between_projects_shows_at_once_in_cached_lists(people, u
 @pytest.mark.parametrize("url", ["/api/tables/", "/", "/findings/"])
 def test_it_asks_a_readers_projects_once_a_request(client, member, settings, url):
     """A cold list needs the reader's projects for its cache key and for its rows: one query
-    (access.request_projects), and still the reader's own (not another user's) projects."""
+    (access.projects), and still the reader's own (not another user's) projects."""
     settings.AUDIT_API_LIST_CACHE_SECONDS = 0
     settings.AUDIT_PAGE_CACHE_SECONDS = 0
     Table.objects.create(uri="/lake/mine", name="mine", status="ok")
@@ -321,9 +321,10 @@ def test_it_reads_a_findings_lists_readers_projects_once(people, users, settings
 
 
 def test_it_lists_a_readers_tables_as_the_orm_does(people, users):
-    """`access.table_ids_in` (plain SQL compiled once per number of projects) names exactly
+    """`visible.table_ids_in` (plain SQL compiled once per number of projects) names exactly
     the tables the ORM finds in those projects: none, one, several, every one (staff)."""
     from audit.models import Project
+    from audit.reads import visible
     from audit.trust import access
 
     into(make_table("payroll", "/lake/hr/payroll"), "people")
@@ -333,9 +334,9 @@ def test_it_lists_a_readers_tables_as_the_orm_does(people, users):
     people_only = frozenset({people.project_id})
     for projects in (frozenset(), people_only, every, every | {10**9}):
         want = sorted(Table.objects.filter(project_id__in=projects).values_list("id", flat=True))
-        assert access.table_ids_in(projects) == want, projects
-    assert len(access.table_ids_in(people_only)) == 2
-    assert access.table_ids_in(None) is None
+        assert visible.table_ids_in(projects) == want, projects
+    assert len(visible.table_ids_in(people_only)) == 2
+    assert visible.table_ids_in(None) is None
     for role in ("owner", "stranger"):
-        seen = access.table_ids_in(access.visible_project_ids(users[role]))
+        seen = visible.table_ids_in(access.projects(users[role]))
         assert (people.id in seen) == (role == "owner")

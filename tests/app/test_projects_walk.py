@@ -246,6 +246,26 @@ def list_filters_taking_ids(values: dict) -> list[tuple[str, str, type]]:
             elif isinstance(field, ForeignKey) or (flt.field_name or "").endswith("_id"):
                 target = field.related_model if field is not None else None
                 found.append((url, name, target or field))
+        found += declared_filters_taking_ids(url)
+    return found
+
+
+def declared_filters_taking_ids(url: str) -> list[tuple[str, str, type]]:
+    """The same of a list declared in audit/reads (audit/reads/declared/lists.py): its integer filters
+    whose condition compares a foreign key or a `<name>_id` column."""
+    from django.db.models import ForeignKey
+
+    from audit.reads.declared import routes
+
+    read = routes.BY_ROUTE.get(url.removeprefix("/api/"))
+    found = []
+    for param in read.list.params if read is not None and read.list is not None else ():
+        if param.kind != "int":
+            continue
+        for column, *_ in param.where(1):
+            field = read.list.model._meta.get_field(column)
+            if isinstance(field, ForeignKey) or column.endswith("_id"):
+                found.append((url, param.name, field.related_model))
     return found
 
 

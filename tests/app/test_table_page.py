@@ -10,7 +10,8 @@ from django.template.loader import render_to_string
 
 from audit.models import Finding, Table
 from audit.reads import queries
-from frontend.templatetags.findings_rows import ROW_FIELDS, ROW_VALUES, FindingRow
+from audit.reads.pages import ROW_FIELDS, ROW_VALUES
+from frontend.templatetags.findings_rows import FindingRow
 from tests.app.test_findings_rows import HOSTILE, findings_of
 
 pytestmark = pytest.mark.django_db

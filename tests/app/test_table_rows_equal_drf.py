@@ -10,12 +10,13 @@ import pytest
 from django.utils import timezone
 from rest_framework import serializers
 
-from audit.api import list_sql
 from audit.api import serializers as s
+from audit.api import table_rows as list_sql
 from audit.health.models import TableHealth
 from audit.ingest.health_store import health_fields
 from audit.models import Finding, Table
 from audit.reads import queries
+from audit.reads.declared.lists import TABLE_ROW_VALUES
 
 pytestmark = pytest.mark.django_db
 
@@ -65,7 +66,7 @@ def test_it_gives_drfs_rows_from_values_rows(tmp_path, zone):
     listed = queries.tables_with_counts().select_related("health").order_by("id")
     context = {"seconds_since": lambda at: 1.5}
     with timezone.override(zone):
-        ours = list_sql.table_rows(list(listed.values(*list_sql.TABLE_ROW_VALUES)), context)
+        ours = list_sql.table_rows(list(listed.values(*TABLE_ROW_VALUES)), context)
         child = s.TableSerializer(context=context)
         reference = [serializers.ModelSerializer.to_representation(child, t) for t in listed]
     assert orjson.dumps(ours) == orjson.dumps(reference)  # same values, types and key order
@@ -86,7 +87,7 @@ def test_remembered_rows_are_the_rows_rendered_now(tmp_path):
 
     def rendered(zone: str) -> tuple[list, list]:
         with timezone.override(zone):
-            values = list(listed.values(*list_sql.TABLE_ROW_VALUES))
+            values = list(listed.values(*TABLE_ROW_VALUES))
             ours = list_sql.table_rows(values, context)
             child = s.TableSerializer(context=context)
             fresh = listed.all()  # not the queryset's cached rows

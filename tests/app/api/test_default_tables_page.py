@@ -1,5 +1,5 @@
 """The tables list without query parameters, from its SQL compiled once
-(list_sql.DefaultTablesPage), gives the body the ORM path (filters, pagination) gives: for
+(audit/reads/declared/list_sql.py DefaultTablesPage), gives the body the ORM path (filters, pagination) gives: for
 staff (every project) and for a member (its project only), with findings of every severity,
 acknowledged or not, health and none; and a list longer than a page goes the ORM's way."""
 
@@ -9,12 +9,12 @@ import orjson
 import pytest
 from django.utils import timezone
 
-from audit.api import list_sql
 from audit.api.pagination import TablePagination
 from audit.core.vocab import SEVERITY_ORDER
 from audit.health.models import TableHealth
 from audit.ingest.health_store import health_fields
 from audit.models import Finding, Table
+from audit.reads.declared import list_sql, lists
 from tests.support.projects import into
 
 pytestmark = pytest.mark.django_db
@@ -55,13 +55,13 @@ def _bodies(client, monkeypatch, query: str = "") -> tuple[bytes, bytes, list]:
 
     def spy(*args):
         # The class's method: an earlier call of this function left the instance's patched.
-        rows = list_sql.DefaultTablesPage.page(list_sql.default_tables_page, *args)
+        rows = list_sql.DefaultTablesPage.page(lists.default_tables_page, *args)
         used.append(rows is not None)
         return rows
 
-    monkeypatch.setattr(list_sql.default_tables_page, "page", spy)
+    monkeypatch.setattr(lists.default_tables_page, "page", spy)
     fast = client.get(f"/api/tables/{query}")
-    monkeypatch.setattr(list_sql.default_tables_page, "page", lambda *args: None)
+    monkeypatch.setattr(lists.default_tables_page, "page", lambda *args: None)
     orm = client.get(f"/api/tables/{query}")
     assert fast.status_code == orm.status_code
     return fast.content, orm.content, used
@@ -75,7 +75,7 @@ ORDERINGS = ["open_findings", "-open_findings", "small_files", "-checkpoint_lag"
 def test_it_gives_the_orm_paths_body_for_each_ordering_and_status(
     persona, owner, member, admin_client, member_client, monkeypatch
 ):
-    # Lists with an ordering and/or a status are compiled once per shape (views._prepared_shape).
+    # Lists with an ordering and/or a status are compiled once per shape (lists.default_shape).
     _lake(owner)
     Table.objects.filter(uri="/lake/1").update(status="error")
     client = admin_client if persona == "owner" else member_client

@@ -57,6 +57,15 @@ def _commits(table: Table, count: int, rng: random.Random) -> None:
                 user_id=rng.choice(["u1", "alice", ""]),
                 job_id=rng.choice(["nightly", "42", ""]),
                 user_metadata=rng.choice(["Backfill 100%_done", "hotfix", "", "ÉTÉ run"]),
+                operation_parameters=rng.choice(
+                    [
+                        {},
+                        {"mode": "Append"},
+                        {"predicate": "[\"id = 'x'\"]"},
+                        {"note": "été"},
+                        {"mode": "Overwrite", "n": 100},
+                    ]
+                ),  # fmt: skip
             )
         )
     Commit.objects.bulk_create(commits)
@@ -140,6 +149,7 @@ COMMIT_VALUES = {
     "engine": ["spark", "delta-rs,spark", "bogus", ""],
     "job": ["nightly", "42", "none", ""],
     "user_metadata": ["backfill", "100%", "_", "%_d", "HOT", "été", "", "\\"],
+    "q": ["backfill", "append", "MODE", "100%", "_", '"', "été", "x" * 201, "", "\\"],
     "order": ["asc", "desc", "sideways", ""],
     "page_size": ["1", "7", "1000", "0", "-1", "abc", "5000"],
     "cursor": HOSTILE_CURSORS,
@@ -248,7 +258,7 @@ def test_finding_pages_walk_both_ways_as_before(data, member, settings):
 
 def test_the_plain_path_is_the_one_measured(data, member, settings, monkeypatch):
     """The default is the plain path (a broken FilterSet no longer matters to it)."""
-    from audit.api.filters import CommitFilter
+    from tests.app.api.list_reference import CommitFilter
 
     big, _ = data
     client = token_client(member)
@@ -267,12 +277,12 @@ def test_rows_compiled_in_one_thread_are_read_in_another():
 
     from django.db import connection
 
-    from audit.api import list_sql
+    from audit.reads.declared import list_sql
 
     table = Table.objects.create(uri="/data/threads", name="threads", status="ok")
     _commits(table, 12, random.Random(3))
     source = list_sql.values_source(Commit, ("version", "concurrent_versions"))
-    conditions = list_sql.commit_conditions(table.id, {"min_version": 3}, None)
+    conditions = [("table", "=", table.id), ("version", ">=", 3)]
     here = source.query(conditions).order_by("-version")[0:5]
     there: list = []
 
@@ -291,17 +301,15 @@ def test_rows_compiled_in_one_thread_are_read_in_another():
     assert there == [here]
 
 
-def test_every_documented_filter_has_its_sql():
-    """A filter added to a FilterSet needs its condition in list_sql (else a 500 here)."""
-    from audit.api import list_sql
-    from audit.api.filters import CommitFilter, FindingFilter
+def test_the_reference_has_every_declared_filter_in_its_order():
+    """The oracle filters what the declarations declare, in the same order (the order of a
+    400's errors): a filter declared without its reference is not compared."""
+    from audit.reads.declared.lists import COMMITS, FINDINGS
+    from tests.app.api.list_reference import CommitFilter, FindingFilter
 
-    assert set(CommitFilter.base_filters) == {*list_sql.COMMIT_CONDITIONS, "has_concurrent"}
-    assert set(FindingFilter.base_filters) == {
-        *list_sql.FINDING_CONDITIONS,
-        "min_severity",
-        "acknowledged",
-    }
+    assert list(CommitFilter.base_filters) == [p.name for p in COMMITS.params]
+    assert list(FindingFilter.base_filters) == [p.name for p in FINDINGS.params]
+    assert all(p.where is not None for p in (*COMMITS.params, *FINDINGS.params))
 
 
 @pytest.mark.parametrize("use_tz", [True, False])
@@ -310,7 +318,7 @@ def test_the_fast_datetime_converter_answers_as_djangos(settings, use_tz):
     Django's gives for every kind of value, with USE_TZ on and off (changed at run time)."""
     from django.db import connection
 
-    from audit.api.list_sql import _fast
+    from audit.reads.declared.list_sql import _fast
 
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's converter (PostgreSQL's driver returns aware datetimes)")

@@ -18,8 +18,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from audit.api import list_sql
 from audit.models import Finding, Table
+from audit.reads.declared import list_sql, lists
 from audit.reads.prepared import _substitute
 
 pytestmark = pytest.mark.django_db
@@ -60,9 +60,10 @@ def _plan(sql: str, params: list) -> str:
 @pytest.mark.parametrize("shape", [("", ""), ("open_findings", "ok")])
 def test_each_count_is_one_stored_row_and_no_finding_is_read(shape):
     _skewed_lake()
-    from audit.api.views import _narrowing
 
-    compiled, positions = list_sql.DefaultTablesPage._compile(None, 100, _narrowing(*shape))
+    compiled, positions = list_sql.DefaultTablesPage._compile(
+        lists.TABLE_ROW_VALUES, None, 100, lists.narrowing(*shape)
+    )
     params = list(_substitute(compiled.params, positions, ()))
     plan = _plan(compiled.sql, params)
     assert not re.search(r" on audit_finding( |$)", plan), plan
