@@ -180,7 +180,7 @@ class Table(models.Model):
     # busy, expired or killed stays here, and the next tail pass dispatches the table again.
     notified_at = models.DateTimeField(null=True, blank=True)
     # When an orphan scan of the table last stored a row (its error included), and when a pass
-    # last queued one (audit/health/orphan_scans.py): each pass queues a share of the lake,
+    # last queued one (audit/tail/orphan_scans.py): each pass queues a share of the lake,
     # longest unscanned first, so scans spread over the interval instead of one burst an hour.
     orphans_scanned_at = models.DateTimeField(null=True, blank=True)
     orphans_queued_at = models.DateTimeField(null=True, blank=True)
@@ -555,7 +555,7 @@ class FindingFlip(models.Model):
 
 
 class OrphanScan(models.Model):
-    """One bounded listing of a table's data folders (audit.health.orphan_scans); never deletes."""
+    """One bounded listing of a table's data folders (audit.tail.orphan_scans); never deletes."""
 
     table = models.ForeignKey(Table, on_delete=models.CASCADE, related_name="orphan_scans")
     scanned_at = models.DateTimeField(db_index=True)

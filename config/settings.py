@@ -260,7 +260,7 @@ _tail = env["AUDIT_TAIL_INTERVAL_SECONDS"]
 _alert = env["ALERT_INTERVAL_SECONDS"]
 _discover = env["AUDIT_DISCOVERY_INTERVAL_SECONDS"]
 # The orphan pass runs every minute (by default) and queues only its share of the tables due
-# (audit/health/orphan_scans.py: `scans_per_pass`), so a lake's scans trickle in.
+# (audit/tail/orphan_scans.py: `scans_per_pass`), so a lake's scans trickle in.
 AUDIT_ORPHAN_PASS_SECONDS = min(env["AUDIT_ORPHAN_PASS_SECONDS"], env["AUDIT_ORPHAN_SCAN_SECONDS"])
 _beat_entries: list[tuple[str, str, float, float | None, bool]] = [
     ("tail-all-tables", "workers.tasks.tail_all", _tail, max(_tail, 1.0), True),

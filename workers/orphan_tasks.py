@@ -1,12 +1,12 @@
-"""Celery tasks of the orphan scan (beat runs `scan_all_orphans`; see audit/health/orphan_scans.py)."""
+"""Celery tasks of the orphan scan (beat runs `scan_all_orphans`; see audit/tail/orphan_scans.py)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from audit.health import orphan_scans
 from audit.models import Table
+from audit.tail import orphan_scans
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError)
 

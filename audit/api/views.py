@@ -34,12 +34,12 @@ from audit.core.conflicts.matrix import conflict_matrix, normalize_isolation_lev
 from audit.core.data.keys import valid_key_columns
 from audit.core.explain import explain_conflict
 from audit.core.jsonsafe import json_safe
-from audit.health.orphan_scans import orphan_report
 from audit.ingest.tables import register_table
 from audit.models import DEFAULT_PROJECT, Finding, Project
 from audit.reads import cache, queries, visible
 from audit.reads.analysis import table_analysis, table_history
 from audit.reads.declared import lists, routes
+from audit.tail.orphan_scans import orphan_report
 from audit.trust import access
 from audit.trust.limits import limit_text
 from audit.trust.paths import UriNotAllowed, check_allowed

@@ -10,9 +10,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from audit.core.errors import DeltaAuditError
-from audit.health.orphan_scans import orphan_report
 from audit.models import Table
 from audit.reads.visible import visible_table_or_404
+from audit.tail.orphan_scans import orphan_report
 from frontend.views.table import table_header
 
 

@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from audit.core.errors import DeltaAuditError
-from audit.health.orphan_scans import scan_table
 from audit.ingest.tables import register_table
 from audit.models import Table
 from audit.reads import analysis
+from audit.tail.orphan_scans import scan_table
 from audit.tail.step import tail_once
 from tests.support.clients import session_client
 from tests.support.hostile_logs import (

@@ -29,9 +29,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("audit.trust",),  # who sees what, allowed roots and read scopes, limits
     ("audit.reads",),  # the one query layer and its caches
     ("audit.ingest",),  # the one writer of a chunk's rows (stored health too), the table lease
-    ("audit.health",),  # the orphan scans (the data files' own health)
     ("audit.alerting",),  # rules, deliveries, transports, the alert findings of health
-    ("audit.tail",),  # the tail step, polling, kept logs, notifications, discovery
+    ("audit.tail",),  # the tail step, polling, kept logs, notifications, discovery, orphans
     ("workers.spark",),  # the fleet audit on Spark
     ("workers",),  # the Celery app and its tasks
     ("audit.api", "frontend"),  # the web layer

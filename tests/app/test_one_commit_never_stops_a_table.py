@@ -18,9 +18,9 @@ import pytest
 from deltalake import write_deltalake
 
 from audit.health.models import HealthPoint, TableHealth
-from audit.health.orphan_scans import scan_table
 from audit.ingest.tables import register_table
 from audit.models import Commit, Finding, Table
+from audit.tail.orphan_scans import scan_table
 from audit.tail.step import tail_once
 from frontend.templatetags.frontend_tags import filesize, thousands
 from tests.support import staged_tables
@@ -155,7 +155,7 @@ def test_it_records_a_scan_that_fails_unexpectedly_and_does_not_queue_it_again(
 ):
     """A bug of ours on a hostile log ends the scan with a one-line error row (no text of the
     exception: it may quote the file) and the table counts as scanned until it is due again."""
-    from audit.health import orphan_scans
+    from audit.tail import orphan_scans
 
     path = root / "t"
     write_deltalake(str(path), rows(3))

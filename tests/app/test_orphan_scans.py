@@ -14,9 +14,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.core.log import open_log
-from audit.health import orphan_scans
 from audit.ingest.tables import register_table
 from audit.models import Finding, OrphanScan, Table
+from audit.tail import orphan_scans
 from audit.tail.step import reaudit, refresh_table_findings
 from tests.support.clients import authorize
 from tests.support.ingested import ingest_table

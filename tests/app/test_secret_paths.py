@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 
 from audit.core.storage.roots import shown_path
-from audit.health.orphan_scans import scan_table
 from audit.models import Finding
+from audit.tail.orphan_scans import scan_table
 from tests.support.cli import run_audit
 from tests.support.clients import session_client, token_client
 from tests.support.ingested import ingest_table

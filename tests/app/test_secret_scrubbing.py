@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from audit.alerting.models import Channel, Delivery
-from audit.health.orphan_scans import scan_table
 from audit.ingest.tables import mark_error
 from audit.models import OrphanScan, Table
+from audit.tail.orphan_scans import scan_table
 from tests.support.alerting import make_table
 
 SLACK = "https://hooks.slack.com/services/T0LOGS/B0LOGS/PathTokenNotForLogs9"

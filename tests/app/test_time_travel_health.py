@@ -13,8 +13,8 @@ from audit.core.health.scan import scan_data
 from audit.core.health.timetravel import time_travel_section
 from audit.core.history.summary import load_history
 from audit.core.storage.stores import open_store
-from audit.health import orphan_scans
 from audit.models import OrphanScan, Table
+from audit.tail import orphan_scans
 from tests.support.clients import authorize
 from tests.support.health_tables import build_broken_time_travel_table
 from tests.support.ingested import ingest_table

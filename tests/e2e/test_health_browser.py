@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.health import orphan_scans
+from audit.tail import orphan_scans
 from tests.e2e.test_browser import (  # noqa: F401  (fixtures)
     CHROMIUM,
     browser,
