@@ -217,7 +217,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env["LOG_LEVEL"]},
-    "loggers": {"py4j": {"level": "WARNING"}},
+    # A client's 403 or 404: one line, no traceback (frontend/quietlog.py).
+    "filters": {"quiet_client_errors": {"()": "frontend.quietlog.QuietClientErrors"}},
+    "loggers": {
+        "py4j": {"level": "WARNING"},
+        "django.request": {"filters": ["quiet_client_errors"]},
+    },
 }
 
 # --- Celery ------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ def reference(request) -> str:
 # (findings_rows.kind_options writes it now).
 _KIND_LOOP = (
     '{% for k in kinds %}<option value="{{ k }}" {% if form.kind.value == k %}selected'
-    "{% endif %}>{{ k }}</option>{% endfor %}"
+    "{% endif %}>{{ k|kind_name }} ({{ k }})</option>{% endfor %}"
 )
 _REFERENCE = engines["django"].from_string(
     (Path(settings.BASE_DIR) / "frontend/templates/frontend/_findings_content.html")
@@ -136,5 +136,7 @@ def test_it_writes_the_kind_options_the_template_loop_wrote(value):
         "{% load findings_rows %}{% kind_options kinds form.kind.value %}"
     )
     html = fast.render(ctx)
-    assert html == engines["django"].from_string(_KIND_LOOP).render(ctx)
+    assert html == engines["django"].from_string("{% load frontend_tags %}" + _KIND_LOOP).render(
+        ctx
+    )
     assert html.count(" selected>") == (value in kinds) and "<script>" not in html
