@@ -10,6 +10,7 @@ urlpatterns = [
     path("", include("audit.alerting.urls")),
     path("", include("frontend.urls")),
     path("favicon.ico", errors.favicon, name="favicon"),
+    path("healthz", errors.healthz, name="healthz"),
     # Whatever else is under /api/ (after the alerting app's /api/alerts/): a JSON 404.
     re_path(r"^api/(?P<rest>.*)$", not_found),
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from django.conf import settings
 from django.contrib.staticfiles import finders
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -54,6 +55,12 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if _is_api(request):
         return JsonResponse({"error": "internal server error", "detail": None}, status=500)
     return HttpResponse(loader.get_template("500.html").render(), status=500)
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    """A liveness answer without the database, and the run id scripts/run.sh gave this server
+    (AUDIT_RUN_ID): the script announces its URL only when the id it set comes back."""
+    return JsonResponse({"ok": True, "run": settings.AUDIT_RUN_ID})
 
 
 @cache

@@ -105,3 +105,9 @@ def test_the_top_bar_marks_the_section_of_the_page(owner):
 def test_a_reader_who_cannot_create_rules_is_told_why(member, owner):
     assert 'id="alerts-role-note"' in page(session_client(member), "/alerts/", 200)
     assert 'id="alerts-role-note"' not in page(session_client(owner), "/alerts/", 200)
+
+
+def test_healthz_says_the_run_id_it_was_given(settings):
+    """scripts/run.sh's proof that the server on its port is its own."""
+    settings.AUDIT_RUN_ID = "a1b2c3"
+    assert Client().get("/healthz").json() == {"ok": True, "run": "a1b2c3"}
