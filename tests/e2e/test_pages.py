@@ -14,11 +14,13 @@ import sys
 from dataclasses import dataclass, field
 
 import pytest
+from deltalake import write_deltalake
 
 from audit import demo
 from audit.alerting.models import AlertRule, Channel
 from audit.health import orphan_scans
 from audit.models import DEFAULT_PROJECT, Finding, Table, project_named
+from frontend.templatetags.frontend_tags import filesize
 from tests.e2e.pagecheck import AXE_JS, AXE_VERSION, PageChecker
 from tests.e2e.test_browser import (  # noqa: F401  (fixtures)
     Watched,
@@ -42,6 +44,12 @@ pytestmark = [
 ]
 
 WIDTH = 1280
+# A name as long as people give (the form takes 200 characters), in one word: pages wrap it.
+LONG_NAME = (
+    "warehouse_prod_eu_west_1_customer_events_sessionized_by_device_and_campaign_daily_"
+    "rollup_v2_backfilled_from_legacy_clickstream_export_with_late_arriving_corrections"
+)
+OVERDUE_APPENDS = 24  # commits_since > 2 x the checkpoint interval (10) on events_sequential
 PERSONAS = {"admin": "manages everything", "member": "acknowledges", "viewer": "reads"}
 
 
@@ -62,9 +70,15 @@ def demo_site(tmp_path, settings, django_user_model) -> Demo:
     settings.AUDIT_TABLE_FINDINGS_SECONDS = 0
     settings.AUDIT_ORPHAN_MIN_AGE_SECONDS = 0
     tables = {}
-    for path in demo.create_demo_tables(tmp_path / "demo", rounds=4):
+    paths = demo.create_demo_tables(tmp_path / "demo")
+    for _ in range(OVERDUE_APPENDS):  # past twice the checkpoint interval: the gauge says so
+        write_deltalake(
+            str(tmp_path / "demo" / "events_sequential"), demo._rows("x", 1), mode="append"
+        )
+    for path in paths:
         tables[path.name] = ingest_table(str(path), name=path.name)
         orphan_scans.scan_table(tables[path.name])
+    Table.objects.filter(id=tables["events_sequential"].id).update(name=LONG_NAME)
     scenarios.build_ws_reorder_matching(str(tmp_path / "orders"))
     tables["orders"] = ingest_table(str(tmp_path / "orders"), name="orders")
     finding = Finding.objects.get(table=tables["orders"], kind="never_existed_snapshot")
@@ -134,9 +148,51 @@ def _table_ready(page) -> None:
     wait_until(page, "window.__health && window.__health.drawn")
 
 
-def _writers_open(page) -> None:
+def _writers_open(page, timeout: float = 15.0) -> None:
     page.click("#writers-panel summary")
-    wait_until(page, "document.getElementById('writers-panel').dataset.loaded === '1'")
+    wait_until(
+        page, "document.getElementById('writers-panel').dataset.loaded === '1'", timeout=timeout
+    )
+
+
+# The labels ECharts drew on the timeline's version axis.
+_AXIS_LABELS = """() => echarts.getInstanceByDom(document.getElementById('timeline')).getModel()
+    .getComponent('xAxis', 0).axis.getViewLabels().map(l => l.formattedLabel)"""
+
+
+# The checkpoint gauge's colour per state: within its interval, past it, past twice it.
+GAUGE = {"ok": "#2450d6", "due": "#c77c00", "overdue": "#cf222e"}
+_CHECKPOINT_JS = """async (table) => {
+    const h = await (await fetch(`/api/tables/${table}/health/`)).json();
+    const o = echarts.getInstanceByDom(document.getElementById('health-checkpoint')).getOption();
+    const s = o.series[0];
+    return {since: h.checkpoint.commits_since, interval: h.checkpoint.interval_effective,
+            max: s.max, value: s.data[0].value, color: s.progress.itemStyle.color};
+}"""
+
+
+def _charts_fit(
+    walk: Walk, name: str, table: Table, *, partitioned: bool, expect: str | None = None
+) -> None:
+    """Charts show what applies, inside their boxes: no "v-1" on the axis, the partitions
+    panel only on a partitioned table, the checkpoint gauge never pegged past its scale and
+    coloured by how overdue the checkpoint is."""
+    page = walk.w.page
+    labels = page.evaluate(_AXIS_LABELS)
+    if any(label.startswith("v-") for label in labels) or not labels:
+        walk.problems.append(f"{name}: timeline axis labels {labels}")
+    hidden = page.evaluate("window.__health.hidden")
+    if partitioned == ("health-partitions" in hidden):
+        walk.problems.append(
+            f"{name}: partitions panel hidden={hidden} on partitioned={partitioned}"
+        )
+    g = page.evaluate(_CHECKPOINT_JS, table.id)
+    since, interval = g["since"], g["interval"]
+    state = "overdue" if since > 2 * interval else "due" if since > interval else "ok"
+    if (g["value"], g["color"]) != (since, GAUGE[state]) or g["max"] < since:
+        walk.problems.append(f"{name}: checkpoint gauge {g}, expected {state}")
+    if expect and state != expect:
+        walk.problems.append(f"{name}: checkpoint {since} commits since, expected {expect}")
 
 
 def _walk_pages(walk: Walk, site: Demo) -> None:
@@ -146,9 +202,11 @@ def _walk_pages(walk: Walk, site: Demo) -> None:
     admin = walk.persona == "admin"
     walk.visit("overview", "/")
     walk.visit("table", f"/tables/{t.id}/", ready=_table_ready)
+    _charts_fit(walk, "table", t, partitioned=True)
     _writers_open(walk.w.page)
     walk.look("table-writers-panel")
     walk.visit("table-unpartitioned", f"/tables/{events.id}/", ready=_table_ready)
+    _charts_fit(walk, "table-unpartitioned", events, partitioned=False, expect="overdue")
     walk.visit("analysis", f"/tables/{t.id}/analysis/")
     walk.visit("diff", f"/tables/{t.id}/diff/?from=1&to={t.last_seen_version}")
     walk.visit("writers", f"/tables/{t.id}/writers/")
@@ -229,7 +287,7 @@ def test_it_shows_a_100k_commit_table_finished(
         walk.w.page.click("#zoom-all")
         wait_until(walk.w.page, "window.__timeline.rendered.buckets > 0")
         walk.look("table-whole-history")
-        _writers_open(walk.w.page)
+        _writers_open(walk.w.page, timeout=240)  # the whole history's audit, once per version
         walk.look("table-writers-panel")
         walk.visit("writers", f"/tables/{t.id}/writers/")
         walk.visit("analysis", f"/tables/{t.id}/analysis/")
@@ -239,3 +297,19 @@ def test_it_shows_a_100k_commit_table_finished(
     finally:
         walk.w.close()
     assert walk.problems == [], "\n".join(walk.problems)
+
+
+SIZES = [0, 1, 512, 1023, 1024, 1280, 35_411, 33_554_432, 1_610_612_736, 5 * 2**40, -2048]
+
+
+def test_sizes_read_the_same_in_scripts_and_templates(browser, live_server):  # noqa: F811
+    """format.js (charts, the health panel) and the `filesize` filter (tables) are the one
+    size format: the same IEC text for the same number, rounding included."""
+    w = Watched(browser)
+    try:
+        w.page.goto(f"{live_server.url}/login/")
+        shown = w.page.evaluate("(sizes) => sizes.map(deltaAudit.format.bytes)", SIZES)
+    finally:
+        w.close()
+    assert shown == [filesize(v) for v in SIZES]
+    assert shown[6] == "34.6 KiB" and shown[5] == "1.3 KiB"
