@@ -168,6 +168,8 @@ if env["DJANGO_SECURE_COOKIES"]:
 SESSION_ENGINE = "frontend.sessions"
 AUTHENTICATION_BACKENDS = ["frontend.sessions.UserBackend"]
 
+# A form sent without its CSRF token: the dashboard's 403 page saying what to do.
+CSRF_FAILURE_VIEW = "frontend.errors.csrf_failure"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"

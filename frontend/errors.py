@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template import loader
 from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_safe
 
 from audit.core.errors import one_line
 
@@ -38,6 +39,18 @@ def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpR
     return render(request, "error.html", context, status=403)
 
 
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """A form posted without its CSRF token (expired page, another site): Django's reason is
+    for developers; the reader is told what to do."""
+    context = {
+        "code": 403,
+        "title": "Form expired",
+        "reason": "this form was sent without a valid security token (the page was open too "
+        "long, or the form came from another site): reload the page and send it again",
+    }
+    return render(request, "error.html", context, status=403)
+
+
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if _is_api(request):
         return JsonResponse({"error": "no such API endpoint", "detail": None}, status=404)
@@ -57,6 +70,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
     return HttpResponse(loader.get_template("500.html").render(), status=500)
 
 
+@require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
     """A liveness answer without the database, and the run id scripts/run.sh gave this server
     (AUDIT_RUN_ID): the script announces its URL only when the id it set comes back."""
@@ -69,6 +83,7 @@ def _favicon() -> bytes:
         return f.read()
 
 
+@require_safe
 @cache_control(max_age=86400, public=True)
 def favicon(request: HttpRequest) -> HttpResponse:
     """Browsers ask /favicon.ico of every page whatever the page links: the same SVG."""

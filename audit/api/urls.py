@@ -28,10 +28,10 @@ AUTHENTICATED = [IsAuthenticated]
 
 
 class ApiRoot(APIRootView):
-    """Delta Audit's REST API: the audited tables, their commits, timelines, health, changes,
-    diffs, writers and incidents, the findings, the conflict matrix and exception explanations.
-    Authenticate with your session or `Authorization: Token <key>`; the schema and its
-    documentation are linked below."""
+    """Delta Audit's REST API: the audited tables with their commits, timelines, health,
+    changes, diffs and writers; the findings; the conflict matrix; exception explanations.
+    Authenticate with your session or an Authorization: Token header; the schema and its
+    documentation are linked above."""
 
     # The one browsable page of the API: JSON to clients that ask for it (or for anything),
     # HTML to a browser (templates/rest_framework/api.html, the dashboard's look).

@@ -111,3 +111,12 @@ def test_healthz_says_the_run_id_it_was_given(settings):
     """scripts/run.sh's proof that the server on its port is its own."""
     settings.AUDIT_RUN_ID = "a1b2c3"
     assert Client().get("/healthz").json() == {"ok": True, "run": "a1b2c3"}
+
+
+def test_a_form_sent_without_its_csrf_token_gets_the_branded_403(owner):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(owner)
+    response = client.post("/alerts/rules/new/", {"name": "x"})
+    html = response.content.decode()
+    assert response.status_code == 403 and NAV in html
+    assert "reload the page and send it again" in html and "CSRF verification failed" not in html

@@ -30,10 +30,17 @@ STAFF = SimpleNamespace(is_authenticated=True, is_staff=True, is_superuser=False
 class ReferenceFilterForm(forms.Form):
     """The findings filter as it was: the tables as a model choice field's queryset."""
 
-    table = forms.ModelChoiceField(Table.objects.all(), required=False, empty_label="All tables")
+    table = forms.ModelChoiceField(
+        Table.objects.all(),
+        required=False,
+        empty_label="All tables",
+        widget=forms.Select(attrs={"aria-label": "Table"}),
+    )
     kind = forms.CharField(required=False, max_length=64)
     severity = forms.ChoiceField(
-        choices=[("", "Any severity"), *Finding.Severity.choices], required=False
+        choices=[("", "Any severity"), *Finding.Severity.choices],
+        required=False,
+        widget=forms.Select(attrs={"aria-label": "Severity"}),
     )
     status = forms.ChoiceField(
         choices=[("open", "Open"), ("acknowledged", "Acknowledged"), ("resolved", "Resolved"),

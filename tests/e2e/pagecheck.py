@@ -3,7 +3,8 @@
 `PageChecker.check(page, name)` returns one line per problem, for the caller to collect over
 every page of a walk and assert once (one report names every broken page, not the first):
 
-- horizontal overflow: the document is wider than the viewport (1280 px in the walks);
+- horizontal overflow: the document is wider than the viewport (1280 px in the walks), or a
+  table scrolls sideways inside its box (columns out of sight);
 - default-styled components: a visible <table> whose cells keep the browser's 1 px padding or
   whose cells sit 2 px apart (separate borders), a form control in the browser's 13.33 px font,
   an element carrying a class no stylesheet rule names (a component whose CSS is missing on
@@ -57,6 +58,13 @@ _STRUCTURE_JS = """
     problems.push(['overflow', `document ${root.scrollWidth} px wide in a ${root.clientWidth} px viewport: ${wide.join(', ')}`]);
   }
   const shown = e => e.getClientRects().length > 0;
+  // A table that scrolls sideways inside its box at this width hides columns: overflow too.
+  for (const box of document.querySelectorAll('.table-wrap')) {
+    if (shown(box) && box.scrollWidth > box.clientWidth + 1) {
+      const t = box.querySelector('table');
+      problems.push(['overflow', `${t ? (t.id ? 'table#' + t.id : 'table.' + t.className.split(' ').join('.')) : 'a table'} scrolls sideways: ${box.scrollWidth} px in ${box.clientWidth} px`]);
+    }
+  }
   const label = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') +
     (e.getAttribute('class') ? '.' + e.getAttribute('class').trim().split(/\\s+/).join('.') : '');
   for (const t of document.querySelectorAll('table')) {
