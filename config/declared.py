@@ -127,6 +127,7 @@ DECLARED: tuple[Setting, ...] = (
     _S("FRONTEND_CSP", _CSP, str, "the Content-Security-Policy of every page outside the exempt prefixes"),
     _S("FRONTEND_CSP_EXEMPT_PREFIXES", ["/api/", "/admin/"], list, "paths without that policy (they ship inline scripts)"),
     _S("FRONTEND_REFRESH_SECONDS", 10, int, "live refresh of the table page while the tab is visible"),
+    _S("AUDIT_RUN_ID", "", str, "set by `scripts/run.sh` for its web server: `/healthz` says it back, so the script knows the server answering on its port is its own"),
     _S("AUDIT_REMOTE_USER_HEADER", "", str, "the `request.META` key of a header naming the user, set by a trusted proxy, e.g. `HTTP_X_REMOTE_USER` (empty = off; see [docs/api.md](docs/api.md))"),
     _S("AUDIT_TRUSTED_PROXIES", ["127.0.0.1", "::1"], list, "addresses or CIDRs (`10.0.0.0/8`) of the proxies whose `AUDIT_REMOTE_USER_HEADER` is honoured; from any other peer address the header is ignored"),
     _S("AUDIT_REMOTE_USER_CREATE", False, bool, "`true` creates a user the proxy's header names for the first time (with no project); `false` refuses unknown names"),

@@ -168,6 +168,8 @@ if env["DJANGO_SECURE_COOKIES"]:
 SESSION_ENGINE = "frontend.sessions"
 AUTHENTICATION_BACKENDS = ["frontend.sessions.UserBackend"]
 
+# A form sent without its CSRF token: the dashboard's 403 page saying what to do.
+CSRF_FAILURE_VIEW = "frontend.errors.csrf_failure"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
@@ -217,7 +219,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env["LOG_LEVEL"]},
-    "loggers": {"py4j": {"level": "WARNING"}},
+    # A client's 403 or 404: one line, no traceback (frontend/quietlog.py).
+    "filters": {"quiet_client_errors": {"()": "frontend.quietlog.QuietClientErrors"}},
+    "loggers": {
+        "py4j": {"level": "WARNING"},
+        "django.request": {"filters": ["quiet_client_errors"]},
+    },
 }
 
 # --- Celery ------------------------------------------------------------------------------

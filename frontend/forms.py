@@ -29,10 +29,17 @@ class FindingFilterForm(forms.Form):
     ]
     # The reader's tables (audit/trust/access.py), as (id, name, uri) rows read once
     # (queries.table_choices); the cleaned value is the chosen one as a Table of those columns.
-    table = forms.ChoiceField(choices=[("", "All tables")], required=False)
+    # aria-label: the filter bar shows no <label>, a screen reader still names each control.
+    table = forms.ChoiceField(
+        choices=[("", "All tables")],
+        required=False,
+        widget=forms.Select(attrs={"aria-label": "Table"}),
+    )
     kind = forms.CharField(required=False, max_length=64)
     severity = forms.ChoiceField(
-        choices=[("", "Any severity"), *Finding.Severity.choices], required=False
+        choices=[("", "Any severity"), *Finding.Severity.choices],
+        required=False,
+        widget=forms.Select(attrs={"aria-label": "Severity"}),
     )
     status = forms.ChoiceField(choices=STATUS_CHOICES, required=False)
 

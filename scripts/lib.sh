@@ -62,3 +62,20 @@ ensure_azurite() {
   npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >/dev/null \
     || echo "note: npm install azurite@$AZURITE_VERSION failed; Azure tests will be skipped" >&2
 }
+
+# axe-core (accessibility rules) for the browser checks of every page (tests/e2e/pagecheck.py),
+# from the npm registry into .cache/axe; idempotent. Without npm those tests skip with a reason.
+AXE_VERSION="4.14.1"  # keep in step with tests/e2e/pagecheck.py
+ensure_axe() {
+  local dir=.cache/axe
+  if grep -q "\"version\": \"$AXE_VERSION\"" "$dir/node_modules/axe-core/package.json" 2>/dev/null; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "note: npm not installed; the page checks (axe-core) will be skipped" >&2
+    return 0
+  fi
+  mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "axe-core@$AXE_VERSION" >/dev/null \
+    || echo "note: npm install axe-core@$AXE_VERSION failed; the page checks will be skipped" >&2
+}

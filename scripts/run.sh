@@ -9,6 +9,9 @@
 # Broker: Redis at CELERY_BROKER_URL when reachable; otherwise an embedded broker (kombu's
 # SQLAlchemy transport on var/celery-broker.sqlite), so a fresh machine needs no Redis.
 #
+# Its web port must be free: with another program listening there the script stops at once
+# (exit 1), and it announces the URL only once /healthz answers with the id it gave its server.
+#
 # Environment: AUDIT_PORT (8000) or WEB_BIND (127.0.0.1:$AUDIT_PORT); AUDIT_VAR_DIR (./var: logs,
 # embedded broker, beat schedule); AUDIT_DEMO_DIR (./demo-tables); AUDIT_STOP_GRACE_SECONDS (5).
 #
@@ -44,6 +47,27 @@ export AUDIT_TAIL_INTERVAL_SECONDS="${AUDIT_TAIL_INTERVAL_SECONDS:-2}"
 export AUDIT_TABLE_FINDINGS_SECONDS="${AUDIT_TABLE_FINDINGS_SECONDS:-10}"
 export DJANGO_DEBUG="${DJANGO_DEBUG:-false}"
 WEB_BIND="${WEB_BIND:-127.0.0.1:${AUDIT_PORT:-8000}}"
+
+# --- the web port: ours, or a clear refusal -----------------------------------------------
+# Another program listening there would answer the checks below in our place: refuse at once.
+if ! "$PY" - "$WEB_BIND" <<'EOF'
+import socket, sys
+host, _, port = sys.argv[1].rpartition(":")
+host = host.strip("[]") or "0.0.0.0"
+family = socket.AF_INET6 if ":" in host else socket.AF_INET
+with socket.socket(family, socket.SOCK_STREAM) as s:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn: TIME_WAIT is no owner
+    try:
+        s.bind((host, int(port)))
+    except OSError:
+        sys.exit(1)
+EOF
+then
+    echo "error: $WEB_BIND is already in use by another program; stop it or choose another port (AUDIT_PORT=8001 scripts/run.sh)" >&2
+    exit 1
+fi
+# Our server says this id back on /healthz: the URL is announced only when it does.
+RUN_ID="$("$PY" -c 'import secrets; print(secrets.token_hex(16))')"
 
 # --- broker ------------------------------------------------------------------------------
 BROKER="${CELERY_BROKER_URL:-redis://127.0.0.1:6379/0}"
@@ -139,13 +163,24 @@ PIDS+=($!)
 echo "==> worker + beat started (log: $VAR/worker.log); demo writer running ($VAR/demo-writer.log)"
 # The server's whole configuration is config/gunicorn.conf.py (what bench/bench_api.py measures);
 # only where it listens and logs, and the shutdown grace, come from here.
-WEB_GRACEFUL_TIMEOUT="$GRACE" WEB_ACCESS_LOG="$VAR/web-access.log" WEB_ERROR_LOG="$VAR/web.log" \
+AUDIT_RUN_ID="$RUN_ID" WEB_GRACEFUL_TIMEOUT="$GRACE" WEB_ACCESS_LOG="$VAR/web-access.log" WEB_ERROR_LOG="$VAR/web.log" \
     setsid "$PY" -m gunicorn config.wsgi:application -c config/gunicorn.conf.py --bind "$WEB_BIND" &
-PIDS+=($!)
-for _ in $(seq 1 30); do
-    curl -fsS -o /dev/null "http://$WEB_BIND/login/" 2>/dev/null && break
-    sleep 1
+WEB_PID=$!
+PIDS+=($WEB_PID)
+# Ours when /healthz says our run id; a server that died (the port taken meanwhile) or another
+# program's answer is an error, not a dashboard.
+ours() { curl -fsS --max-time 2 "http://$WEB_BIND/healthz" 2>/dev/null | grep -q "\"run\": *\"$RUN_ID\""; }
+started=0
+for _ in $(seq 1 60); do
+    if ours; then started=1; break; fi
+    if ! kill -0 "$WEB_PID" 2>/dev/null; then break; fi
+    sleep 0.5
 done
+if [[ $started != 1 ]]; then
+    echo "error: our web server did not start on $WEB_BIND (the end of $VAR/web.log:)" >&2
+    tail -n 5 "$VAR/web.log" >&2 2>/dev/null || true
+    exit 1
+fi
 
 if [[ $CHECK == 1 ]]; then
     status=0
@@ -185,13 +220,13 @@ for t in Table.objects.all():
 print(f"OK: {Table.objects.count()} tables, {Commit.objects.count()} commits, "
       f"{Finding.objects.count()} findings")
 EOF
-    if ! curl -fsS -o /dev/null "http://$WEB_BIND/login/"; then
-        echo "web server not answering on http://$WEB_BIND/login/"
+    if ! ours; then
+        echo "our web server is not answering on http://$WEB_BIND/healthz"
         status=1
     fi
     exit $status
 fi
 
-echo "==> dashboard on http://$WEB_BIND/ (API at /api/docs/, admin at /admin/); Ctrl-C stops everything"
+echo "==> dashboard on http://$WEB_BIND/ (API at /api/, admin at /admin/); Ctrl-C stops everything"
 # `wait` returns when a signal arrives, so the traps above run at once.
 while alive; do wait -n 2>/dev/null || sleep 1; done

@@ -8,6 +8,7 @@ source scripts/lib.sh
 ensure_venv
 ensure_chromium
 ensure_azurite
+ensure_axe
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 exec .venv/bin/pytest "$@"

@@ -10,9 +10,11 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.routers import DefaultRouter
+from rest_framework.renderers import BrowsableAPIRenderer
+from rest_framework.routers import APIRootView, DefaultRouter
 
 from audit.api import views
+from audit.api.renderers import ORJSONRenderer
 
 router = DefaultRouter()
 router.include_root_view = False
@@ -23,6 +25,29 @@ router.register("tables", views.TableViewSet, basename="table")
 router.register("findings", views.FindingViewSet, basename="finding")
 
 AUTHENTICATED = [IsAuthenticated]
+
+
+class ApiRoot(APIRootView):
+    """Delta Audit's REST API: the audited tables with their commits, timelines, health,
+    changes, diffs and writers; the findings; the conflict matrix; exception explanations.
+    Authenticate with your session or an Authorization: Token header; the schema and its
+    documentation are linked above."""
+
+    # The one browsable page of the API: JSON to clients that ask for it (or for anything),
+    # HTML to a browser (templates/rest_framework/api.html, the dashboard's look).
+    renderer_classes = [ORJSONRenderer, BrowsableAPIRenderer]
+
+
+# The root's links, by name: the router's collections, then the other entry points.
+ROOT_LINKS = {
+    "tables": "table-list",
+    "findings": "finding-list",
+    "conflict-matrix": "conflict-matrix",
+    "explain": "explain",
+    "alerts": "alerting:api-root",
+    "schema": "api-schema",
+    "docs": "api-docs",
+}
 
 
 def not_found(request, rest: str = ""):
@@ -41,6 +66,7 @@ def not_found(request, rest: str = ""):
 
 
 urlpatterns = [
+    path("", ApiRoot.as_view(api_root_dict=ROOT_LINKS), name="api-root"),
     *router.urls,
     path("conflict-matrix/", views.ConflictMatrixView.as_view(), name="conflict-matrix"),
     path("explain/", views.ExplainView.as_view(), name="explain"),

@@ -4,16 +4,33 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django import template
+from django.utils.html import format_html, json_script
+from django.utils.safestring import SafeString
 
 from audit.core import numbers
+from audit.core.wording import names
 from audit.reads import cache
 
 register = template.Library()
 
-_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+# IEC, as frontend/static/frontend/format.js spells them (the pages' one size format).
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+_TENTH = Decimal("0.1")
+
+# The dashboard's sections (the top bar), by the namespace and URL name of a page.
+_SECTIONS = {
+    "frontend": {
+        "findings": "findings",
+        "finding": "findings",
+        "explain": "explain",
+        "login": None,
+    },
+    "alerting": "alerts",
+}
 
 
 @register.filter
@@ -25,17 +42,70 @@ def ms_datetime(value: Any) -> datetime | None:
 
 @register.filter
 def filesize(value: Any) -> str:
+    """Bytes in IEC units ("512 B", "34.6 KiB", "1.0 GiB"), digits rounded half up as
+    JavaScript's toFixed does: format.js gives the same text for the same number."""
     try:
         size = float(value)
     except (TypeError, ValueError, OverflowError):
         return "—"
     if not math.isfinite(size):  # "inf" or a hostile 1e400 is no size
         return "—"
+    size = size or 0.0  # -0.0 reads "0 B", as in JavaScript
     for unit in _UNITS:
         if abs(size) < 1024 or unit == _UNITS[-1]:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+            if unit == "B":
+                return f"{Decimal(size).quantize(Decimal(1), ROUND_HALF_UP)} B"
+            return f"{Decimal(size).quantize(_TENTH, ROUND_HALF_UP)} {unit}"
         size /= 1024
     return "—"
+
+
+@register.filter
+def kind_name(value: Any) -> str:
+    """A finding kind in words ("Never-existed snapshot"): audit/core/wording/names.py."""
+    return names.kind_name("" if value is None else str(value))
+
+
+@register.filter
+def operation_name(value: Any) -> str:
+    """A Delta operation in words ("Optimize (compaction)"); unknown ones as written."""
+    return "" if value is None else names.operation_name(str(value))
+
+
+@register.simple_tag
+def kind_label(kind: Any) -> SafeString:
+    """A kind in words with its identifier as a small detail (what rules and the API use)."""
+    text = "" if kind is None else str(kind)
+    return format_html(
+        '<span class="kind-name">{}</span> <code class="ident">{}</code>',
+        names.kind_name(text),
+        text,
+    )
+
+
+@register.simple_tag
+def names_json() -> SafeString:
+    """The words of kinds and operations for the pages' scripts (a JSON script element)."""
+    return json_script(
+        {"kinds": names.KIND_NAMES, "operations": names.OPERATION_NAMES}, "names-data"
+    )
+
+
+@register.simple_tag(takes_context=True)
+def nav_section(context: dict[str, Any]) -> str | None:
+    """Which top-bar section the page belongs to: tables, findings, explain, alerts, api."""
+    request = context.get("request")
+    if request is None:
+        return None
+    if request.path.startswith("/api/"):
+        return "api"
+    match = getattr(request, "resolver_match", None)
+    if match is None:
+        return None
+    section = _SECTIONS.get(match.namespace)
+    if isinstance(section, dict):  # the dashboard: every other page is a table's
+        return section.get(match.url_name, "tables")
+    return section
 
 
 @register.filter

@@ -37,5 +37,5 @@ def test_health_kinds_seen_so_far_join_the_vocabulary(member):
     expected = sorted({*(str(k) for k in FindingKind), *shown})
     assert kind_choices() == expected  # new kinds show at once, each once, "health_" only
     page = session_client(member).get("/findings/?status=all").content.decode()
-    assert '<option value="health_a" >health_a</option>' in page
+    assert '<option value="health_a" >Health: a (health_a)</option>' in page
     assert "healthy_but_not_a_rule</option>" not in page

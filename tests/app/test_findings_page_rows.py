@@ -30,10 +30,17 @@ STAFF = SimpleNamespace(is_authenticated=True, is_staff=True, is_superuser=False
 class ReferenceFilterForm(forms.Form):
     """The findings filter as it was: the tables as a model choice field's queryset."""
 
-    table = forms.ModelChoiceField(Table.objects.all(), required=False, empty_label="All tables")
+    table = forms.ModelChoiceField(
+        Table.objects.all(),
+        required=False,
+        empty_label="All tables",
+        widget=forms.Select(attrs={"aria-label": "Table"}),
+    )
     kind = forms.CharField(required=False, max_length=64)
     severity = forms.ChoiceField(
-        choices=[("", "Any severity"), *Finding.Severity.choices], required=False
+        choices=[("", "Any severity"), *Finding.Severity.choices],
+        required=False,
+        widget=forms.Select(attrs={"aria-label": "Severity"}),
     )
     status = forms.ChoiceField(
         choices=[("open", "Open"), ("acknowledged", "Acknowledged"), ("resolved", "Resolved"),
@@ -75,7 +82,7 @@ def reference(request) -> str:
 # (findings_rows.kind_options writes it now).
 _KIND_LOOP = (
     '{% for k in kinds %}<option value="{{ k }}" {% if form.kind.value == k %}selected'
-    "{% endif %}>{{ k }}</option>{% endfor %}"
+    "{% endif %}>{{ k|kind_name }} ({{ k }})</option>{% endfor %}"
 )
 _REFERENCE = engines["django"].from_string(
     (Path(settings.BASE_DIR) / "frontend/templates/frontend/_findings_content.html")
@@ -136,5 +143,7 @@ def test_it_writes_the_kind_options_the_template_loop_wrote(value):
         "{% load findings_rows %}{% kind_options kinds form.kind.value %}"
     )
     html = fast.render(ctx)
-    assert html == engines["django"].from_string(_KIND_LOOP).render(ctx)
+    assert html == engines["django"].from_string("{% load frontend_tags %}" + _KIND_LOOP).render(
+        ctx
+    )
     assert html.count(" selected>") == (value in kinds) and "<script>" not in html

@@ -20,10 +20,10 @@ pytestmark = pytest.mark.django_db
 HOSTILE = '<script>window.__xss=1</script>"><img src=x onerror=alert(1)>&amp;'
 
 # The loop the tag replaced, verbatim: the reference the tag's HTML is compared with.
-LOOP = """{% for f in findings %}
+LOOP = """{% load frontend_tags %}{% for f in findings %}
   <tr>
     <td><span class="badge sev-{{ f.severity }}">{{ f.severity }}</span></td>
-    <td class="nowrap"><a href="{% url 'frontend:finding' f.id %}">{{ f.kind }}</a>{% if f.confirmed %} <span class="tag tag-bad" title="rows found in the data files">confirmed</span>{% endif %}</td>
+    <td class="nowrap"><a href="{% url 'frontend:finding' f.id %}">{{ f.kind|kind_name }}</a> <code class="ident">{{ f.kind }}</code>{% if f.confirmed %} <span class="tag tag-bad" title="rows found in the data files">confirmed</span>{% endif %}</td>
     {% if show_table %}<td><a href="{% url 'frontend:table' f.table_id %}">{{ f.table.name|default:f.table.uri }}</a></td>{% endif %}
     <td class="num mono"><a href="{% url 'frontend:commit' f.table_id f.version %}">{{ f.version }}</a></td>
     <td class="summary">{{ f.summary|truncatechars:220 }}</td>

@@ -272,6 +272,8 @@ PUBLIC = {
     "/logout/": "logging out (POST) sends you to the login form",
     "/admin/login/": "the admin's login form",
     "/admin/logout/": "the admin's logout",
+    "/favicon.ico": "the icon browsers ask of every page",
+    "/healthz": "liveness and the run id scripts/run.sh checks; no data",
 }
 
 

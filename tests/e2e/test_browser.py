@@ -162,7 +162,7 @@ def test_it_walks_from_the_timeline_to_the_witness_and_acknowledges(
     assert rendered["findings"] >= 1  # the pin on v3
     assert rendered["lanes"] >= 2  # the stale DELETE overlaps the append: a second lane
     legend = w.page.locator("#legend").inner_text()
-    assert "DELETE" in legend and "WRITE" in legend
+    assert "Delete" in legend and "Write" in legend  # operations in words
     w.page.click("#writers-panel summary")
     wait_until(w.page, "document.getElementById('writers-panel').dataset.loaded === '1'")
     assert "delta-rs" in w.page.locator("#writers-table tbody").inner_text()
@@ -182,7 +182,7 @@ def test_it_walks_from_the_timeline_to_the_witness_and_acknowledges(
     assert "v2" in concurrent and "ConcurrentAppend" in concurrent and "no conflict" in concurrent
     w.shot("commit")
 
-    w.page.click(f"a[href='/findings/{finding.id}/'] >> text=never_existed_snapshot")
+    w.page.click(f"a[href='/findings/{finding.id}/'] >> text=Never-existed snapshot")
     w.page.wait_for_url(f"{base}/findings/{finding.id}/")
     witness = w.page.locator("#witness-table")
     assert witness.is_visible()

@@ -14,17 +14,16 @@
     if (text !== undefined && text !== null) node.textContent = String(text);
     return node;
   }
-  function fmtInt(n) { return n === null || n === undefined ? "—" : Number(n).toLocaleString("en-US"); }
-  function fmtBytes(n) {
-    if (n === null || n === undefined) return "—";
-    const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let v = Number(n), i = 0;
-    while (v >= 1024 && i < units.length - 1) { v /= 1024; i += 1; }
-    return (i === 0 ? v : v.toFixed(1)) + " " + units[i];
-  }
-  function fmtTime(ms) {
-    if (ms === null || ms === undefined) return "—";
-    return new Date(Number(ms)).toISOString().replace("T", " ").slice(0, 16);
+  const format = window.deltaAudit.format;  // format.js: the pages' one size format (IEC)
+  const fmtInt = format.int, fmtBytes = format.bytes, fmtTime = format.time;
+  const COLORS = { accent: "#2450d6", ok: "#14692e", warning: "#c77c00", critical: "#cf222e", muted: "#5f6873" };
+  // What the browser tests (and a curious reader) can ask of the panel once it has drawn.
+  const drawn = { drawn: false, hidden: [], checkpoint: null };
+  window.__health = drawn;
+  function hidePanel(id) {
+    const panel = $(id).closest(".health-panel");
+    if (panel) panel.classList.add("hidden");
+    drawn.hidden.push(id);
   }
   function getJSON(url) {
     return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } }).then(function (r) {
@@ -99,11 +98,12 @@
 
   function renderHistogram(h) {
     const buckets = h.file_size_histogram || [];
+    // containLabel: the axis names and rotated labels stay inside the box, whatever their length.
     chartOn("health-histogram").setOption({
-      grid: { left: 48, right: 12, top: 16, bottom: 48 },
+      grid: { left: 8, right: 16, top: 30, bottom: 4, containLabel: true },
       tooltip: { trigger: "axis" },
-      xAxis: { type: "category", data: buckets.map(function (b) { return "≤ " + fmtBytes(b.le); }), axisLabel: { rotate: 35, fontSize: 10 } },
-      yAxis: { type: "value", minInterval: 1, name: "files" },
+      xAxis: { type: "category", data: buckets.map(function (b) { return "≤ " + fmtBytes(b.le); }), axisLabel: { rotate: 35, fontSize: 10, color: COLORS.muted } },
+      yAxis: { type: "value", minInterval: 1, name: "files", nameTextStyle: { color: COLORS.muted, align: "left" }, axisLabel: { color: COLORS.muted } },
       series: [{ type: "bar", name: "files", data: buckets.map(function (b) { return b.count; }), itemStyle: { color: "#5b8def" } }],
     });
   }
@@ -113,44 +113,66 @@
   }
 
   function renderPartitions(h) {
-    const top = ((h.partitions || {}).top || []).slice(0, 15).reverse();
+    // An unpartitioned table has no partitions to rank: the panel does not apply.
+    const top = ((h.partitions || {}).top || []).filter(function (p) {
+      return Object.keys(p.values || {}).length > 0;
+    }).slice(0, 15).reverse();
+    if (!top.length) { hidePanel("health-partitions"); return; }
     chartOn("health-partitions").setOption({
-      grid: { left: 120, right: 16, top: 8, bottom: 24 },
+      grid: { left: 8, right: 24, top: 8, bottom: 4, containLabel: true },
       tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, formatter: function (ps) {
         const p = top[ps[0].dataIndex];
         const div = document.createElement("div");
         div.textContent = partitionLabel(p.values) + ": " + fmtBytes(p.bytes) + " in " + fmtInt(p.num_files) + " files";
         return div.innerHTML;  // escaped text
       } },
-      xAxis: { type: "value", axisLabel: { formatter: function (v) { return fmtBytes(v); }, fontSize: 10 } },
-      yAxis: { type: "category", data: top.map(function (p) { return partitionLabel(p.values).slice(0, 24); }), axisLabel: { fontSize: 10 } },
+      xAxis: Object.assign({ type: "value", axisLabel: { formatter: function (v) { return fmtBytes(v); }, fontSize: 10, color: COLORS.muted, hideOverlap: true } },
+        format.bytesAxis(Math.max.apply(null, top.map(function (p) { return p.bytes || 0; })))),
+      yAxis: { type: "category", data: top.map(function (p) { return partitionLabel(p.values).slice(0, 24); }), axisLabel: { fontSize: 10, color: COLORS.muted } },
       series: [{ type: "bar", data: top.map(function (p) { return p.bytes; }), itemStyle: { color: "#7bb57b" } }],
     });
-    if (!top.length) $("health-partitions").setAttribute("aria-label", "Unpartitioned table");
   }
 
-  function gauge(id, value, max, title, detail) {
+  // A half-ring gauge: the value in the middle, the caption under the ring (in the box's
+  // free bottom, away from the tick labels, which sit outside the ring's ends only).
+  function gauge(id, value, max, caption, detail, color) {
+    const top = Math.max(max, 1);
     chartOn(id).setOption({
       series: [{
-        type: "gauge", min: 0, max: Math.max(max, 1), radius: "92%",
-        progress: { show: true, width: 10 }, axisLine: { lineStyle: { width: 10 } },
-        axisTick: { show: false }, splitLine: { length: 6 }, axisLabel: { fontSize: 9, distance: 12 },
-        pointer: { show: false }, title: { offsetCenter: [0, "62%"], fontSize: 11 },
-        detail: { valueAnimation: false, fontSize: 16, offsetCenter: [0, "20%"], formatter: function () { return detail; } },
-        data: [{ value: Math.min(value, Math.max(max, 1)), name: title }],
+        type: "gauge", min: 0, max: top, startAngle: 180, endAngle: 0, radius: "118%", center: ["50%", "78%"],
+        splitNumber: 4,
+        progress: { show: true, width: 12, itemStyle: { color: color } },
+        axisLine: { lineStyle: { width: 12, color: [[1, "#e7eaee"]] } },
+        axisTick: { show: false }, splitLine: { show: false },
+        axisLabel: { fontSize: 10, distance: 16, color: COLORS.muted, formatter: function (v) { return v === 0 || v === top ? fmtInt(v) : ""; } },
+        pointer: { show: false }, anchor: { show: false },
+        title: { show: false },
+        detail: { valueAnimation: false, fontSize: 16, fontWeight: 600, color: color, offsetCenter: [0, "-18%"], formatter: function () { return detail; } },
+        data: [{ value: Math.min(value, top), name: caption }],
       }],
     });
+    const box = $(id).closest(".health-panel");
+    const note = box && box.querySelector(".gauge-caption");
+    if (note) note.textContent = caption;
   }
 
   function renderGauges(h) {
     const tomb = h.tombstones || {};
     const share = tomb.bytes ? Math.round(100 * tomb.vacuumable_bytes / tomb.bytes) : 0;
-    gauge("health-tombstones", share, 100, fmtInt(tomb.count) + " tombstones, " + fmtBytes(tomb.bytes), share + "% vacuumable");
+    gauge("health-tombstones", share, 100, fmtInt(tomb.count) + " tombstones, " + fmtBytes(tomb.bytes),
+      share + "% vacuumable", share >= 50 ? COLORS.warning : COLORS.accent);
     const cp = h.checkpoint || {};
     const interval = cp.interval_effective || 10;
-    gauge("health-checkpoint", cp.commits_since || 0, 2 * interval,
-      cp.last_checkpoint_stale ? "_last_checkpoint is stale" : "interval " + interval,
-      fmtInt(cp.commits_since) + " commits");
+    const since = cp.commits_since || 0;
+    // Past its interval a checkpoint is due; past twice that, overdue: the scale grows to hold
+    // the value (never pegged at its end) and the colour says which.
+    const state = since > 2 * interval ? "overdue" : since > interval ? "due" : "ok";
+    const color = { ok: COLORS.accent, due: COLORS.warning, overdue: COLORS.critical }[state];
+    const caption = (cp.last_checkpoint_stale ? "_last_checkpoint is stale · " : "") + "one every " + fmtInt(interval) + " commits" +
+      (state === "ok" ? "" : " · " + state);
+    gauge("health-checkpoint", since, Math.max(2 * interval, Math.ceil(since * 1.25)), caption,
+      fmtInt(since) + " commits", color);
+    drawn.checkpoint = state;
   }
 
   function renderRecommendations(h) {
@@ -161,26 +183,30 @@
     recs.forEach(function (r) {
       const li = el("li");
       li.appendChild(el("span", "action", r.action));
-      li.appendChild(document.createTextNode(r.why));
-      li.appendChild(el("span", "when", "When: " + r.when));
+      li.appendChild(document.createTextNode(format.bytesIn(r.why)));
+      li.appendChild(el("span", "when", "When: " + format.bytesIn(r.when)));
       list.appendChild(li);
     });
   }
 
   function renderHistory(points) {
+    // "small files" is dashed and drawn over "files": when every file is small the two lines
+    // coincide, and both still show.
     chartOn("health-history").setOption({
-      grid: { left: 56, right: 64, top: 28, bottom: 28 },
+      grid: { left: 8, right: 8, top: 34, bottom: 4, containLabel: true },
       tooltip: { trigger: "axis" },
-      legend: { top: 0, textStyle: { fontSize: 11 } },
-      xAxis: { type: "category", data: points.map(function (p) { return "v" + p.version; }) },
+      legend: { top: 0, textStyle: { fontSize: 11, color: COLORS.muted } },
+      xAxis: { type: "category", data: points.map(function (p) { return "v" + fmtInt(p.version); }), axisLabel: { color: COLORS.muted, hideOverlap: true } },
       yAxis: [
-        { type: "value", name: "files", minInterval: 1 },
-        { type: "value", name: "bytes", axisLabel: { formatter: function (v) { return fmtBytes(v); }, fontSize: 10 } },
+        { type: "value", name: "files", minInterval: 1, nameTextStyle: { color: COLORS.muted, align: "left" }, axisLabel: { color: COLORS.muted } },
+        Object.assign({ type: "value", name: "size", splitLine: { show: false }, nameTextStyle: { color: COLORS.muted, align: "right" }, axisLabel: { formatter: function (v) { return fmtBytes(v); }, fontSize: 10, color: COLORS.muted } },
+          format.bytesAxis(Math.max.apply(null, points.map(function (p) { return p.total_bytes || 0; }).concat([0])))),
       ],
       series: [
-        { name: "files", type: "line", showSymbol: false, data: points.map(function (p) { return p.num_files; }) },
-        { name: "small files", type: "line", showSymbol: false, data: points.map(function (p) { return p.small_files; }) },
-        { name: "total bytes", type: "line", yAxisIndex: 1, showSymbol: false, data: points.map(function (p) { return p.total_bytes; }) },
+        { name: "files", type: "line", showSymbol: false, z: 2, lineStyle: { width: 3 }, itemStyle: { color: "#2450d6" }, data: points.map(function (p) { return p.num_files; }) },
+        { name: "small files", type: "line", showSymbol: false, z: 3, lineStyle: { width: 2, type: "dashed" }, itemStyle: { color: "#e8912d" }, data: points.map(function (p) { return p.small_files; }) },
+        { name: "total size", type: "line", yAxisIndex: 1, showSymbol: false, z: 1, itemStyle: { color: "#21a594" },
+          tooltip: { valueFormatter: function (v) { return fmtBytes(v); } }, data: points.map(function (p) { return p.total_bytes; }) },
       ],
     });
   }
@@ -244,6 +270,7 @@
     $("health-recs").appendChild(el("li", "muted", cfg.latestVersion === null
       ? "No version stored yet."
       : "Health is stored as the tail ingests new commits; none stored yet for this table."));
+    drawn.drawn = true;
     if (cfg.latestVersion !== null) {
       getJSON(cfg.historyUrl).then(function (body) { renderHistory(body.points || []); })
         .catch(function (err) { showError("Health history unavailable: " + (err.message || err)); });
@@ -251,7 +278,8 @@
   } else {
     getJSON(cfg.healthUrl).then(function (h) {
       renderStats(h); renderHistogram(h); renderPartitions(h); renderGauges(h); renderRecommendations(h);
-    }).catch(function (err) { showError("Health unavailable: " + (err.message || err)); });
+      drawn.drawn = true;
+    }).catch(function (err) { showError("Health unavailable: " + (err.message || err)); drawn.drawn = true; });
     getJSON(cfg.historyUrl).then(function (body) { renderHistory(body.points || []); })
       .catch(function (err) { showError("Health history unavailable: " + (err.message || err)); });
   }

@@ -59,6 +59,19 @@
 
   function fmtInt(n) { return Number(n).toLocaleString("en-US"); }
 
+  // Kinds and operations in words (audit/core/wording/names.py, via the page's names-data).
+  const namesEl = document.getElementById("names-data");
+  const NAMES = namesEl ? JSON.parse(namesEl.textContent) : { kinds: {}, operations: {} };
+  function kindName(kind) { return NAMES.kinds[kind] || String(kind).replace(/_/g, " "); }
+  function opName(op) { return NAMES.operations[op] || String(op); }
+
+  // A version's label on the axis: none for the padding beyond the history (no "v-1").
+  function versionLabel(v) {
+    const r = Math.round(v);
+    if (Math.abs(v - r) > 1e-6 || r < state.first || (state.latest !== null && r > state.latest)) return "";
+    return "v" + fmtInt(r);
+  }
+
   function fmtTime(ms) {
     if (ms === null || ms === undefined) return "unknown time";
     return new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
@@ -170,7 +183,7 @@
     const d = params.data && params.data.meta;
     if (!d) return "";
     if (d.kind === "commit") {
-      const lines = ["<b>v" + esc(d.v) + "</b> · " + esc(d.op)];
+      const lines = ["<b>v" + esc(d.v) + "</b> · " + esc(opName(d.op))];
       lines.push(d.rv === null ? "read version unknown" : "read v" + esc(d.rv) + " · " + esc(d.concurrent) + " concurrent");
       lines.push(esc(fmtTime(d.ts)));
       if (d.blind) lines.push("blind append");
@@ -188,7 +201,7 @@
         "<br><span class=\"tt-hint\">click to open the commit</span>";
     }
     if (d.kind === "finding") {
-      return "<b>" + esc(d.f.kind) + "</b> · " + esc(d.f.severity) + (d.f.confirmed ? " · confirmed" : "") +
+      return "<b>" + esc(kindName(d.f.kind)) + "</b> · " + esc(d.f.severity) + (d.f.confirmed ? " · confirmed" : "") +
         "<br>at v" + esc(d.f.version) + "<br><span class=\"tt-hint\">click to open the finding</span>";
     }
     return "";
@@ -202,7 +215,8 @@
     const latest = state.latest === null ? state.first : state.latest;
     return {
       type: "value", min: state.first - 1, max: latest + 1, scale: true, axisLine: { onZero: false },
-      axisLabel: { formatter: function (v) { return "v" + fmtInt(Math.round(v)); }, hideOverlap: true, color: "#5f6873" },
+      minInterval: 1,
+      axisLabel: { formatter: versionLabel, hideOverlap: true, color: "#5f6873" },
       splitLine: { show: true, lineStyle: { color: "#eef0f3" } },
     };
   }
@@ -341,7 +355,13 @@
       swatch.className = "swatch";
       swatch.style.backgroundColor = colorOf(op);
       const label = document.createElement("span");
-      label.textContent = op;
+      label.textContent = opName(op);
+      if (opName(op).toLowerCase() !== String(op).toLowerCase()) {
+        const ident = document.createElement("code");
+        ident.className = "ident";
+        ident.textContent = op;
+        label.appendChild(ident);
+      }
       item.appendChild(swatch);
       item.appendChild(label);
       legendEl.appendChild(item);
