@@ -15,9 +15,11 @@ from django.contrib.staticfiles import finders
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template import loader
+from django.urls import path, re_path
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_safe
 
+from audit.api.urls import not_found as api_not_found
 from audit.core.errors import one_line
 
 API_PREFIX = "/api/"
@@ -88,3 +90,12 @@ def _favicon() -> bytes:
 def favicon(request: HttpRequest) -> HttpResponse:
     """Browsers ask /favicon.ico of every page whatever the page links: the same SVG."""
     return HttpResponse(_favicon(), content_type="image/svg+xml")
+
+
+# Served after every page (config/urls.py includes this module last).
+urlpatterns = [
+    path("favicon.ico", favicon, name="favicon"),
+    path("healthz", healthz, name="healthz"),
+    # Whatever else is under /api/ (after the alerting app's /api/alerts/): a JSON 404.
+    re_path(r"^api/(?P<rest>.*)$", api_not_found),
+]

@@ -19,8 +19,8 @@ from deltalake import write_deltalake
 
 from audit import demo
 from audit.alerting.models import AlertRule, Channel
-from audit.health import orphan_scans
 from audit.models import DEFAULT_PROJECT, Finding, Table, project_named
+from audit.tail import orphan_scans
 from frontend.templatetags.frontend_tags import filesize
 from tests.e2e.pagecheck import AXE_JS, AXE_VERSION, PageChecker
 from tests.e2e.test_browser import (  # noqa: F401  (fixtures)
