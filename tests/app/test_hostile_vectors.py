@@ -119,7 +119,7 @@ def test_it_stores_and_serves_no_byte_of_a_file_aimed_at_by_vectors(settings, tm
 
 def _audit_bounded(table: Path, out: Path) -> tuple[int, int, str]:
     """`manage.py audit --json --key id` under the address-space limit: its exit status, its
-    peak resident memory in bytes (its own VmHWM: tests/support/peak_rss.py says why not
+    peak resident memory in bytes (measured by tests/support/peak_rss.py, which says why not
     the rusage `wait4` gives), its stderr."""
     env = {
         **os.environ,
@@ -133,7 +133,7 @@ def _audit_bounded(table: Path, out: Path) -> tuple[int, int, str]:
 
     peak_file = out.with_suffix(".peak")
     command = [sys.executable, "-m", "tests.support.peak_rss", str(peak_file)]
-    command += ["manage.py", "audit", "--json", "--key", "id", str(table)]
+    command += [sys.executable, "manage.py", "audit", "--json", "--key", "id", str(table)]
     with open(out, "wb") as stdout, open(out.with_suffix(".err"), "wb") as stderr:
         status = subprocess.call(
             command, cwd=ROOT, env=env, stdout=stdout, stderr=stderr, preexec_fn=limit
