@@ -126,6 +126,8 @@ def test_worker_tails_many_notified_tables_without_probing(
         wait_for(lambda: stored.count() == len(tables), 90, message=celery_workers.logs())
     probes = [r for r in seen if r[0] == "HEAD" and "/_delta_log/" in r[1]]
     assert probes == [], probes  # tailed on notice, not by probing the next commit file
-    assert (
-        Table.objects.filter(id__in=[t.id for t in tables], notified_at__isnull=False).count() == 0
-    )
+    # Each step clears its table's notice after it stored the commit (and refreshed what was
+    # due), and a notice that came in after a step listed the log waits for a later pass:
+    # every notice is answered, though not in the instant the commit row appears.
+    noticed = Table.objects.filter(id__in=[t.id for t in tables], notified_at__isnull=False)
+    wait_for(lambda: noticed.count() == 0, 60, message=celery_workers.logs())
