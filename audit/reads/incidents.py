@@ -138,3 +138,15 @@ def acknowledge_incident(incident: Incident, user: Any) -> bool:
     """Acknowledge the incident and its open findings for `user` (callers check that the
     user may: `access.may_acknowledge`)."""
     return incident.acknowledge(user)
+
+
+def worst_open_incidents(table_ids: Iterable[int]) -> dict[int, Incident]:
+    """Per table, its worst incident not resolved (severity, then first version, then id):
+    the overview's "why" column. Tables without one are left out."""
+    rows = Incident.objects.filter(table_id__in=list(table_ids)).exclude(
+        status=IncidentStatus.RESOLVED
+    )
+    worst: dict[int, Incident] = {}
+    for incident in rows.order_by("table_id", "-severity_rank", "first_version", "incident_id"):
+        worst.setdefault(incident.table_id, incident)
+    return worst

@@ -8,7 +8,8 @@ findings and stores them (audit/ingest/incidents.py), so they end equal to the o
 - after a chunk whose findings changed (opened or resolved), over the chunk's own window
   when it holds every version the open findings name, else over a window loaded from the
   earliest of them, unless that is more than `CHUNK_LOAD_LIMIT` versions (the whole-table
-  refresh, due soon after every chunk, does it then);
+  refresh, due soon after every chunk, does it then). This one does without the last
+  `ENGINES_SEEN` commits: the refresh that follows settles the prevent statements' spelling;
 - at every whole-table refresh (audit/tail/step.py), over the whole history it loaded: new
   commits move the damage (rows wrong now), the quiet periods and the writers;
 - when a stored incident's `recheck_at` has passed (its status changes with time alone: quiet,
@@ -17,7 +18,7 @@ findings and stores them (audit/ingest/incidents.py), so they end equal to the o
 The window must hold the findings' versions and the versions they name (a stale commit's
 damage reads the files its winners added), and the last `ENGINES_SEEN` commits (the prevent
 statements spell a setting for every engine among them): then the core answers as it does
-over the whole history.
+over the whole history (the refresh and the recheck load such a window).
 """
 
 from __future__ import annotations
@@ -56,9 +57,10 @@ ENGINES_SEEN = 1000
 RULES = StatusRules()
 
 
-def first_needed(findings: Sequence[Finding], first: int, end: int) -> int:
-    """The first version a history must start at for the incidents of `findings` at `end`."""
-    lo = max(end - ENGINES_SEEN + 1, first)
+def first_needed(findings: Sequence[Finding], first: int, end: int, *, engines: bool = True) -> int:
+    """The first version a history must start at for the incidents of `findings` at `end`
+    (`engines`: with the last ENGINES_SEEN commits, for the prevent statements' spelling)."""
+    lo = max(end - ENGINES_SEEN + 1, first) if engines else end
     for f in findings:
         lo = min(lo, f.version, *f.related_versions)
     return max(lo, first)
@@ -89,7 +91,10 @@ def refresh_incidents(
     if not found.findings and not unresolved_incidents(table.id):
         return None
     versions = tailed.log.listing.commit_versions
-    lo = first_needed(found.findings, versions[0] if versions else 0, end)
+    # A chunk's regrouping (a load limit) does without the last commits' engines: the
+    # whole-table refresh that follows it spells the prevent statements for all of them.
+    exact = load_limit is None
+    lo = first_needed(found.findings, versions[0] if versions else 0, end, engines=exact)
     if history is None or not covers(history, lo, end):
         if load_limit is not None and end - lo + 1 > load_limit:
             return None

@@ -9,7 +9,11 @@ from deltalake import DeltaTable, write_deltalake
 from django.http import Http404
 
 from audit.models import Finding, Incident
-from audit.reads.incidents import incident_for_user_or_404, incidents_for_table
+from audit.reads.incidents import (
+    incident_for_user_or_404,
+    incidents_for_table,
+    worst_open_incidents,
+)
 from audit.tail.step import tail_once
 from tests.app.api.conftest import copy_of
 from tests.support.clients import session_client, token_client
@@ -160,6 +164,7 @@ def test_it_paginates_a_tables_incidents_for_the_pages(reorder_table, team, buil
     assert incident_for_user_or_404(team["viewer"], incident.pk) == incident
     with pytest.raises(Http404):
         incident_for_user_or_404(team["outsider"], incident.pk)
+    assert worst_open_incidents([reorder_table.id]) == {reorder_table.id: incident}
 
 
 def test_it_keeps_secrets_out_of_the_paths_it_shows(reorder_table, team):
