@@ -395,6 +395,10 @@ class Finding(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     acknowledged_at = models.DateTimeField(null=True, blank=True)
+    # The one incident (root cause) it belongs to, set by the tail (audit/ingest/incidents.py).
+    incident = models.ForeignKey(
+        "audit.Incident", null=True, blank=True, on_delete=models.SET_NULL, related_name="findings"
+    )
 
     class Meta:
         ordering = ["-version", "id"]
@@ -587,3 +591,4 @@ class OrphanScan(models.Model):
 
 # Stored table health lives in its own module; imported here so Django registers it.
 from audit.health.models import HealthPoint, TableChange, TableHealth  # noqa: E402,F401
+from audit.incidents.models import Incident  # noqa: E402,F401

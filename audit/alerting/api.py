@@ -24,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.alerting import delivery, visibility
-from audit.alerting.forms import RULE_FIELDS, clean_channel_config, clean_kinds
+from audit.alerting.forms import HEALTH_TARGET, RULE_FIELDS, clean_channel_config, clean_kinds
 from audit.alerting.models import AlertRule, Channel, Delivery, error_shown
 from audit.models import DEFAULT_PROJECT
 from audit.trust import access
@@ -110,6 +110,9 @@ class RuleSerializer(ProjectOwned):
         threshold = attrs.get("threshold", getattr(self.instance, "threshold", None))
         if metric and threshold is None:
             raise serializers.ValidationError({"threshold": ["a health rule needs a threshold"]})
+        target = attrs.get("target", getattr(self.instance, "target", AlertRule.Target.FINDINGS))
+        if metric and target == AlertRule.Target.INCIDENTS:
+            raise serializers.ValidationError({"target": [HEALTH_TARGET]})
         channels = attrs.get("channels")
         if channels is None and self.instance is not None:
             channels = visibility.rule_channels(self.instance)
@@ -199,6 +202,9 @@ class DeliverySerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "finding",
+            "incident",
+            "event",
+            "occurrences",
             "table",
             "rule",
             "channel",
@@ -218,6 +224,8 @@ class DeliverySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_table(self, obj: Delivery) -> int | None:
+        if obj.incident_id:
+            return obj.incident.table_id
         return obj.finding.table_id if obj.finding_id else None
 
     def to_representation(self, obj: Delivery) -> dict:

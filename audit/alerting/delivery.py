@@ -37,6 +37,7 @@ from django.db.models import F, Max, Prefetch
 from django.utils import timezone
 
 from audit.alerting import risk
+from audit.alerting.incidents import build_incident_alert, scan_incidents
 from audit.alerting.models import AlertRule, Channel, Delivery, ScanState, alert_level
 from audit.alerting.transports import Alert, TransportError, transport_for
 from audit.core.errors import one_line
@@ -60,10 +61,14 @@ class _Tally:
 
 @dataclass
 class ScanResult(_Tally):
-    LINE: ClassVar[str] = "scanned {flips} flips, {candidates} findings, {created} new deliveries"
+    LINE: ClassVar[str] = (
+        "scanned {flips} flips, {candidates} findings, {created} new deliveries"
+        " ({incidents} of incidents)"
+    )
     flips: int = 0
     candidates: int = 0
     created: int = 0
+    incidents: int = 0
 
 
 @dataclass
@@ -110,6 +115,9 @@ def scan(now: datetime | None = None, *, limit: int = 1000) -> ScanResult:
     with transaction.atomic():
         for start in range(0, len(ids), ID_CHUNK):
             result.created += _create_deliveries(ids[start : start + ID_CHUNK], rules, now)
+        # Incident rules: one notification per incident event, never one per finding.
+        result.incidents = scan_incidents(rules, now)
+        result.created += result.incidents
         FindingFlip.objects.filter(
             id__in=[flip_id for flip_id, _ in flips], processed__isnull=True
         ).update(processed=now)
@@ -218,9 +226,9 @@ def send_due(
 def send_claimed(delivery_id: int, worker: str, now: datetime | None = None) -> str:
     """Send a delivery this worker has claimed; returns "sent", "retrying" or "failed"."""
     now = now or timezone.now()
-    delivery = Delivery.objects.select_related("channel", "rule", "finding__table").get(
-        id=delivery_id
-    )
+    delivery = Delivery.objects.select_related(
+        "channel", "rule", "finding__table", "incident__table"
+    ).get(id=delivery_id)
     mine = Delivery.objects.filter(
         id=delivery_id, status=Delivery.Status.SENDING, claimed_by=worker
     )
@@ -352,6 +360,8 @@ def witness_summary(witness: Any) -> str:
 
 
 def build_alert(delivery: Delivery) -> Alert:
+    if delivery.incident is not None:
+        return build_incident_alert(delivery)
     if delivery.finding is None:
         return _test_alert(delivery)
     finding, table = delivery.finding, delivery.finding.table

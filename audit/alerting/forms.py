@@ -17,6 +17,7 @@ from audit.alerting import visibility
 from audit.alerting.models import AlertRule, Channel
 from audit.alerting.transports import TransportError, check_destination
 
+HEALTH_TARGET = "a health rule alerts on its findings: its target is findings"
 KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # The rule fields the form and the API serializer both edit (the API adds id, kinds, created_at).
 RULE_FIELDS = (
@@ -28,6 +29,8 @@ RULE_FIELDS = (
     "enabled",
     "health_metric",
     "threshold",
+    "target",
+    "growth_threshold",
 )
 
 
@@ -93,7 +96,11 @@ class RuleForm(forms.ModelForm):
         fields = ["project", *RULE_FIELDS]
         help_texts = {
             "table_pattern": "fnmatch pattern on the table name or URI (e.g. sales_* or "
-            "s3://lake/prod/*); empty = every table."
+            "s3://lake/prod/*); empty = every table.",
+            "target": "findings: one alert per finding; incidents: one when an incident opens, "
+            "grows, resolves (its kinds are then causes, e.g. stale_write_unchecked).",
+            "growth_threshold": "An incident rule alerts again after this many new "
+            "occurrences since its last alert of the incident.",
         }
         widgets = {"channels": forms.CheckboxSelectMultiple}
 
@@ -101,13 +108,20 @@ class RuleForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         projects = _choose_project(self, user)
         self.fields["channels"].queryset = Channel.objects.filter(project__in=projects)
+        # A form posted without them (as before incidents) keeps a findings rule.
+        self.fields["target"].required = self.fields["growth_threshold"].required = False
         if self.instance.pk:
             self.fields["kinds_text"].initial = ", ".join(self.instance.kinds or [])
 
     def clean(self):
         cleaned = super().clean()
+        cleaned["target"] = cleaned.get("target") or AlertRule.Target.FINDINGS
+        if cleaned.get("growth_threshold") is None:
+            cleaned["growth_threshold"] = AlertRule._meta.get_field("growth_threshold").default
         if cleaned.get("health_metric") and cleaned.get("threshold") is None:
             self.add_error("threshold", "a health rule needs a threshold")
+        if cleaned.get("health_metric") and cleaned.get("target") == AlertRule.Target.INCIDENTS:
+            self.add_error("target", HEALTH_TARGET)
         project = cleaned.get("project")
         if project and any(c.project_id != project.pk for c in cleaned.get("channels") or []):
             self.add_error("channels", "a rule sends only through channels of its own project")

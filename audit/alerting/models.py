@@ -17,13 +17,14 @@ import fnmatch
 from django.db import models
 
 from audit.core.vocab import HEALTH_FINDING_PREFIX, SEVERITY_RANK
-from audit.models import Finding, Project, Table, default_project_id
+from audit.models import Finding, Incident, Project, Table, default_project_id
 
 __all__ = [
     "HEALTH_FINDING_PREFIX",
     "AlertRule",
     "Channel",
     "Delivery",
+    "IncidentEvent",
     "error_shown",
 ]
 
@@ -89,6 +90,12 @@ class Channel(models.Model):
 
 
 class AlertRule(models.Model):
+    class Target(models.TextChoices):
+        # What a rule notifies about: each finding (the rules from before incidents), or each
+        # incident: when it opens, grows past `growth_threshold`, resolves (never per symptom).
+        FINDINGS = "findings"
+        INCIDENTS = "incidents"
+
     class HealthMetric(models.TextChoices):
         # Health rules fire when the table's stored health reaches `threshold`.
         NONE = "", "— (a findings rule)"
@@ -118,6 +125,10 @@ class AlertRule(models.Model):
         max_length=20, choices=HealthMetric.choices, default="", blank=True
     )
     threshold = models.FloatField(null=True, blank=True)
+    target = models.CharField(max_length=10, choices=Target.choices, default=Target.FINDINGS)
+    # An incident rule notifies again when this many new occurrences (versions it recurred
+    # at) came since its last notification of the incident.
+    growth_threshold = models.PositiveIntegerField(default=10)
 
     class Meta:
         ordering = ["name", "id"]
@@ -126,7 +137,7 @@ class AlertRule(models.Model):
         return self.name
 
     def matches(self, finding: Finding, table: Table) -> bool:
-        if not self.enabled:
+        if not self.enabled or self.target != AlertRule.Target.FINDINGS:
             return False
         if finding.kind.startswith(HEALTH_FINDING_PREFIX) or self.health_metric:
             # A health finding is raised for one health rule, and alerts through that rule only.
@@ -140,6 +151,17 @@ class AlertRule(models.Model):
             return False
         return self.matches_table(table)
 
+    def matches_incident(self, incident: Incident, table: Table) -> bool:
+        """An incident rule's filters: its severity, its causes (`kinds` names causes for an
+        incident rule; empty = every cause), its table."""
+        if not self.enabled or self.target != AlertRule.Target.INCIDENTS:
+            return False
+        if self.kinds and incident.cause not in self.kinds:
+            return False
+        if SEVERITY_RANK.get(incident.severity, 0) < SEVERITY_RANK.get(self.min_severity, 0):
+            return False
+        return self.matches_table(table)
+
     def matches_table(self, table: Table) -> bool:
         if table.project_id != self.project_id:
             return False  # another project's table: never, whatever the pattern
@@ -150,6 +172,12 @@ class AlertRule(models.Model):
         return fnmatch.fnmatchcase(table.name, pattern) or fnmatch.fnmatchcase(table.uri, pattern)
 
 
+class IncidentEvent(models.TextChoices):
+    OPENED = "opened"  # first seen open (or open again after a resolution)
+    GREW = "grew"  # growth_threshold new occurrences since the last notification
+    RESOLVED = "resolved"
+
+
 class Delivery(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -157,10 +185,17 @@ class Delivery(models.Model):
         SENT = "sent"
         FAILED = "failed"
 
-    # Null for a "send test" delivery, which has no finding and no rule.
+    # Null for a "send test" delivery, which has no finding and no rule, and for an incident's.
     finding = models.ForeignKey(
         Finding, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
     )
+    # An incident rule's notification: the incident, what happened to it (`event`) and how
+    # many occurrences it had then (the next "grew" counts from there).
+    incident = models.ForeignKey(
+        Incident, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event = models.CharField(max_length=10, choices=IncidentEvent.choices, blank=True)
+    occurrences = models.IntegerField(null=True, blank=True)
     rule = models.ForeignKey(
         AlertRule, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
     )
@@ -186,7 +221,14 @@ class Delivery(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["finding", "rule", "channel", "level"], name="alerting_delivery_once"
-            )
+            ),
+            # One notification per incident, rule, channel, event and occurrence count, even
+            # when two scans race.
+            models.UniqueConstraint(
+                fields=["incident", "rule", "channel", "event", "occurrences"],
+                condition=models.Q(incident__isnull=False),
+                name="alerting_incident_once",
+            ),
         ]
         indexes = [
             models.Index(fields=["status", "next_attempt_at"], name="alerting_delivery_due"),

@@ -188,6 +188,20 @@ def slack_payload(alert: Alert) -> dict[str, Any]:
         text = esc(f"[{finding['severity']}] {finding['kind']} in {table.get('name')}: ")
         text += esc(finding["summary"])
         summary = esc(finding["summary"])
+    elif p.get("incident"):
+        incident = p["incident"]
+        title = (
+            f"*{esc(str(incident['severity']).upper())}* incident "
+            f"`{esc(incident['cause'])}` {esc(p['event'].removeprefix('incident.'))} in table "
+            f"*{esc(table.get('name') or '')}*"
+        )
+        fields = [
+            f"*Versions*\n{incident['first_version']}..{incident['last_version']}",
+            f"*Occurrences*\n{incident['occurrences']}",
+            f"*Rows wrong now*\n{esc(str(incident['rows_wrong_now']))}",
+            f"*Rule*\n{esc((p.get('rule') or {}).get('name') or '-')}",
+        ]
+        text = summary = esc(incident["headline"])
     else:
         title, fields = "*Delta Audit test alert*", []
         text = summary = esc(alert.subject)

@@ -36,6 +36,7 @@ def visible_deliveries(who: Any) -> QuerySet[Delivery]:
     among = sorted(ids)
     return rows.filter(
         Q(finding__isnull=True) | Q(finding__table__project_id__in=among),
+        Q(incident__isnull=True) | Q(incident__table__project_id__in=among),
         channel__project_id__in=among,
     )
 
@@ -53,7 +54,7 @@ def api_rows(request: Any, model: type) -> QuerySet:
     """The rows of the API's list and detail routes, with what their serializers read."""
     rows = VISIBLE[model](request)
     if model is Delivery:
-        return rows.select_related("finding", "channel")
+        return rows.select_related("finding", "incident", "channel")
     rows = rows.select_related("project")
     return rows.prefetch_related("channels") if model is AlertRule else rows
 

@@ -13,7 +13,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from audit.api import views
+from audit.api import incidents, views
 from audit.api.renderers import ORJSONRenderer
 
 router = DefaultRouter()
@@ -23,6 +23,7 @@ router.include_root_view = False
 router.include_format_suffixes = False
 router.register("tables", views.TableViewSet, basename="table")
 router.register("findings", views.FindingViewSet, basename="finding")
+router.register("incidents", incidents.IncidentViewSet, basename="incident")
 
 AUTHENTICATED = [IsAuthenticated]
 
@@ -42,6 +43,7 @@ class ApiRoot(APIRootView):
 ROOT_LINKS = {
     "tables": "table-list",
     "findings": "finding-list",
+    "incidents": "incident-list",
     "conflict-matrix": "conflict-matrix",
     "explain": "explain",
     "alerts": "alerting:api-root",

@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 from audit.api import serializers as s
 from audit.api.exceptions import BadRequest, Conflict, readable_log
 from audit.api.health_views import TableHealthActions
+from audit.api.incidents import TableIncidentActions
 from audit.api.pagination import CommitCursorPagination, FindingCursorPagination, TablePagination
 from audit.api.permissions import ProjectRoles, TableRoutes
 from audit.api.renderers import ORJSONRenderer
@@ -100,6 +101,7 @@ def _refuse_as_outside_the_roots(uri: str) -> NoReturn:
 class TableViewSet(
     TableRoutes,
     TableHealthActions,
+    TableIncidentActions,
     mixins.CreateModelMixin,
     mixins.DestroyModelMixin,
     viewsets.ReadOnlyModelViewSet,

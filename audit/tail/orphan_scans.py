@@ -79,7 +79,9 @@ def scan_table(table: Table) -> OrphanScan:
         for finding in findings:
             if finding.kind == FindingKind.ORPHAN_FILES:
                 finding.version = _finding_version(table, history.latest_version)
-        upsert_findings(table, findings, scope=None, kinds=SCAN_KINDS, now=now)
+        opened, resolved = upsert_findings(table, findings, scope=None, kinds=SCAN_KINDS, now=now)
+        if opened or resolved:  # the tail's next refresh regroups the incidents, under its lease
+            Table.objects.filter(pk=table.pk).update(table_findings_dirty=True)
     _prune(table)
     return row
 

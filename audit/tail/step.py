@@ -28,11 +28,13 @@ from audit.core.vocab import TABLE_LEVEL_KINDS, StorageCause
 from audit.ingest.chunk import store_history_chunk
 from audit.ingest.findings import findings_in, upsert_findings
 from audit.ingest.health_store import listing_health_due, store_listing_health
+from audit.ingest.incidents import recheck_due
 from audit.ingest.lease import TableLease
 from audit.ingest.plan import ChunkPlan, TailResult, plan_next_chunk
 from audit.ingest.tables import mark_error, mark_up_to_date
 from audit.models import Table
 from audit.tail import kept_logs
+from audit.tail.incidents import CHUNK_LOAD_LIMIT, refresh_incidents
 from audit.tail.notifications import clear_notice
 from audit.trust.limits import dv_limits
 from audit.trust.paths import check_registered, read_scope_of
@@ -126,6 +128,9 @@ def _idle_step(
         result.opened, result.resolved = refresh_table_findings(
             table, delta_log, table.last_seen_version, lease=lease
         )
+    elif recheck_due(table.id, timezone.now()):  # an incident turns quiet or resolved by time
+        tailed = AuditedTable(delta_log, tail_options)
+        refresh_incidents(table, tailed, table.last_seen_version, lease=lease)
     if listing_health_due(table.id, delta_log, table.last_seen_version):
         with transaction.atomic():
             lease.keep()
@@ -182,7 +187,7 @@ def store_next_chunk(
     # The chunk's findings can lie before its first version (tailwindow.audit_tail_chunk).
     history, audit_result, findings_from = tailed.audit_window(plan.start, plan.end, audit)
     lease.keep()
-    return store_history_chunk(
+    stored = store_history_chunk(
         table,
         history,
         audit_result,
@@ -192,6 +197,11 @@ def store_next_chunk(
         step_started=step_started,
         findings_from=findings_from,
     )
+    if stored.opened or stored.resolved:  # its incidents changed with its findings
+        refresh_incidents(
+            table, tailed, plan.end, history=history, load_limit=CHUNK_LOAD_LIMIT, lease=lease
+        )
+    return stored
 
 
 def record_history_gap(table: Table, gap: HistoryGap, *, lease: TableLease | None = None) -> None:
@@ -240,7 +250,10 @@ def refresh_table_findings(
         (lease or TableLease(table.id)).guard(
             "refreshing table-level findings", table_findings_dirty=False, table_findings_at=now
         )
-        return upsert_findings(table, findings, scope=None, table_level=True, now=now)
+        counts = upsert_findings(table, findings, scope=None, table_level=True, now=now)
+    # New commits move the damage, the quiet periods and the writers: every refresh regroups.
+    refresh_incidents(table, tailed, end, history=history, lease=lease)
+    return counts
 
 
 def reaudit(table_id: int, *, start: int | None = None, end: int | None = None) -> TailResult:

@@ -18,6 +18,10 @@ OUR_PATHS = (
     "/api/findings/{id}/",
     "/api/findings/{id}/acknowledge/",
     "/api/findings/{id}/reopen/",
+    "/api/incidents/",
+    "/api/incidents/{id}/",
+    "/api/incidents/{id}/acknowledge/",
+    "/api/tables/{id}/incidents/",
     "/api/conflict-matrix/",
     "/api/explain/",
 )

@@ -15,7 +15,7 @@ from django.urls import resolve
 
 from audit.api import fast_path
 from audit.api.urls import router, urlpatterns
-from audit.models import Finding, Table
+from audit.models import Finding, Incident, Table
 from audit.reads.declared import routes
 from tests.support.clients import token_client
 from tests.support.projects import into
@@ -42,10 +42,14 @@ def test_every_route_of_the_router_is_a_declared_read():
         actions = getattr(match.func, "actions", None)
         if actions is not None:  # a viewset's route: the declaration names its action
             name = actions.get("get") or actions.get("post")
-            wanted = "findings" if name == "list" and route == "findings/" else name
-            wanted = "finding" if name == "retrieve" and route.startswith("findings/") else wanted
+            lists_of = {"findings/": "findings", "incidents/": "incidents"}
+            wanted = lists_of.get(route, name) if name == "list" else name
+            singular = {"findings/": "finding", "incidents/": "incident"}
+            for prefix, one in singular.items():
+                wanted = one if name == "retrieve" and route.startswith(prefix) else wanted
             assert read.name == wanted, (route, read.name, actions)
-        assert read.scope in (routes.TABLE, routes.PROJECTS, routes.FINDING, routes.USER)
+        scopes = (routes.TABLE, routes.PROJECTS, routes.FINDING, routes.INCIDENT, routes.USER)
+        assert read.scope in scopes
 
 
 def test_every_declared_read_is_in_the_schema_with_its_filters(tmp_path):
@@ -76,11 +80,19 @@ def test_every_table_and_finding_route_passes_its_gate(member):
         table=theirs, kind="conflict_hotspot", severity="info", version=0, key="k",
         summary="s", last_seen="2026-01-01T00:00:00Z",
     )  # fmt: skip
+    incident = Incident.objects.create(
+        table=theirs, incident_id="0" * 16, cause="other", headline="h", severity="info",
+        status="open", first_version=0, last_version=0, first_seen=finding.last_seen,
+        last_seen=finding.last_seen,
+    )  # fmt: skip
     client = token_client(member)
-    gated = [r for r in routes.READS if r.scope in (routes.TABLE, routes.FINDING)]
-    assert len(gated) >= 15
+    scopes = (routes.TABLE, routes.FINDING, routes.INCIDENT)
+    gated = [r for r in routes.READS if r.scope in scopes]
+    assert len(gated) >= 18
     for read in gated:
-        present = finding.id if read.scope == routes.FINDING else theirs.id
+        present = {routes.FINDING: finding.id, routes.INCIDENT: incident.id}.get(
+            read.scope, theirs.id
+        )
         for method in ("get", "post", "delete"):
             answers = [
                 getattr(client, method)("/api/" + read.route.format(id=pk, version=0))

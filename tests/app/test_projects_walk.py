@@ -1,13 +1,14 @@
 """Every routed page and API endpoint, walked as a member of another project.
 
 Two projects: "finance" (erin is a member) and "people" (frank is a member). The people table,
-its findings (their summaries), a witness row, its alert channel (name and recipients) and rule
+its findings (their summaries), its incidents (their headlines), a witness row, its alert channel (name and recipients) and rule
 (name and table pattern) carry the marker `hrsecret`. The routes come
 from the URL resolver, so a new route cannot escape the walk: a route with a parameter this
 module does not know fails it. Bodies are warmed first by frank (the cached API bodies, the
 fast path, the cached pages), then read by erin:
 
-- a route naming the people table, one of its findings, deliveries, alert rules or channels
+- a route naming the people table, one of its findings or incidents, deliveries, alert rules or
+  channels
   answers erin 404 on every method (and frank not 404 on GET, so the 404 is about the project, not the URL);
 - no body erin gets (lists, counts, pages, /metrics, the schema) holds the marker.
 """
@@ -22,7 +23,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.alerting.models import Channel, Delivery
-from audit.models import Finding, Table
+from audit.models import Finding, Incident, Table
 from tests.support import scenarios
 from tests.support.alerting import rule_for, webhook
 from tests.support.clients import session_client, token_client
@@ -37,6 +38,7 @@ PROJECT_OBJECTS = {
     "finding_id",
     "tables/pk",
     "findings/pk",
+    "incidents/pk",
     "deliveries/pk",
     "rules/pk",
     "rule_id",
@@ -63,6 +65,9 @@ def lake(tmp_path, settings, django_user_model, fresh_cache):
         summary="hrsecretsummary: a stale delete",
         witness={"row_count": 1, "sample_rows": [{"name": "hrsecretrow"}], "files": []},
     )
+    incidents = Incident.objects.filter(table=people)
+    assert incidents.exists()
+    incidents.update(headline="hrsecretheadline: one stale writer")
     Table.bump_findings(people.id)
     erin = join(django_user_model.objects.create_user("erin", password="password"), "finance")
     frank = join(
@@ -97,6 +102,7 @@ def lake(tmp_path, settings, django_user_model, fresh_cache):
             "tables/pk": people.id,
             "finding_id": findings.first().id,
             "findings/pk": findings.first().id,
+            "incidents/pk": incidents.first().id,
             "deliveries/pk": delivery.id,
             "rules/pk": rule.id,
             "rule_id": rule.id,

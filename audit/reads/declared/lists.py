@@ -24,9 +24,11 @@ from audit.core.vocab import (
     SEVERITY_ORDER,
     Engine,
     FindingKind,
+    IncidentCause,
+    IncidentStatus,
     Severity,
 )
-from audit.models import Commit, Finding, Table
+from audit.models import Commit, Finding, Incident, Table
 from audit.reads import queries
 from audit.reads.declared.list_sql import DefaultTablesPage, RowQuery, RowSource, values_source
 from audit.reads.declared.params import Condition, ListParams, Param, compare, equal
@@ -250,6 +252,55 @@ FINDINGS = ListRead(
         ),
         Param("min_version", "int", "Findings at or above this version.", compare("version", ">=")),
         Param("max_version", "int", "Findings at or below this version.", compare("version", "<=")),
+    ),  # fmt: skip
+    ordering="id",
+    scope=PROJECTS,
+    table_field="table_id",
+)
+
+# --------------------------------------------------------------------------- incidents
+
+INCIDENT_FIELDS = (
+    "id", "incident_id", "table_id", "cause", "headline", "severity", "status",
+    "first_version", "last_version", "occurrences", "finding_count", "damage", "repair",
+    "inspect", "prevent", "writer", "operation", "scope", "quiet_since", "resolved_because",
+    "explanation", "acknowledged_by__username", "acknowledged_at", "acknowledged_version",
+    "first_seen", "last_seen",
+)  # fmt: skip
+INCIDENTS = ListRead(
+    name="incidents",
+    model=Incident,
+    fields=INCIDENT_FIELDS,
+    params=(
+        Param("table", "int", "Incidents of this table id.", equal("table_id")),
+        Param(
+            "status",
+            "list",
+            "Status(es), comma-separated: open, growing, quiet, resolved.",
+            compare("status", "in"),
+            choices=tuple(str(s) for s in IncidentStatus),
+        ),
+        Param(
+            "severity",
+            "list",
+            "Exact severity(ies) (an incident's is its worst finding's).",
+            compare("severity", "in"),
+            choices=SEVERITIES,
+        ),
+        Param(
+            "min_severity",
+            "choice",
+            "This severity or worse (info < warning < critical).",
+            _min_severity,
+            choices=SEVERITIES,
+        ),
+        Param(
+            "cause",
+            "list",
+            "Root cause(s), comma-separated.",
+            compare("cause", "in"),
+            choices=tuple(str(c) for c in IncidentCause),
+        ),
     ),  # fmt: skip
     ordering="id",
     scope=PROJECTS,

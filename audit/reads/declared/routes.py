@@ -16,12 +16,20 @@ from dataclasses import dataclass
 
 from audit.reads import timeline
 from audit.reads.cache import FINDINGS_LISTED, FINDINGS_OF_TABLE, SCAN, STORED, TABLES_LISTED
-from audit.reads.declared.lists import COMMITS, FINDINGS, TABLE_LIST_COLUMNS, TABLES, ListRead
+from audit.reads.declared.lists import (
+    COMMITS,
+    FINDINGS,
+    INCIDENTS,
+    TABLE_LIST_COLUMNS,
+    TABLES,
+    ListRead,
+)
 
 # Who may read it: the readers of the table the URL names (any other user gets the 404 of
 # no such table); the reader's own projects (a list of several tables: the key holds the
 # reader's project set); the readers of the finding the URL names; any signed-in user.
 TABLE, PROJECTS, FINDING, USER = "table", "projects", "finding", "user"
+INCIDENT = "incident"  # the readers of the incident the URL names
 # What a cached body depends on: `audit.reads.cache`'s STORED, FINDINGS_OF_TABLE, SCAN,
 # FINDINGS_LISTED, TABLES_LISTED (the parts of its generation, `cache.generation`).
 URL = "url"  # the request part of a key: the full URL (every filter, cursor and page)
@@ -114,6 +122,7 @@ _TABLE_ROUTES = (
     Read("writers", "tables/{id}/writers/", TABLE),
     Read("isolation", "tables/{id}/settings/", TABLE),
     Read("recommendations", "tables/{id}/recommendations/", TABLE),
+    Read("incidents", "tables/{id}/incidents/", TABLE, list=INCIDENTS),
 )
 READS = (
     Read("list", "tables/", PROJECTS, (TABLES_LISTED,), allow="GET, POST, HEAD, OPTIONS",
@@ -123,6 +132,9 @@ READS = (
     Read("finding", "findings/{id}/", FINDING),
     Read("acknowledge", "findings/{id}/acknowledge/", FINDING, allow="POST, OPTIONS"),
     Read("reopen", "findings/{id}/reopen/", FINDING, allow="POST, OPTIONS"),
+    Read("incidents", "incidents/", PROJECTS, list=INCIDENTS),
+    Read("incident", "incidents/{id}/", INCIDENT),
+    Read("acknowledge", "incidents/{id}/acknowledge/", INCIDENT, allow="POST, OPTIONS"),
     Read("conflict-matrix", "conflict-matrix/", USER),
     Read("explain", "explain/", USER, allow="POST, OPTIONS"),
 )  # fmt: skip
