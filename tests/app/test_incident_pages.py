@@ -94,7 +94,10 @@ def test_it_lists_incidents_first_on_the_table_page_with_their_findings_folded(r
     html = page(team["viewer"], f"/tables/{reorder.id}/")
     assert html.index('id="incidents"') < html.index("timeline-card") < html.index("open-findings")
     section = html[html.index('id="incidents"') : html.index("timeline-card")]
-    assert "<details>" in section and f'href="{incident_url(incident)}"' in section
+    assert (
+        '<details class="incident-folded">' in section
+        and f'href="{incident_url(incident)}"' in section
+    )
     for finding in Finding.objects.filter(incident=incident):
         assert f'href="/findings/{finding.id}/"' in section
     assert "1–1 of 1" in section
@@ -142,7 +145,7 @@ def test_it_shows_the_incident_page_with_statements_to_copy(reorder, team):
     for name in ("repair", "inspect", "prevent"):
         for n, statement in enumerate(getattr(incident, name)):
             sid = f"stmt-{name}-{n}"
-            assert f'<pre><code id="{sid}">{escape(statement["code"])}</code></pre>' in html
+            assert f'<code id="{sid}">{escape(statement["code"])}</code></pre>' in html
             assert f'data-copy="{sid}"' in html and f'id="{sid}-status" aria-live="polite"' in html
             assert escape(statement["does"]) in html and escape(statement["does_not"]) in html
     assert 'src="/static/frontend/copy.js"' in html
