@@ -15,6 +15,12 @@ table_pages = [
     path("commits/<int:version>/", views.commit_detail, name="commit"),
     path("diff/", views.table_diff_page, name="diff"),
     path("writers/", views.table_writers_page, name="writers"),
+    path("incidents/<int:incident_id>/", views.incident_detail, name="incident"),
+    path(
+        "incidents/<int:incident_id>/acknowledge/",
+        views.incident_acknowledge,
+        name="incident_acknowledge",
+    ),
 ]
 
 # Under /findings/<id>/: one finding, and what administrators do with it.

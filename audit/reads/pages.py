@@ -1,6 +1,10 @@
 """What the dashboard's pages read, declared once here (the views only ask): the findings
 list's rows and count, a finding with what its page shows, the overview's tables in their
-sorts. Each is compiled once per shape (`audit.reads.prepared`): building and compiling the
+sorts; and of incidents (audit/incidents/models.py): the overview's "why" (each table's worst
+unresolved incident), the table page's paginated open findings, the incident page (an
+incident of a table the one 404 gate, `visible.visible_table_or_404`, let through, looked up
+inside that table only; its head finding's witness; the versions it recurred at) and the
+incident a finding belongs to. Each is compiled once per shape (`audit.reads.prepared`): building and compiling the
 ORM queries was most of a cold page's CPU.
 
 `tests/app/test_findings_page_rows.py` and `tests/app/overview_reference.py` hold the ORM
@@ -9,13 +13,17 @@ references the pages equal.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import F, Q, QuerySet
+from django.http import Http404
 
-from audit.models import Finding, Table
+from audit.core.vocab import FindingKind, IncidentCause, IncidentStatus
+from audit.models import Finding, Incident, Table
 from audit.reads import queries
+from audit.reads.incidents import fold
 from audit.reads.prepared import PLACEHOLDERS, PreparedModels, PreparedValues
 from audit.reads.visible import finding_or_404
 
@@ -192,3 +200,110 @@ class CountedTables:
         if not staff and (not ids or len(ids) > len(PLACEHOLDERS)):
             return list(overview_tables(ids, self._sort)[window])
         return _prepared_page((staff, self._sort, window.start, window.stop), *ids)
+
+
+# --------------------------------------------------------------------------- incidents
+
+NO_INCIDENT = "No Incident matches the given query."
+FINDINGS_PAGE = 50  # open findings per page of the table page's list
+MAX_OCCURRENCES = 2000  # versions drawn on the incident page's strip (the rest are counted)
+
+# The finding that names the cause itself, where the cause is a table-level fact: it heads
+# the incident (audit/core/incidents/grouping.py) and its witness is the incident's.
+_HEAD_KINDS = {
+    IncidentCause.ISOLATION_SETTING_IGNORED: FindingKind.ISOLATION_SETTING_IGNORED,
+    IncidentCause.CONTENTION: FindingKind.CONFLICT_HOTSPOT,
+}
+# A retry storm occurs at the commits it names too (audit/core/incidents/model.py).
+_OCCURS_AT_RELATED = frozenset({FindingKind.RETRY_STORM})
+
+
+def worst_open_incidents(table_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """For each table of `table_ids` that has one, its worst unresolved incident (severity,
+    then first version, then id: the table page's order) as {pk, headline, severity, status}.
+    One query over the page's tables (the overview's "why" column)."""
+    ids = sorted(set(table_ids))
+    if not ids:
+        return {}
+    rows = (
+        Incident.objects.filter(table_id__in=ids)
+        .exclude(status=IncidentStatus.RESOLVED)
+        .order_by("table_id", "-severity_rank", "first_version", "incident_id")
+        .values("table_id", "pk", "headline", "severity", "status")
+    )
+    worst: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        worst.setdefault(row.pop("table_id"), row)
+    return worst
+
+
+def incident_of_table_or_404(table_id: int, pk: int | str) -> Incident:
+    """The incident `pk` of the table `table_id` (which the caller's gate let through), with
+    its acknowledger and its findings folded (`incident.folded`), else Http404."""
+    try:
+        number = int(pk)
+    except (TypeError, ValueError):
+        raise Http404(NO_INCIDENT) from None
+    found = (
+        Incident.objects.filter(table_id=table_id, pk=number)
+        .select_related("acknowledged_by")
+        .first()
+    )
+    if found is None:
+        raise Http404(NO_INCIDENT)
+    fold([found])
+    return found
+
+
+def head_finding(incident: Incident) -> Finding | None:
+    """The finding whose witness the incident page shows: the one naming a table-level cause
+    (isolation setting ignored, a hotspot), else its worst finding with a witness, else its
+    worst. Read whole (the folded rows are the list's)."""
+    folded = getattr(incident, "folded", None) or []
+    if not folded:
+        return None
+    head_kind = _HEAD_KINDS.get(incident.cause)
+    chosen = next((f for f in folded if f.kind == head_kind), None)
+    if chosen is None:
+        chosen = next((f for f in folded if f.witness), folded[0])
+    return Finding.objects.filter(pk=chosen.pk).first()
+
+
+def occurrence_versions(incident: Incident) -> list[int]:
+    """The versions the incident's findings occurred at (a storm's named commits too),
+    sorted, at most MAX_OCCURRENCES (the latest)."""
+    versions: set[int] = set()
+    for finding in getattr(incident, "folded", None) or []:
+        versions.add(finding.version)
+        if finding.kind in _OCCURS_AT_RELATED and isinstance(finding.related_versions, list):
+            versions.update(v for v in finding.related_versions if isinstance(v, int))
+    return sorted(versions)[-MAX_OCCURRENCES:]
+
+
+def incident_of_finding(finding: Finding) -> dict[str, Any] | None:
+    """The incident the finding belongs to as {pk, table_id, headline, severity, status}, or
+    None (not grouped yet)."""
+    if finding.incident_id is None:
+        return None
+    return (
+        Incident.objects.filter(pk=finding.incident_id)
+        .values("pk", "table_id", "headline", "severity", "status")
+        .first()
+    )
+
+
+class OpenFindings:
+    """A table's findings needing attention, worst first then newest, as `Paginator` reads
+    them: the count from the table's stored counts (no COUNT over its findings), each page by
+    `queries.table_open_findings` (compiled once per page window)."""
+
+    def __init__(self, table_id: int, names: tuple[str, ...]) -> None:
+        self._table_id, self._names = table_id, names
+
+    def count(self) -> int:
+        return queries.attention_count(self._table_id, None)
+
+    def __getitem__(self, window: slice) -> list[dict[str, Any]]:
+        if window.stop <= window.start:
+            return []
+        return queries.table_open_findings(self._table_id, self._names, window.start, window.stop)

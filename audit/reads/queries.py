@@ -299,17 +299,22 @@ def _health_kinds_query() -> QuerySet[Finding]:
 _health_kinds = PreparedRows(_health_kinds_query, 0)
 
 
-def table_open_findings(table_id: int, names: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The table page's open findings: the 50 needing attention with the highest versions
-    (then by id), as `.values(*names)` rows. One query compiled once per name set (the ORM's
-    building and compiling was a tenth of the page's cold CPU), and no model instance built
-    per row (the page's rows tag reads plain rows, `FindingRow`)."""
-    return _open_pages(names, table_id)
+def table_open_findings(
+    table_id: int, names: tuple[str, ...], start: int = 0, stop: int = 50
+) -> list[dict[str, Any]]:
+    """A page of the table page's open findings: those needing attention, worst first, then
+    newest (version, then id), rows `start` to `stop`, as `.values(*names)` rows (its pager,
+    `audit.reads.pages.OpenFindings`, counts them from the stored counts). One query
+    compiled once per name set and window (the ORM's building and compiling was a tenth of
+    the page's cold CPU), and no model instance built per row (the rows tag reads plain rows,
+    `FindingRow`)."""
+    return _open_pages((names, start, stop), table_id)
 
 
-def _open_page(names: tuple[str, ...], table_id: int) -> QuerySet[Finding]:
+def _open_page(key: tuple, table_id: int) -> QuerySet[Finding]:
+    names, start, stop = key
     rows = findings_by_status(Finding.objects.filter(table_id=table_id), "open")
-    return rows.order_by("-version", "id").values(*names)[:50]
+    return rows.order_by(SEVERITY_FIRST, "-version", "-id").values(*names)[start:stop]
 
 
 _open_pages = PreparedValues(_open_page)

@@ -5,7 +5,8 @@ paths) is untrusted. Templates autoescape it; data for JavaScript goes through j
 is written into the page with textContent; the CSP (frontend.middleware) blocks inline script.
 
 One module per page: overview (the tables), table (header, timeline tab, status poll),
-analysis (analysis tab), commit, findings (list, detail, acknowledge), explain.
+analysis (analysis tab), commit, findings (list, detail, acknowledge), incidents (one
+incident, acknowledge), explain.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from frontend.views.findings import (
     witness_table,
 )
 from frontend.views.health import table_diff_page, table_writers_page
+from frontend.views.incidents import incident_acknowledge, incident_detail
 from frontend.views.overview import RISK_HIGH, RISK_MEDIUM, TABLE_SORTS, index, risk_level
 from frontend.views.table import backfill_status, table_detail, table_header, table_status
 
@@ -50,6 +52,8 @@ __all__ = [
     "finding_reopen",
     "findings_list",
     "hotspot_heatmap",
+    "incident_acknowledge",
+    "incident_detail",
     "index",
     "load_analysis",
     "matrix_grid",

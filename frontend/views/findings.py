@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from audit.core.vocab import FindingKind
 from audit.reads import cache, pages, queries
+from audit.reads.pages import incident_of_finding
 from audit.reads.visible import ID, visible_table_or_404
 from audit.trust import access
 from frontend.forms import FindingFilterForm
@@ -134,17 +135,18 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
         "related_total": len(finding.related_versions),
         "witness": witness,
         "has_witness_rows": witness is not None and ("row_count" in witness or "files" in witness),
-        "witness_files": _witness_files(witness),
+        "witness_files": witness_files(witness),
         "cycle": cycle_edges(witness),
         "witness_table": witness_table(witness),
         "details": pretty(finding.details) if finding.details else "",
         "flips": flips,
         "may_acknowledge": access.may_acknowledge(request.user, finding.table),
+        "incident": incident_of_finding(finding),
     }
     return render(request, "frontend/finding.html", ctx)
 
 
-def _witness_files(witness: dict | None) -> list[str]:
+def witness_files(witness: dict | None) -> list[str]:
     """The files a witness names: its `files` list, or an orphan scan's `sample` (whose
     `files` is a count)."""
     files = (witness or {}).get("files")

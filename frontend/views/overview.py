@@ -103,7 +103,9 @@ def _overview_content(request: HttpRequest, admin: bool) -> str:
         # Unfiltered, the list holds every table: its count is the one just read.
         listed = pages.CountedTables(projects, sort, n_tables)
     page = Paginator(listed, 100).get_page(request.GET.get("page"))
+    why = pages.worst_open_incidents(table.id for table in page)
     for table in page:
+        table.why = why.get(table.id)
         show_attention(table)
         table.risk_level = risk_level(table)
         table.health_or_none = getattr(table, "health", None) if _has_health(table) else None
@@ -140,7 +142,8 @@ def _shown(table: Table) -> tuple:
     """The key of a table's rendered row: every value the row template reads."""
     health = table.health_or_none
     shown = None if health is None else tuple(getattr(health, f) for f in _ROW_HEALTH)
-    return (*(getattr(table, f) for f in _ROW_FIELDS), shown)
+    why = None if table.why is None else tuple(sorted(table.why.items()))
+    return (*(getattr(table, f) for f in _ROW_FIELDS), shown, why)
 
 
 def _register(request: HttpRequest, form: RegisterTableForm) -> Table | None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -15,7 +16,8 @@ from audit.core.storage import errors as storage_errors
 from audit.core.storage.config import describe_storage
 from audit.models import Table
 from audit.reads import cache, queries
-from audit.reads.pages import ROW_VALUES
+from audit.reads.incidents import incidents_for_table
+from audit.reads.pages import FINDINGS_PAGE, ROW_VALUES, OpenFindings
 from audit.reads.visible import WITH_HEALTH, visible_table_or_404
 from frontend.templatetags.findings_rows import FindingRow
 from frontend.views.overview import risk_level, show_attention
@@ -73,14 +75,19 @@ def table_detail(request: HttpRequest, table_id: int) -> HttpResponse:
     content = cache.fragment(
         lambda: cache.table_page_generation(table, has_health),
         request,
-        lambda: _table_content(table, has_health),
+        lambda: _table_content(table, has_health, request.GET),
     )
     return render(request, "frontend/table.html", {"table": table, "content": content})
 
 
-def _table_content(table: Table, has_health: bool) -> str:
-    """The table page's content block: header, timeline, open findings, health panel."""
-    findings = [FindingRow(row) for row in queries.table_open_findings(table.pk, ROW_VALUES)]
+def _table_content(table: Table, has_health: bool, query: Any) -> str:
+    """The table page's content block: header, incidents (their findings folded under each),
+    timeline, open findings (worst first, paginated, "N of M"), health panel. `query`: the
+    request's GET (`incidents`, `page`: the two lists' page numbers)."""
+    incidents = incidents_for_table(table.pk, query.get("incidents"))
+    findings = Paginator(OpenFindings(table.pk, ROW_VALUES), FINDINGS_PAGE)
+    findings = findings.get_page(query.get("page"))
+    findings.object_list = [FindingRow(row) for row in findings.object_list]
     first = table.first_available_version if table.first_available_version is not None else 0
     config = {
         "table": table.id,
@@ -92,7 +99,13 @@ def _table_content(table: Table, has_health: bool) -> str:
         "latestVersion": table.last_seen_version,
         "refreshSeconds": settings.FRONTEND_REFRESH_SECONDS,
     }
-    ctx = {**table_header(table), "findings": findings, "config": config, "tab": "timeline"}
+    ctx = {
+        **table_header(table),
+        "incidents": incidents,
+        "findings": findings,
+        "config": config,
+        "tab": "timeline",
+    }
     ctx["health_config"] = health_config(table, has_health)  # the health panel (views/health.py)
     return render_to_string("frontend/_table_content.html", ctx)
 

@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.http import HttpRequest
 from django.template import engines
 
-from audit.models import Table
+from audit.models import Incident, Table
 from audit.reads import cache, queries
 from frontend.views.overview import TABLE_SORTS, _has_health, risk_level, show_attention
 
@@ -30,6 +30,7 @@ def overview_content(request: HttpRequest, admin: bool) -> str:
         show_attention(table)
         table.risk_level = risk_level(table)
         table.health_or_none = getattr(table, "health", None) if _has_health(table) else None
+        table.why = _worst_open_incident(table)
     ctx = {
         "page": page,
         "query": query,
@@ -42,6 +43,19 @@ def overview_content(request: HttpRequest, admin: bool) -> str:
         "is_admin": admin,
     }
     return _TEMPLATE.render(ctx)
+
+
+def _worst_open_incident(table: Table) -> dict | None:
+    """The table's worst unresolved incident by the ORM, table by table (the "why" column)."""
+    found = (
+        Incident.objects.filter(table=table)
+        .exclude(status="resolved")
+        .order_by("-severity_rank", "first_version", "incident_id")
+        .first()
+    )
+    if found is None:
+        return None
+    return {k: getattr(found, k) for k in ("pk", "headline", "severity", "status")}
 
 
 _TEMPLATE = engines["django"].from_string(
