@@ -29,6 +29,7 @@ from frontend.views.findings import (
     witness_table,
 )
 from frontend.views.health import table_diff_page, table_writers_page
+from frontend.views.history import table_history_page
 from frontend.views.overview import RISK_HIGH, RISK_MEDIUM, TABLE_SORTS, index, risk_level
 from frontend.views.table import backfill_status, table_detail, table_header, table_status
 
@@ -60,6 +61,7 @@ __all__ = [
     "table_diff_page",
     "table_writers_page",
     "table_header",
+    "table_history_page",
     "table_status",
     "witness_table",
 ]

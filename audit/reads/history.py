@@ -1,0 +1,124 @@
+"""A table's history as `DESCRIBE HISTORY` shows it: one page of commits, newest first, with
+the filters of the commits list (`audit.reads.declared.lists.COMMITS`: the same declaration,
+its validation and its SQL; only the columns shown differ) and the findings at each commit.
+
+Paging is by page number, and stays fast at a million commits: an unfiltered page, or one
+filtered by operation only, starts from the per-1,024-version rollups (their commit and
+operation counts say in which block the page's first row lies: at most 1,023 rows are
+skipped by OFFSET, never a million); any other filter skips through the rows it selects,
+which its first page already reads for a rare value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from audit.models import CommitRollup, Finding
+from audit.reads.declared.lists import COMMITS
+
+PAGE_SIZE = 50
+MAX_PAGE = 10**9  # past any table's commits; bounds the offset's arithmetic
+# What a row of the page shows, beyond what the commits list serializes: who wrote it and
+# with what, the operation's parameters and metrics.
+HISTORY_FIELDS = (
+    *COMMITS.fields,
+    "user_name",
+    "user_id",
+    "job_id",
+    "engine_info",
+    "provenance",
+    "operation_parameters",
+    "operation_metrics",
+    "user_metadata",
+    "read_version_fact",
+)
+# The commits list's declaration (its filters, their validation and conditions), read with
+# more columns: one declaration of the filters, two shapes of rows.
+HISTORY = replace(COMMITS, name="history", fields=HISTORY_FIELDS)
+# Filters the rollups count by: any other one skips through the rows it selects.
+_ROLLUP_FILTERS = frozenset({"operation"})
+
+
+@dataclass
+class HistoryPage:
+    """One page: `rows` (HISTORY_FIELDS dicts, each with `findings`), its `number`, whether
+    a next page exists, and `total` (the rows the filters select; None when counting them
+    would read them all)."""
+
+    rows: list[dict[str, Any]]
+    number: int
+    has_next: bool
+    total: int | None = None
+    filters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pages(self) -> int | None:
+        if self.total is None:
+            return None
+        return max(1, -(-self.total // PAGE_SIZE))
+
+
+def history_page(table_id: int, query_params: Any, number: int) -> HistoryPage:
+    """Page `number` (1: the newest commits) of the table's commits the filters of
+    `query_params` select (a ValidationError, the API's 400, for a bad one)."""
+    number = min(max(number, 1), MAX_PAGE)
+    cleaned = HISTORY.clean(query_params)
+    rows = HISTORY.rows(query_params, table_id=table_id).order_by("-version")
+    offset, total = (number - 1) * PAGE_SIZE, None
+    if set(cleaned) <= _ROLLUP_FILTERS:
+        start = _rollup_start(table_id, offset, cleaned.get("operation"))
+        if start is None:
+            return HistoryPage([], number, False, 0, cleaned)
+        below, offset, total = start
+        if below is not None:
+            rows = rows.filter(version__lt=below)
+    found = rows[offset : offset + PAGE_SIZE + 1]
+    page = found[:PAGE_SIZE]
+    _add_findings(table_id, page)
+    return HistoryPage(page, number, len(found) > PAGE_SIZE, total, cleaned)
+
+
+def _rollup_start(
+    table_id: int, offset: int, operations: list[str] | None
+) -> tuple[int | None, int, int] | None:
+    """(versions below, rows to skip below them, rows selected in all) for the row at `offset`
+    of the newest-first order: the rollup blocks above the one holding it are skipped whole.
+    None when there are no rollups (a table with no commits stored)."""
+    blocks = CommitRollup.objects.filter(table_id=table_id).order_by("-bucket_start")
+    if operations:
+        wanted = set(operations)
+        counted = [
+            (start, sum(n for op, n in (ops or {}).items() if op in wanted))
+            for start, ops in blocks.values_list("bucket_start", "operations")
+        ]
+    else:
+        counted = list(blocks.values_list("bucket_start", "commits"))
+    if not counted:
+        return None
+    total = sum(n for _, n in counted)
+    skipped, below = 0, None
+    for start, n in counted:
+        if skipped + n > offset:
+            break
+        skipped += n
+        below = start  # every row of this block and above is skipped
+    else:
+        return (counted[-1][0], 0, total)  # past the last row: an empty page
+    return below, offset - skipped, total
+
+
+def _add_findings(table_id: int, rows: list[dict[str, Any]]) -> None:
+    """Each row's findings found at its version (id, kind, severity, status), worst first."""
+    for row in rows:
+        row["findings"] = []
+    if not rows:
+        return
+    by_version = {row["version"]: row for row in rows}
+    found = (
+        Finding.objects.filter(table_id=table_id, version__in=list(by_version))
+        .order_by("version", "id")
+        .values("id", "version", "kind", "severity", "status", "summary")
+    )
+    for finding in found:
+        by_version[finding["version"]]["findings"].append(finding)
