@@ -13,6 +13,7 @@ table_pages = [
     path("status/", views.table_status, name="table_status"),
     path("analysis/", views.table_analysis_page, name="analysis"),
     path("history/", views.table_history_page, name="history"),
+    path("schema/", views.table_schema_page, name="schema"),
     path("commits/<int:version>/", views.commit_detail, name="commit"),
     path("diff/", views.table_diff_page, name="diff"),
     path("writers/", views.table_writers_page, name="writers"),

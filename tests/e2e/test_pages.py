@@ -214,6 +214,7 @@ def _walk_pages(walk: Walk, site: Demo) -> None:
     walk.visit("history", f"/tables/{t.id}/history/")
     walk.visit("history-filtered", f"/tables/{t.id}/history/?operation=WRITE&q=a&page=1")
     walk.visit("history-bad-filter", f"/tables/{t.id}/history/?since=never", status=400)
+    walk.visit("schema", f"/tables/{t.id}/schema/?version={t.last_seen_version}&compare=0")
     walk.visit("commit", f"/tables/{orders.id}/commits/3/")
     walk.visit("findings", "/findings/?status=all")
     walk.visit(
