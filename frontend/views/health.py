@@ -61,8 +61,12 @@ def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
 
 @login_required
 def table_writers_page(request: HttpRequest, table_id: int) -> HttpResponse:
-    """/tables/<id>/writers/: who changed this table (per writer, from stored provenance)."""
+    """/tables/<id>/writers/: who changed this table (per writer, from stored provenance);
+    `?part=table`: its table alone, as the table page's Writers panel shows it."""
     table = visible_table_or_404(request, table_id)
+    if request.GET.get("part") == "table":
+        ctx = {"table": table, "writers": table_writers(table)}
+        return render(request, "frontend/_writers_table.html", ctx)
     ctx = {**table_header(table), "tab": "writers", "writers": table_writers(table)}
     return render(request, "frontend/writers.html", ctx)
 
