@@ -59,14 +59,36 @@ class HistoryPage:
         return max(1, -(-self.total // PAGE_SIZE))
 
 
-def history_page(table_id: int, query_params: Any, number: int) -> HistoryPage:
+def history_page(
+    table_id: int,
+    query_params: Any,
+    number: int,
+    *,
+    before: int | None = None,
+    after: int | None = None,
+) -> HistoryPage:
     """Page `number` (1: the newest commits) of the table's commits the filters of
-    `query_params` select (a ValidationError, the API's 400, for a bad one)."""
+    `query_params` select (a ValidationError, the API's 400, for a bad one). `before` /
+    `after`: the page's links' keyset (the versions below the previous page's last row, or
+    above the next page's first): read from there, whatever the filter, with no offset."""
     number = min(max(number, 1), MAX_PAGE)
     cleaned = HISTORY.clean(query_params)
-    rows = HISTORY.rows(query_params, table_id=table_id).order_by("-version")
+    rows = HISTORY.rows(query_params, table_id=table_id)
+    by_rollups = set(cleaned) <= _ROLLUP_FILTERS
+    if before is not None or after is not None:
+        total = _rollup_total(table_id, cleaned.get("operation")) if by_rollups else None
+        if before is not None:
+            found = rows.filter(version__lt=before).order_by("-version")[: PAGE_SIZE + 1]
+            has_next = len(found) > PAGE_SIZE
+        else:
+            found = rows.filter(version__gt=after).order_by("version")[:PAGE_SIZE][::-1]
+            has_next = True  # the row at `after` is older than this page
+        page = found[:PAGE_SIZE]
+        _add_findings(table_id, page)
+        return HistoryPage(page, number, has_next, total, cleaned)
+    rows = rows.order_by("-version")
     offset, total = (number - 1) * PAGE_SIZE, None
-    if set(cleaned) <= _ROLLUP_FILTERS:
+    if by_rollups:
         start = _rollup_start(table_id, offset, cleaned.get("operation"))
         if start is None:
             return HistoryPage([], number, False, 0, cleaned)
@@ -79,21 +101,29 @@ def history_page(table_id: int, query_params: Any, number: int) -> HistoryPage:
     return HistoryPage(page, number, len(found) > PAGE_SIZE, total, cleaned)
 
 
+def _rollup_total(table_id: int, operations: list[str] | None) -> int:
+    return sum(n for _, n in _rollup_counts(table_id, operations))
+
+
+def _rollup_counts(table_id: int, operations: list[str] | None) -> list[tuple[int, int]]:
+    """(block start, rows the filter selects in it) of every rollup block, newest first."""
+    blocks = CommitRollup.objects.filter(table_id=table_id).order_by("-bucket_start")
+    if operations:
+        wanted = set(operations)
+        return [
+            (start, sum(n for op, n in (ops or {}).items() if op in wanted))
+            for start, ops in blocks.values_list("bucket_start", "operations")
+        ]
+    return list(blocks.values_list("bucket_start", "commits"))
+
+
 def _rollup_start(
     table_id: int, offset: int, operations: list[str] | None
 ) -> tuple[int | None, int, int] | None:
     """(versions below, rows to skip below them, rows selected in all) for the row at `offset`
     of the newest-first order: the rollup blocks above the one holding it are skipped whole.
     None when there are no rollups (a table with no commits stored)."""
-    blocks = CommitRollup.objects.filter(table_id=table_id).order_by("-bucket_start")
-    if operations:
-        wanted = set(operations)
-        counted = [
-            (start, sum(n for op, n in (ops or {}).items() if op in wanted))
-            for start, ops in blocks.values_list("bucket_start", "operations")
-        ]
-    else:
-        counted = list(blocks.values_list("bucket_start", "commits"))
+    counted = _rollup_counts(table_id, operations)
     if not counted:
         return None
     total = sum(n for _, n in counted)

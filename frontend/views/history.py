@@ -44,10 +44,11 @@ _RUN_FIELDS = (
 def table_history_page(request: HttpRequest, table_id: int) -> HttpResponse:
     table = visible_table_or_404(request, table_id)
     number = log_int(request.GET.get("page", "1") or "1") or 1
+    keyset = {k: log_int(request.GET.get(k) or "") for k in ("before", "after")}
     params = {name: request.GET.get(name, "") for name, *_ in FILTERS}
     errors, page, status = [], None, 200
     try:
-        page = history_page(table.id, request.GET, min(number, MAX_PAGE))
+        page = history_page(table.id, request.GET, min(number, MAX_PAGE), **keyset)
     except ValidationError as err:
         errors, status = _errors(err.detail), 400
     ctx = {
@@ -64,9 +65,14 @@ def table_history_page(request: HttpRequest, table_id: int) -> HttpResponse:
         "filtered": any(params.values()),
         "page_size": PAGE_SIZE,
     }
-    if page is not None:
-        ctx["prev_url"] = _page_url(params, page.number - 1) if page.number > 1 else ""
-        ctx["next_url"] = _page_url(params, page.number + 1) if page.has_next else ""
+    if page is not None and page.rows:
+        # The links carry the keyset of the rows shown: the next page reads from there.
+        newer = {"after": page.rows[0]["version"]} if page.number > 2 else {}
+        ctx["prev_url"] = _page_url(params, page.number - 1, newer) if page.number > 1 else ""
+        older = {"before": page.rows[-1]["version"]}
+        ctx["next_url"] = _page_url(params, page.number + 1, older) if page.has_next else ""
+    elif page is not None and page.number > 1:
+        ctx["prev_url"] = _page_url(params, 1)
     return render(request, "frontend/history.html", ctx, status=status)
 
 
@@ -76,9 +82,9 @@ def _errors(detail: Any) -> list[str]:
     return [str(detail)]
 
 
-def _page_url(params: dict[str, str], number: int) -> str:
+def _page_url(params: dict[str, str], number: int, keyset: dict[str, int] | None = None) -> str:
     kept = {k: v for k, v in params.items() if v}
-    return "?" + urlencode({**kept, "page": number})
+    return "?" + urlencode({**kept, "page": number, **(keyset or {})})
 
 
 def history_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -107,6 +107,23 @@ def test_it_links_the_next_page_keeping_the_filters(table, member, monkeypatch):
     assert _versions(_get(member, table, "?job=nightly&page=3")[1]) == [3, 0]
 
 
+def test_it_walks_the_pages_by_their_links_as_by_their_numbers(table, member, monkeypatch):
+    """The links carry a keyset (before / after): following them gives the pages the numbers
+    give, older and back newer."""
+    monkeypatch.setattr(history, "PAGE_SIZE", 3)
+    pages, query = [], "?user=alice"
+    while query:
+        _, body = _get(member, table, query)
+        pages.append(_versions(body))
+        found = re.search(r'rel="next" href="([^"]+)"', body)
+        query = found.group(1).replace("&amp;", "&") if found else ""
+        assert not found or "before=" in query
+    by_number = [_versions(_get(member, table, f"?user=alice&page={n}")[1]) for n in range(1, 6)]
+    assert pages == [p for p in by_number if p] and len(pages) == 5
+    back = re.search(r'rel="prev" href="([^"]+)"', body).group(1).replace("&amp;", "&")
+    assert "after=" in back and _versions(_get(member, table, back)[1]) == pages[-2]
+
+
 def test_it_answers_a_bad_filter_400_on_the_page(table, member):
     status, body = _get(member, table, "?engine=cobol&since=yesterday")
     assert status == 400
