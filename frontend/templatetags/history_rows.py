@@ -8,11 +8,11 @@ summaries) goes through `escape`; the markup around it is constant.
 
 from __future__ import annotations
 
+from html import escape as _escape
 from typing import Any
 from urllib.parse import quote
 
 from django import template
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from audit.core import numbers
@@ -21,6 +21,12 @@ from audit.core.wording import names
 register = template.Library()
 
 _DASH = '<span class="muted">—</span>'
+
+
+def escape(value: Any) -> str:
+    """Django's `escape` (the same characters), without its lazy-string wrapper: ~400 values a
+    page."""
+    return _escape(str(value), quote=True)
 
 
 @register.simple_tag
