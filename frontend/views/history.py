@@ -48,7 +48,9 @@ def table_history_page(request: HttpRequest, table_id: int) -> HttpResponse:
     params = {name: request.GET.get(name, "") for name, *_ in FILTERS}
     errors, page, status = [], None, 200
     try:
-        page = history_page(table.id, request.GET, min(number, MAX_PAGE), **keyset)
+        page = history_page(
+            table.id, request.GET, min(number, MAX_PAGE), latest=table.last_seen_version, **keyset
+        )
     except ValidationError as err:
         errors, status = _errors(err.detail), 400
     ctx = {
