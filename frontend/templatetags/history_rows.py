@@ -47,7 +47,7 @@ def _row(c: dict[str, Any], commit_base: str) -> str:
     operation = c["operation"] or ""
     words = names.operation_name(operation)
     op = f"<strong>{escape(words)}</strong>"
-    if operation and words != operation:
+    if operation and words.lower() != operation.lower():
         op += f' <span class="ident">{escape(operation)}</span>'
     run = "".join(
         f'<div><span class="muted">{escape(label)}</span> <span class="mono">{escape(value)}</span></div>'
