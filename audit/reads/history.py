@@ -37,6 +37,7 @@ HISTORY_FIELDS = (
     "operation_parameters",
     "operation_metrics",
     "user_metadata",
+    "metadata_changed",
 )
 # The commits list's declaration (its filters, their validation and conditions), read with
 # more columns: one declaration of the filters, two shapes of rows.

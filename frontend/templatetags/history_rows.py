@@ -32,11 +32,11 @@ def escape(value: Any) -> str:
 @register.simple_tag
 def history_rows(rows: list[dict[str, Any]], table_id: int) -> SafeString:
     """The <tr>s of the history table (frontend/history.html)."""
-    commit_base = f"/tables/{int(table_id)}/commits/"
-    return mark_safe("".join(_row(row, commit_base) for row in rows))  # noqa: S308 (escaped)
+    base = f"/tables/{int(table_id)}/"
+    return mark_safe("".join(_row(row, base) for row in rows))  # noqa: S308 (escaped)
 
 
-def _row(c: dict[str, Any], commit_base: str) -> str:
+def _row(c: dict[str, Any], base: str) -> str:
     version = int(c["version"])
     moment = numbers.ms_datetime(c["timestamp"])
     when = moment.strftime("%Y-%m-%d %H:%M:%S") if moment else "—"
@@ -49,6 +49,9 @@ def _row(c: dict[str, Any], commit_base: str) -> str:
     op = f"<strong>{escape(words)}</strong>"
     if operation and words.lower() != operation.lower():
         op += f' <span class="ident">{escape(operation)}</span>'
+    if c.get("metadata_changed"):  # the schema page compares it with the version before
+        compare = f"&amp;compare={version - 1}" if version else ""
+        op += f'<div class="small"><a href="{base}schema/?version={version}{compare}">metadata changed: the schema</a></div>'
     run = "".join(
         f'<div><span class="muted">{escape(label)}</span> <span class="mono">{escape(value)}</span></div>'
         for label, value in c["run"]
@@ -59,7 +62,7 @@ def _row(c: dict[str, Any], commit_base: str) -> str:
     metrics = _pairs(c["metrics"], "metrics") or _DASH
     return (
         f'<tr class="history-row" data-version="{version}">'
-        f'<td class="num mono"><a href="{commit_base}{version}/">{version}</a></td>'
+        f'<td class="num mono"><a href="{base}commits/{version}/">{version}</a></td>'
         f"<td><small>{when}</small></td>"
         f"<td>{user_cell}</td>"
         f"<td>{op}{_pairs(c['parameters'], 'parameters')}</td>"

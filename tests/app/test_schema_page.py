@@ -51,3 +51,9 @@ def test_it_answers_a_bad_version_400(table, member):
 def test_it_is_404_to_another_projects_reader(table, member, outsider):
     into(table, "finance")
     assert _get(outsider, table)[0] == 404 and _get(None, table)[0] == 302
+
+
+def test_the_history_links_each_metadata_change_to_the_schema_compared(table, member):
+    body = session_client(member).get(f"/tables/{table.id}/history/").content.decode()
+    assert f'href="/tables/{table.id}/schema/?version=1&amp;compare=0"' in body
+    assert f'href="/tables/{table.id}/schema/?version=3&amp;compare=2"' in body
