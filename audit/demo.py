@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from audit.core.vocab import FindingKind, IsolationLevel
 
@@ -56,6 +56,20 @@ def _metric_rows(n: int = 5) -> pa.Table:
 # --------------------------------------------------------------------------- one round each
 
 
+def _as(**who: str) -> CommitProperties:
+    """Who a demo commit says wrote it (commitInfo `userName`, or a custom `job`): the writers
+    view tells the demo's jobs and people apart, as a real lake's provenance does."""
+    return CommitProperties(custom_metadata=who)
+
+
+INGEST = _as(job="ingest-orders")
+ANALYST = _as(userName="analyst@example.org")
+CLEANUP = _as(userName="cleanup@example.org")
+EVENTS = _as(job="events-loader")
+COLLECTOR = _as(job="metrics-collector")
+RETENTION = _as(job="retention-sweep")
+
+
 def _race(actions: list[Callable[[], object]], errors: Counter[str]) -> None:
     """Run writers at the same time; a commit conflict is a normal outcome of a race."""
     barrier = threading.Barrier(len(actions))
@@ -79,17 +93,33 @@ def round_partitioned(path: Path, errors: Counter[str]) -> None:
     uri = str(path)
     _race(
         [
-            lambda: write_deltalake(uri, _rows(day, start=random.randint(0, 900)), mode="append"),
-            lambda: write_deltalake(uri, _rows(day, start=random.randint(0, 900)), mode="append"),
-            lambda: DeltaTable(uri).delete(f"day = '{day}' AND amount < 250"),
+            lambda: write_deltalake(
+                uri,
+                _rows(day, start=random.randint(0, 900)),
+                mode="append",
+                commit_properties=INGEST,
+            ),
+            lambda: write_deltalake(
+                uri,
+                _rows(day, start=random.randint(0, 900)),
+                mode="append",
+                commit_properties=INGEST,
+            ),
+            lambda: DeltaTable(uri).delete(
+                f"day = '{day}' AND amount < 250", commit_properties=CLEANUP
+            ),
         ],
         errors,
     )
     if random.random() < 0.3:  # a stale full overwrite racing an append
         _race(
             [
-                lambda: write_deltalake(uri, _rows(DAYS[2]), mode="append"),
-                lambda: write_deltalake(uri, _rows(DAYS[0], n=3), mode="overwrite"),
+                lambda: write_deltalake(
+                    uri, _rows(DAYS[2]), mode="append", commit_properties=INGEST
+                ),
+                lambda: write_deltalake(
+                    uri, _rows(DAYS[0], n=3), mode="overwrite", commit_properties=ANALYST
+                ),
             ],
             errors,
         )
@@ -100,10 +130,13 @@ def round_sequential(path: Path, errors: Counter[str]) -> None:
     try:
         if random.random() < 0.8:
             write_deltalake(
-                uri, _rows(random.choice(DAYS), start=random.randint(0, 900)), mode="append"
+                uri,
+                _rows(random.choice(DAYS), start=random.randint(0, 900)),
+                mode="append",
+                commit_properties=EVENTS,
             )
         else:
-            DeltaTable(uri).delete("amount < 50")
+            DeltaTable(uri).delete("amount < 50", commit_properties=RETENTION)
     except Exception as err:  # noqa: BLE001
         errors[type(err).__name__] += 1
 
@@ -112,8 +145,10 @@ def round_ws_ignored(path: Path, errors: Counter[str]) -> None:
     uri = str(path)
     _race(
         [
-            lambda: write_deltalake(uri, _metric_rows(), mode="append"),
-            lambda: DeltaTable(uri).delete("value < 0.2"),
+            lambda: write_deltalake(
+                uri, _metric_rows(), mode="append", commit_properties=COLLECTOR
+            ),
+            lambda: DeltaTable(uri).delete("value < 0.2", commit_properties=RETENTION),
         ],
         errors,
     )
@@ -128,11 +163,12 @@ def _create_partitioned(path: Path) -> None:
         _rows(DAYS[0]),
         partition_by=["day"],
         configuration={"delta.isolationLevel": "writeSerializable"},
+        commit_properties=INGEST,
     )
 
 
 def _create_sequential(path: Path) -> None:
-    write_deltalake(str(path), _rows(DAYS[0]))
+    write_deltalake(str(path), _rows(DAYS[0]), commit_properties=EVENTS)
 
 
 def _create_ws_ignored(path: Path) -> None:
@@ -140,6 +176,7 @@ def _create_ws_ignored(path: Path) -> None:
         str(path),
         _metric_rows(),
         configuration={"delta.isolationLevel": IsolationLevel.WRITE_SERIALIZABLE},
+        commit_properties=COLLECTOR,
     )
 
 

@@ -1,8 +1,8 @@
 """Contention telemetry per writer, and the `retry_storm` finding.
 
-A writer is who the log says committed: engineInfo, userName/userId, the job / notebook /
-cluster ids Databricks records, and the `txn` appIds an idempotent writer (streaming,
-foreachBatch) declares. From the audited history this module derives, per writer: commits,
+A writer is who the log says committed (`audit.core.history.writer_identity`): engineInfo,
+userName/userId, the job and notebook ids Databricks records, and the `txn` appIds an
+idempotent writer (streaming, foreachBatch) declares. From the audited history this module derives, per writer: commits,
 operations, how far behind its read version was (the number of commits that landed while it
 ran), the retries the writer itself recorded (delta-rs `num_retries`), and per writer pair how
 many commits ran concurrently and how many of those Delta's rules call conflicts. Idempotent
@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from audit.core import severity as sev
 from audit.core.conflicts.audits import has_window
 from audit.core.cycles import render_partitions
+from audit.core.history.writer_identity import identity_key, identity_of
 from audit.core.model import CommitSummary, Finding
 from audit.core.numbers import log_int
 from audit.core.vocab import FindingKind
@@ -36,19 +37,10 @@ MAX_PAIRS = 100
 
 
 def writer_of(summary: CommitSummary) -> str:
-    """A stable, readable identity; parts the log did not record are left out."""
-    parts = [summary.engine_info or summary.engine]
-    if summary.user_name or summary.user_id:
-        parts.append(f"user={summary.user_name or summary.user_id}")
-    job = summary.job or {}
-    for key, label in (("jobId", "job"), ("notebookId", "notebook"), ("runId", "run")):
-        if job.get(key) is not None:
-            parts.append(f"{label}={job[key]}")
-    if summary.cluster_id:
-        parts.append(f"cluster={summary.cluster_id}")
-    if summary.app_ids:
-        parts.append("app=" + ",".join(sorted(summary.app_ids)))
-    return " ".join(str(p) for p in parts)
+    """The writer of a commit as one string: the one identity the writers view and the
+    incident causes use (`audit.core.history.writer_identity`; run and cluster ids are not
+    part of it: a job's retries in new runs are still one writer)."""
+    return identity_key(identity_of(summary))
 
 
 def distance_bucket(distance: int) -> str:

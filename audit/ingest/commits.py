@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from audit.core import model
+from audit.core.health.changes import schema_columns
 from audit.core.history.provenance import provenance_of
 from audit.core.jsonsafe import clean_text, json_safe
 from audit.core.numbers import ms_datetime
@@ -108,6 +109,8 @@ def settings_snapshot(state: model.TableState) -> dict[str, Any]:
         {
             "version": state.version,
             "partition_columns": state.partition_columns,
+            # The columns now (the schema page's, for versions no stored change precedes).
+            "schema": schema_columns(state.metadata.schema_string if state.metadata else None),
             "properties": state.properties,
             "protocol": asdict(protocol) if protocol else None,
             "clustering_columns": list(state.clustering_columns),

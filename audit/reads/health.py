@@ -14,8 +14,10 @@ from django.core.cache import cache
 from django.db import connection
 
 from audit.core.errors import DeltaAuditError
+from audit.core.health.changes import PARTITIONING, SCHEMA
 from audit.core.health.compute import health_at
 from audit.core.health.diff import diff_versions
+from audit.core.health.schemas import schema_at, schema_changes
 from audit.core.jsonsafe import json_safe
 from audit.core.log import open_log
 from audit.core.vocab import FindingKind
@@ -187,3 +189,26 @@ def _health_sql(sql: str, params: list) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def table_schemas(table: Table, version: int, compare: int | None) -> dict[str, Any]:
+    """The table's schema at `version` (`audit.core.health.schemas.schema_at`), and at
+    `compare` with the changes from it to `version` when given (DeltaAuditError for a version
+    outside the stored ones). Read from the stored change history: no log is opened."""
+    _check_version(table, version)
+    if compare is not None:
+        _check_version(table, compare, "compare")
+    changes = list(  # a few rows: one per schema or partitioning change
+        TableChange.objects.filter(table_id=table.id, kind__in=(SCHEMA, PARTITIONING)).values(
+            "version", "kind", "before", "after"
+        )
+    )
+    snapshot = table.settings_snapshot or {}
+    now = (snapshot.get("schema"), snapshot.get("partition_columns"))
+    out: dict[str, Any] = {"schema": schema_at(changes, version, *now), "changes": None}
+    out["compare"] = schema_at(changes, compare, *now) if compare is not None else None
+    if compare is not None:
+        older, newer = sorted((out["compare"], out["schema"]), key=lambda s: s["version"])
+        out["changes"] = schema_changes(older, newer)
+    out["change_versions"] = sorted({c["version"] for c in changes if c["kind"] == SCHEMA})
+    return out

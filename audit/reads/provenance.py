@@ -1,8 +1,11 @@
 """Who changed a table: per writer, its commits, operations, changes, findings, over time.
 
-A writer is what the stored provenance names first: the user (name, else id), else the job,
-else the engine. Commits are grouped in the database (one GROUP BY per question), so a table
-of a million commits costs a few aggregate queries, not a million rows in Python.
+A writer is the one identity of `audit.core.history.writer_identity` (engine, user, job,
+notebook; the incident causes and the writer telemetry use it too), read from the stored
+columns: the idempotent `txn` app ids are not grouped by here (they are stored with each
+commit's txn version, which differs every commit). Clusters are a writer's detail (a new
+cluster each run). Commits are grouped in the database (one GROUP BY per question), so a
+table of a million commits costs a few aggregate queries, not a million rows in Python.
 """
 
 from __future__ import annotations
@@ -10,38 +13,61 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import Count, Max, Min
+from django.db.models.fields.json import KT
 from django.db.models.functions import TruncWeek
 
+from audit.core.history.writer_identity import identity, identity_key, identity_name
 from audit.health.models import TableChange
 from audit.models import Commit, Finding, Table
 
-_WRITER_COLUMNS = ("user_name", "user_id", "job_id", "engine_info", "engine")
+_WRITER_COLUMNS = ("user_name", "user_id", "job_id", "engine_info", "engine", "notebook")
 WEEKS_SHOWN = 12
 MAX_CHANGES_SHOWN = 20
+MAX_FINDINGS_LINKED = 5
+MAX_CLUSTERS_SHOWN = 3
+
+
+def _commits(table: Table):
+    return Commit.objects.filter(table=table).annotate(notebook=KT("provenance__notebook_id"))
+
+
+def writer_parts(row: dict[str, Any]) -> dict[str, str]:
+    """The identity of a grouped row's writer (its stored columns as a provenance)."""
+    provenance = {
+        "engine": row.get("engine_info"),
+        "user_name": row.get("user_name"),
+        "user_id": row.get("user_id"),
+        "job_id": row.get("job_id"),
+        "notebook_id": row.get("notebook"),
+    }
+    return identity(provenance, row.get("engine") or "")
 
 
 def writer_label(row: dict[str, Any]) -> str:
-    """The one name a commit's writer is shown under."""
-    if row.get("user_name") or row.get("user_id"):
-        return f"user {row.get('user_name') or row.get('user_id')}"
-    if row.get("job_id"):
-        return f"job {row['job_id']}"
-    return row.get("engine_info") or row.get("engine") or "unknown writer"
+    """The key a commit's writer is grouped under (`identity_key`)."""
+    return identity_key(writer_parts(row))
 
 
 def table_writers(table: Table, *, now: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Every writer of the table's stored commits, the busiest first."""
-    commits = Commit.objects.filter(table=table)
+    commits = _commits(table)
     writers: dict[str, dict[str, Any]] = {}
-    for row in commits.values(*_WRITER_COLUMNS).annotate(
+    rows = commits.values(*_WRITER_COLUMNS, cluster=KT("provenance__cluster_id")).annotate(
         n=Count("id"), first=Min("timestamp"), last=Max("timestamp")
-    ):
-        w = writers.setdefault(writer_label(row), _empty(writer_label(row)))
+    )
+    for row in rows:
+        parts = writer_parts(row)
+        w = writers.get(identity_key(parts)) or writers.setdefault(
+            identity_key(parts), _empty(parts, row.get("engine") or "")
+        )
         w["commits"] += row["n"]
         w["first"] = _min(w["first"], row["first"])
         w["last"] = max(w["last"] or 0, row["last"] or 0) or None
+        if row["cluster"]:
+            w["clusters"][str(row["cluster"])] += row["n"]
     for row in commits.values(*_WRITER_COLUMNS, "operation").annotate(n=Count("id")):
         writers[writer_label(row)]["operations"][row["operation"] or "(none)"] += row["n"]
     _add_weeks(commits, writers, now or dt.datetime.now(tz=dt.UTC))
@@ -49,21 +75,37 @@ def table_writers(table: Table, *, now: dt.datetime | None = None) -> list[dict[
     out = sorted(writers.values(), key=lambda w: (-w["commits"], w["writer"]))
     for w in out:
         w["operations"] = w["operations"].most_common()
+        w["clusters"] = [c for c, _ in w["clusters"].most_common(MAX_CLUSTERS_SHOWN)]
         w["findings"] = dict(w["findings"])
     return out
 
 
-def _empty(label: str) -> dict[str, Any]:
+def _empty(parts: dict[str, str], engine_kind: str) -> dict[str, Any]:
     return {
-        "writer": label,
+        "writer": identity_key(parts),
+        "name": identity_name(parts),
+        "parts": parts,
+        # Who it is beside the engine, and the engine with its version as the detail.
+        "who": [(k, v) for k, v in parts.items() if k != "engine"],
+        "engine": parts.get("engine", ""),
+        "history_query": _history_query(parts, engine_kind),
         "commits": 0,
         "first": None,
         "last": None,
         "operations": Counter(),
+        "clusters": Counter(),
         "weeks": [],
         "changes": [],
         "findings": Counter(),
+        "finding_links": [],
     }
+
+
+def _history_query(parts: dict[str, str], engine_kind: str) -> str:
+    """The history page's filters that select this writer's commits (its user, job and
+    engine kind; a notebook-only writer is narrowed by its engine)."""
+    query = {"user": parts.get("user"), "job": parts.get("job"), "engine": engine_kind}
+    return urlencode({k: v for k, v in query.items() if v})
 
 
 def _min(a: int | None, b: int | None) -> int | None:
@@ -96,16 +138,14 @@ def _add_changes_and_findings(table: Table, writers: dict[str, dict[str, Any]]) 
         .values("version", "kind", "summary")
     )
     findings = list(
-        Finding.objects.filter(table=table, status=Finding.Status.OPEN).values(
-            "version", "severity"
-        )
+        Finding.objects.filter(table=table, status=Finding.Status.OPEN)
+        .order_by("-version", "id")
+        .values("id", "version", "severity", "kind")
     )
     versions = {c["version"] for c in changes} | {f["version"] for f in findings}
     by_version = {
         row["version"]: writer_label(row)
-        for row in Commit.objects.filter(table=table, version__in=versions).values(
-            "version", *_WRITER_COLUMNS
-        )
+        for row in _commits(table).filter(version__in=versions).values("version", *_WRITER_COLUMNS)
     }
     for change in changes:
         w = writers.get(by_version.get(change["version"], ""))
@@ -115,3 +155,5 @@ def _add_changes_and_findings(table: Table, writers: dict[str, dict[str, Any]]) 
         w = writers.get(by_version.get(finding["version"], ""))
         if w is not None:
             w["findings"][finding["severity"]] += 1
+            if len(w["finding_links"]) < MAX_FINDINGS_LINKED:
+                w["finding_links"].append(finding)

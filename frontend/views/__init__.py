@@ -29,7 +29,8 @@ from frontend.views.findings import (
     findings_list,
     witness_table,
 )
-from frontend.views.health import table_diff_page, table_writers_page
+from frontend.views.health import table_diff_page, table_schema_page, table_writers_page
+from frontend.views.history import table_history_page
 from frontend.views.incidents import incident_acknowledge, incident_detail
 from frontend.views.overview import RISK_HIGH, RISK_MEDIUM, TABLE_SORTS, index, risk_level
 from frontend.views.table import backfill_status, table_detail, table_header, table_status
@@ -62,8 +63,10 @@ __all__ = [
     "table_analysis_page",
     "table_detail",
     "table_diff_page",
+    "table_schema_page",
     "table_writers_page",
     "table_header",
+    "table_history_page",
     "table_status",
     "witness_table",
 ]

@@ -9,13 +9,13 @@ from django.shortcuts import render
 
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.numbers import log_int
-from audit.reads.health import table_diff
+from audit.reads.health import table_diff, table_schemas
 from audit.reads.provenance import table_writers
 from audit.reads.visible import visible_table_or_404
 from frontend.views.common import pretty
 from frontend.views.table import health_config, table_header
 
-__all__ = ["health_config", "table_diff_page", "table_writers_page"]
+__all__ = ["health_config", "table_diff_page", "table_schema_page", "table_writers_page"]
 
 
 def _version(raw: str | None) -> int | None:
@@ -61,7 +61,40 @@ def table_diff_page(request: HttpRequest, table_id: int) -> HttpResponse:
 
 @login_required
 def table_writers_page(request: HttpRequest, table_id: int) -> HttpResponse:
-    """/tables/<id>/writers/: who changed this table (per writer, from stored provenance)."""
+    """/tables/<id>/writers/: who changed this table (per writer, from stored provenance);
+    `?part=table`: its table alone, as the table page's Writers panel shows it."""
     table = visible_table_or_404(request, table_id)
+    if request.GET.get("part") == "table":
+        ctx = {"table": table, "writers": table_writers(table)}
+        return render(request, "frontend/_writers_table.html", ctx)
     ctx = {**table_header(table), "tab": "writers", "writers": table_writers(table)}
     return render(request, "frontend/writers.html", ctx)
+
+
+@login_required
+def table_schema_page(request: HttpRequest, table_id: int) -> HttpResponse:
+    """/tables/<id>/schema/?version=V&compare=W: the schema at V (default: the latest stored
+    version), and what changed between W and V."""
+    table = visible_table_or_404(request, table_id)
+    raw_version, raw_compare = request.GET.get("version", ""), request.GET.get("compare", "")
+    version = _version(raw_version) if raw_version else table.last_seen_version
+    compare = _version(raw_compare) if raw_compare else None
+    error, schemas, status = None, None, 200
+    if (raw_version and version is None) or (raw_compare and compare is None):
+        error, status = "Versions are non-negative integers.", 400
+    elif version is None:
+        error = "No version of this table is stored yet."
+    else:
+        try:
+            schemas = table_schemas(table, version, compare)
+        except DeltaAuditError as err:
+            error, status = one_line(err), 400
+    ctx = {
+        **table_header(table),
+        "tab": "schema",
+        "schemas": schemas,
+        "error": error,
+        "version": version,
+        "compare": compare,
+    }
+    return render(request, "frontend/schema.html", ctx, status=status)

@@ -7,6 +7,8 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, write_deltalake
 
+from audit.core.history.summary import load_history
+from audit.core.incidents.causes import writer_parts, writer_text
 from audit.models import Finding
 from audit.reads.provenance import table_writers
 from tests.support.clients import session_client
@@ -31,7 +33,8 @@ def table(tmp_path, settings):
     _write(path, rows(1, start=1), userName="alice")
     wider = rows(1, start=2).append_column("note", pa.array(["x"]))
     _write(path, wider, userName=HOSTILE)  # v2: adds a column
-    _write(path, rows(1, start=3), job="nightly")
+    _write(path, rows(1, start=3), job="nightly", clusterId="0101-run-a")
+    _write(path, rows(1, start=4), job="nightly", clusterId="0102-run-b")  # its next run
     table = ingest_table(path)
     Finding.objects.create(
         table=table, kind="metrics_mismatch", severity="warning", version=2,
@@ -41,13 +44,16 @@ def table(tmp_path, settings):
 
 
 def test_it_groups_commits_changes_and_findings_per_writer(table):
-    by = {w["writer"]: w for w in table_writers(table)}
+    by = {w["name"]: w for w in table_writers(table)}
     assert set(by) == {"user alice", f"user {HOSTILE}", "job nightly"}
     assert by["user alice"]["commits"] == 2
     assert by["user alice"]["operations"] == [("WRITE", 2)]
     assert [(c["version"], c["kind"]) for c in by[f"user {HOSTILE}"]["changes"]] == [(2, "schema")]
     assert by[f"user {HOSTILE}"]["findings"]["warning"] == 1  # and the schema change (info)
     assert by["job nightly"]["findings"] == {} and by["job nightly"]["changes"] == []
+    assert by["job nightly"]["commits"] == 2  # two runs on two clusters: one writer
+    assert sorted(by["job nightly"]["clusters"]) == ["0101-run-a", "0102-run-b"]
+    assert by["job nightly"]["engine"].startswith("delta-rs:")
     assert sum(week["commits"] for week in by["user alice"]["weeks"]) == 2
 
 
@@ -58,3 +64,30 @@ def test_it_shows_the_page_escaped_to_signed_in_users(table, member):
     assert "Who changed this table" in body and "job nightly" in body
     assert HOSTILE not in body and "&lt;script&gt;" in body
     assert session_client(None).get(f"/tables/{table.id}/writers/").status_code == 302
+
+
+def test_it_keys_writers_as_the_incident_causes_do(table):
+    """One identity: the writers view's key of each commit is the causes' writer text."""
+    history = load_history(table.uri)
+    keys = {w["writer"] for w in table_writers(table)}
+    assert keys == {writer_text(writer_parts(s)) for s in history.summaries}
+
+
+def test_it_draws_commits_per_week_and_links_each_writers_commits(table, member):
+    body = session_client(member).get(f"/tables/{table.id}/writers/").content.decode()
+    assert body.count('<svg class="sparkline" role="img"') == 3
+    assert "0 0 0 0" not in body  # the counts are the image's name, not the cell's text
+    assert f'href="/tables/{table.id}/history/?job=nightly&amp;engine=delta-rs"' in body
+    finding = Finding.objects.get(table=table, kind="metrics_mismatch")
+    assert f'href="/findings/{finding.id}/"' in body
+    history = session_client(member).get(f"/tables/{table.id}/history/?job=nightly&engine=delta-rs")
+    assert history.content.decode().count('class="history-row"') == 2
+
+
+def test_the_table_pages_panel_shows_the_same_writers_table(table, member):
+    client = session_client(member)
+    tab = client.get(f"/tables/{table.id}/writers/").content.decode()
+    part = client.get(f"/tables/{table.id}/writers/?part=table").content.decode()
+    assert part.strip() and part.strip() in tab
+    page = client.get(f"/tables/{table.id}/").content.decode()
+    assert f'data-people="/tables/{table.id}/writers/?part=table"' in page

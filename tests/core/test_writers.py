@@ -18,8 +18,8 @@ def test_it_tells_writers_apart_and_measures_how_far_behind_they_read(tmp_path):
     build_two_writers(tmp_path)
     t = telemetry(tmp_path)
     by_name = {w["writer"]: w for w in t["writers"]}
-    alice = by_name["delta-rs:py-1.6.6 user=alice"]
-    bob = by_name["delta-rs:py-1.6.6 user=bob"]
+    alice = by_name["engine=delta-rs:py-1.6.6 user=alice"]
+    bob = by_name["engine=delta-rs:py-1.6.6 user=bob"]
     assert (alice["commits"], bob["commits"]) == (3, 1)
     assert bob["operations"] == {"DELETE": 1}
     assert bob["read_version_distance"] == {"1": 1}  # v2 landed between its read and commit
@@ -27,8 +27,8 @@ def test_it_tells_writers_apart_and_measures_how_far_behind_they_read(tmp_path):
     assert alice["read_version_distance"] == {"unknown": 3}  # delta-rs appends record none
     assert t["pairs"] == [
         {
-            "earlier": "delta-rs:py-1.6.6 user=alice",
-            "later": "delta-rs:py-1.6.6 user=bob",
+            "earlier": "engine=delta-rs:py-1.6.6 user=alice",
+            "later": "engine=delta-rs:py-1.6.6 user=bob",
             "concurrent_commits": 1,
             "conflicting_commits": 1,  # Serializable: ConcurrentAppend
         }

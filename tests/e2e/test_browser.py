@@ -234,6 +234,11 @@ def test_it_explains_a_pasted_databricks_exception(watched, live_server, owner, 
     assert w.problems == []
 
 
+# The colour of the timeline's bucket holding version v.
+_BUCKET_COLOUR_AT = """(v) => echarts.getInstanceByDom(document.getElementById('timeline'))
+    .getOption().series[0].data.find(b => b.value[0] <= v && v <= b.value[1]).itemStyle.color"""
+
+
 def test_it_zooms_from_buckets_into_commits_on_a_long_history(
     watched, live_server, owner, tmp_path, settings
 ):
@@ -265,11 +270,15 @@ def test_it_zooms_from_buckets_into_commits_on_a_long_history(
         batch_size=2000,
     )
     rebuild_rollups(table.id)  # rows written without the ingest bring their rollups along
+    Finding.objects.create(
+        table=table, kind="missed_conflict", severity="critical", version=11_000,
+        related_versions=[], summary="s", key="k", last_seen="2026-01-01T00:00:00Z",
+    )  # fmt: skip
     w, base = watched, live_server.url
     log_in(w, base)
     w.page.goto(f"{base}/tables/{table.id}/")
     rendered = wait_for_timeline(w.page)
-    assert rendered["bars"] == 500  # the latest 500 commits, not the whole history
+    assert rendered["bars"] == 200  # the latest 200 commits, not the whole history
     assert rendered["lanes"] >= 2  # every 7th commit read three versions back
     w.shot("long-latest")
 
@@ -282,7 +291,7 @@ def test_it_zooms_from_buckets_into_commits_on_a_long_history(
     w.page.click("#zoom-latest")
     wait_until(w.page, "window.__timeline.rendered.bars > 0")
     assert w.page.evaluate("window.__timeline.data.mode") == "rows"
-    assert w.page.evaluate("window.__timeline.data.rows.length") <= 2000
+    assert w.page.evaluate("window.__timeline.data.rows.length") <= 400
 
     # Live refresh: the view sits at the latest version, so it follows new commits.
     Commit.objects.bulk_create(
@@ -296,4 +305,21 @@ def test_it_zooms_from_buckets_into_commits_on_a_long_history(
     wait_until(w.page, "window.__timeline.data.to_version === 20009")
     assert w.page.locator("#stat-version").inner_text() == "20,009"
     assert w.page.evaluate("window.__timeline.data.rows.some(r => r[0] === 20009)")
+
+    # Past 400 versions the commits merge: buckets, coloured by their worst finding.
+    w.page.fill("#zoom-from", "10000")
+    w.page.fill("#zoom-to", "12000")
+    w.page.click("#zoom-range button[type=submit]")
+    wait_until(w.page, "window.__timeline.data.mode === 'buckets'")
+    assert w.page.evaluate("window.__timeline.data.from_version") >= 9000
+    assert w.page.evaluate(_BUCKET_COLOUR_AT, 11_000) == "#cf222e"  # its critical finding
+    # A range of 300 versions typed in: its commits, one bar each.
+    w.page.fill("#zoom-from", "10000")
+    w.page.fill("#zoom-to", "10299")
+    w.page.click("#zoom-range button[type=submit]")
+    wait_until(
+        w.page, "window.__timeline.data.mode === 'rows' && window.__timeline.rendered.bars > 0"
+    )
+    versions = w.page.evaluate("window.__timeline.data.rows.map(r => r[0])")
+    assert 10000 in versions and 10299 in versions
     assert w.problems == []

@@ -211,6 +211,10 @@ def _walk_pages(walk: Walk, site: Demo) -> None:
     walk.visit("analysis", f"/tables/{t.id}/analysis/")
     walk.visit("diff", f"/tables/{t.id}/diff/?from=1&to={t.last_seen_version}")
     walk.visit("writers", f"/tables/{t.id}/writers/")
+    walk.visit("history", f"/tables/{t.id}/history/")
+    walk.visit("history-filtered", f"/tables/{t.id}/history/?operation=WRITE&q=a&page=1")
+    walk.visit("history-bad-filter", f"/tables/{t.id}/history/?since=never", status=400)
+    walk.visit("schema", f"/tables/{t.id}/schema/?version={t.last_seen_version}&compare=0")
     walk.visit("commit", f"/tables/{orders.id}/commits/3/")
     walk.visit("findings", "/findings/?status=all")
     walk.visit(
@@ -291,6 +295,8 @@ def test_it_shows_a_100k_commit_table_finished(
         _writers_open(walk.w.page, timeout=240)  # the whole history's audit, once per version
         walk.look("table-writers-panel")
         walk.visit("writers", f"/tables/{t.id}/writers/")
+        walk.visit("history", f"/tables/{t.id}/history/")
+        walk.visit("history-deep", f"/tables/{t.id}/history/?page=1500&operation=MERGE")
         walk.visit("analysis", f"/tables/{t.id}/analysis/")
         walk.visit("commit", f"/tables/{t.id}/commits/{t.last_seen_version}/")
         walk.visit("diff", f"/tables/{t.id}/diff/?from=99000&to={t.last_seen_version}")

@@ -18,6 +18,7 @@ from typing import Any
 from audit.core.anomalies.settings import setting_understood
 from audit.core.conflicts.scope import has_condition, is_overwrite, is_unconditional
 from audit.core.history.summary import History
+from audit.core.history.writer_identity import identity_key, identity_of
 from audit.core.incidents.model import CauseKey
 from audit.core.model import CommitSummary, Finding
 from audit.core.vocab import INTEGRITY_KINDS, Engine, FindingKind, IncidentCause
@@ -46,32 +47,14 @@ _TABLE_CAUSES: dict[str, IncidentCause] = {
 
 
 def writer_parts(summary: CommitSummary | None) -> dict[str, str]:
-    """Who wrote a commit, as far as its provenance says and as stays the same from one run of
-    a job to the next: engine, user, job (or notebook), idempotent app ids. Run and cluster
-    ids change with every run, so they are left out."""
-    if summary is None:
-        return {"engine": "unknown"}
-    parts = {"engine": str(summary.engine_info or summary.engine)[:200]}
-    user = summary.user_name or summary.user_id
-    if user:
-        parts["user"] = str(user)[:200]
-    job = summary.job if isinstance(summary.job, dict) else {}
-    extra = summary.provenance or {}
-    for key, source in (("job", job.get("jobId")), ("notebook", extra.get("notebook_id"))):
-        if source is not None:
-            parts[key] = str(source)[:200]
-    if "job" not in parts and extra.get("job_id") is not None:
-        parts["job"] = str(extra["job_id"])[:200]
-    if summary.app_ids:
-        parts["app"] = ",".join(sorted(summary.app_ids))[:200]
-    return parts
+    """Who wrote a commit: the one writer identity (`audit.core.history.writer_identity`:
+    engine, user, job, notebook, app ids; run and cluster ids change with every run)."""
+    return identity_of(summary)
 
 
 def writer_text(parts: dict[str, str]) -> str:
     """The writer part of a cause key: its parts, in one fixed order."""
-    return " ".join(
-        f"{k}={parts[k]}" for k in ("engine", "user", "job", "notebook", "app") if k in parts
-    )
+    return identity_key(parts)
 
 
 def operation_label(summary: CommitSummary | None) -> str:

@@ -24,8 +24,11 @@
   const SEVERITY_COLOR = { critical: "#cf222e", warning: "#d98a00", info: "#6b7785" };
   const SEVERITY_RANK = { info: 0, warning: 1, critical: 2 };
   const MAX_LANES = 14;
-  const INITIAL_SPAN = 500;
-  const MAX_POINTS = 2000;
+  // Past ROWS_UP_TO versions in view, commits drawn one by one merge into a solid bar: the
+  // server answers buckets instead (counts, the worst finding's colour); zooming in, or a
+  // version range typed in the toolbar, brings the commits back.
+  const INITIAL_SPAN = 200;
+  const MAX_POINTS = 400;
 
   const state = {
     axis: "version",
@@ -194,7 +197,7 @@
     if (d.kind === "bucket") {
       return "<b>v" + esc(fmtInt(d.from)) + " – v" + esc(fmtInt(d.to)) + "</b><br>" +
         esc(fmtInt(d.commits)) + " commits · up to " + esc(d.maxConcurrent) + " concurrent<br>" +
-        esc(d.findings) + " findings<br><span class=\"tt-hint\">click to zoom in</span>";
+        esc(d.findings) + " findings" + (d.worst ? " (worst: " + esc(d.worst) + ")" : "") + "<br><span class=\"tt-hint\">click to zoom in</span>";
     }
     if (d.kind === "change") {
       return "<b>" + esc(d.c.kind) + " change</b> at v" + esc(d.c.version) + "<br>" + esc(String(d.c.summary).slice(0, 300)) +
@@ -307,14 +310,6 @@
 
   function renderBuckets(data) {
     const findingsByBucket = new Map();
-    const bars = data.buckets.map(function (b) {
-      const hot = b[3] > 0;
-      return {
-        value: [b[0], b[1], b[2], b[3], b[4]],
-        itemStyle: { color: b[4] > 0 ? "#e26d8f" : hot ? "#5b8def" : "#aebbd0" },
-        meta: { kind: "bucket", from: b[0], to: b[1], commits: b[2], maxConcurrent: b[3], findings: b[4] },
-      };
-    });
     const pins = [];
     (data.findings || []).forEach(function (f) {
       const bucket = data.buckets.find(function (b) { return b[0] <= f.version && f.version <= b[1]; });
@@ -326,6 +321,16 @@
       findingsByBucket.set(key, pin);
     });
     findingsByBucket.forEach(function (pin) { pins.push(pin); });
+    // A bucket with findings takes its worst finding's colour (the one pinned on it).
+    const bars = data.buckets.map(function (b) {
+      const pin = findingsByBucket.get(b[0]);
+      const worst = pin ? pin.meta.f.severity : b[4] > 0 ? "info" : null;
+      return {
+        value: [b[0], b[1], b[2], b[3], b[4]],
+        itemStyle: { color: worst ? SEVERITY_COLOR[worst] || SEVERITY_COLOR.info : b[3] > 0 ? "#5b8def" : "#aebbd0" },
+        meta: { kind: "bucket", from: b[0], to: b[1], commits: b[2], maxConcurrent: b[3], findings: b[4], worst: worst },
+      };
+    });
     const maxConcurrent = data.buckets.reduce(function (m, b) { return Math.max(m, b[3]); }, 1);
     state.rendered = { bars: 0, buckets: bars.length, findings: pins.length, lanes: 0 };
     chart.setOption({
@@ -339,7 +344,7 @@
     legendEl.textContent = "";
     const note = document.createElement("span");
     note.className = "muted";
-    note.textContent = "Zoomed out: each column is a range of versions, as tall as the most commits that ran concurrently in it (pink: it holds findings). Zoom in or click a column to see its commits.";
+    note.textContent = "Zoomed out (more than " + fmtInt(MAX_POINTS) + " versions): each column is a range of versions, as tall as the most commits that ran concurrently in it, coloured by its worst finding (red critical, amber warning, grey info). Zoom in, click a column or type a version range to see its commits.";
     legendEl.appendChild(note);
     infoEl.textContent = fmtInt(data.buckets.length) + " buckets over v" + fmtInt(data.from_version) + "–v" + fmtInt(data.to_version);
   }
@@ -493,6 +498,21 @@
   document.getElementById("zoom-all").addEventListener("click", function () {
     setAxis("version");
     chart.dispatchAction({ type: "dataZoom", start: 0, end: 100 });
+  });
+  // A version range typed in: the commits of that range (buckets past MAX_POINTS versions).
+  const rangeForm = document.getElementById("zoom-range");
+  if (rangeForm) rangeForm.addEventListener("submit", function (event) {
+    event.preventDefault();
+    if (state.latest === null) return;
+    const raw = [rangeForm.elements.from.value, rangeForm.elements.to.value].map(function (v) { return v.trim(); });
+    let lo = raw[0] === "" ? state.first : Math.floor(Number(raw[0]));
+    let hi = raw[1] === "" ? state.latest : Math.floor(Number(raw[1]));
+    if (!Number.isFinite(lo) || !Number.isFinite(hi)) return;
+    lo = Math.max(state.first, Math.min(lo, state.latest));
+    hi = Math.max(lo, Math.min(hi, state.latest));
+    setAxis("version");
+    zoomTo(lo - 1, hi + 1);
+    refreshWindow(true);
   });
 
   // ------------------------------------------------------------------ live refresh

@@ -1,0 +1,192 @@
+"""A table's history as `DESCRIBE HISTORY` shows it: one page of commits, newest first, with
+the filters of the commits list (`audit.reads.declared.lists.COMMITS`: the same declaration,
+its validation and its SQL; only the columns shown differ) and the findings at each commit.
+
+Paging is by page number, and stays fast at a million commits: an unfiltered page, or one
+filtered by operation only, starts from the per-1,024-version rollups (their commit and
+operation counts say in which block the page's first row lies: at most 1,023 rows are
+skipped by OFFSET, never a million); any other filter skips through the rows it selects,
+which its first page already reads for a rare value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from audit.models import CommitRollup, Finding
+from audit.reads.declared.lists import COMMITS
+
+PAGE_SIZE = 50
+MAX_PAGE = 10**9  # past any table's commits; bounds the offset's arithmetic
+# What a row of the page shows (DESCRIBE HISTORY's columns): no more, each JSON column costs
+# its decoding per row.
+HISTORY_FIELDS = (
+    "version",
+    "timestamp",
+    "operation",
+    "read_version",
+    "isolation_level",
+    "blind_append",
+    "engine",
+    "user_name",
+    "user_id",
+    "job_id",
+    "engine_info",
+    "provenance",
+    "operation_parameters",
+    "operation_metrics",
+    "user_metadata",
+    "metadata_changed",
+)
+# The commits list's declaration (its filters, their validation and conditions), read with
+# more columns: one declaration of the filters, two shapes of rows.
+HISTORY = replace(COMMITS, name="history", fields=HISTORY_FIELDS)
+# Filters the rollups count by: any other one skips through the rows it selects.
+_ROLLUP_FILTERS = frozenset({"operation"})
+
+
+@dataclass
+class HistoryPage:
+    """One page: `rows` (HISTORY_FIELDS dicts, each with `findings`), its `number`, whether
+    a next page exists, and `total` (the rows the filters select; None when counting them
+    would read them all)."""
+
+    rows: list[dict[str, Any]]
+    number: int
+    has_next: bool
+    total: int | None = None
+    filters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pages(self) -> int | None:
+        if self.total is None:
+            return None
+        return max(1, -(-self.total // PAGE_SIZE))
+
+
+def history_page(
+    table_id: int,
+    query_params: Any,
+    number: int,
+    *,
+    before: int | None = None,
+    after: int | None = None,
+    latest: int | None = None,
+) -> HistoryPage:
+    """Page `number` (1: the newest commits) of the table's commits the filters of
+    `query_params` select (a ValidationError, the API's 400, for a bad one). `before` /
+    `after`: the page's links' keyset (the versions below the previous page's last row, or
+    above the next page's first): read from there, whatever the filter, with no offset.
+    `latest`: the table's latest stored version (the first window's top)."""
+    number = min(max(number, 1), MAX_PAGE)
+    cleaned = HISTORY.clean(query_params)
+    rows = HISTORY.rows(query_params, table_id=table_id)
+    by_rollups = set(cleaned) <= _ROLLUP_FILTERS
+    keyset = before is not None or after is not None
+    if keyset or (number == 1 and not by_rollups and latest is not None):
+        total = _rollup_total(table_id, cleaned.get("operation")) if by_rollups else None
+        if after is not None:
+            found = _windows(rows, after + 1, latest, older=False)[::-1]
+            has_next = True  # the row at `after` is older than this page
+        else:
+            top = before if before is not None else (latest or 0) + 1
+            found = _windows(rows, top, latest, older=True)
+            has_next = len(found) > PAGE_SIZE
+        page = found[:PAGE_SIZE]
+        _add_findings(table_id, page)
+        return HistoryPage(page, number, has_next, total, cleaned)
+    rows = rows.order_by("-version")
+    offset, total = (number - 1) * PAGE_SIZE, None
+    if by_rollups:
+        start = _rollup_start(table_id, offset, cleaned.get("operation"))
+        if start is None:
+            return HistoryPage([], number, False, 0, cleaned)
+        below, offset, total = start
+        if below is not None:
+            rows = rows.filter(version__lt=below)
+    found = rows[offset : offset + PAGE_SIZE + 1]
+    page = found[:PAGE_SIZE]
+    _add_findings(table_id, page)
+    return HistoryPage(page, number, len(found) > PAGE_SIZE, total, cleaned)
+
+
+FIRST_WINDOW = 4096  # versions; each next window four times wider
+
+
+def _windows(rows: Any, start: int, latest: int | None, *, older: bool) -> list[dict[str, Any]]:
+    """The PAGE_SIZE + 1 rows nearest `start` (below it, newest first, when `older`; from it
+    up, oldest first, else), read by version windows growing fourfold: a filter the indexes
+    cannot serve (a user, a job, metadata text) then reads about the rows its page needs.
+    One query over all versions lets PostgreSQL's planner, expecting few matches, scan and
+    sort the whole table for a common value (200 ms at 100,000 commits)."""
+    found: list[dict[str, Any]] = []
+    span, want = FIRST_WINDOW, PAGE_SIZE + 1
+    if older:
+        hi = start  # exclusive
+        while hi > 0 and len(found) < want:
+            lo = max(hi - span, 0)
+            window = rows.filter(version__lt=hi).filter(version__gt=lo - 1)
+            found += window.order_by("-version")[: want - len(found)]
+            hi, span = lo, span * 4
+        return found
+    lo, top = start, latest if latest is not None else start  # inclusive
+    while lo <= top and len(found) < want:
+        hi = lo + span
+        window = rows.filter(version__gt=lo - 1).filter(version__lt=hi)
+        found += window.order_by("version")[: want - len(found)]
+        lo, span = hi, span * 4
+    return found[:PAGE_SIZE]
+
+
+def _rollup_total(table_id: int, operations: list[str] | None) -> int:
+    return sum(n for _, n in _rollup_counts(table_id, operations))
+
+
+def _rollup_counts(table_id: int, operations: list[str] | None) -> list[tuple[int, int]]:
+    """(block start, rows the filter selects in it) of every rollup block, newest first."""
+    blocks = CommitRollup.objects.filter(table_id=table_id).order_by("-bucket_start")
+    if operations:
+        wanted = set(operations)
+        return [
+            (start, sum(n for op, n in (ops or {}).items() if op in wanted))
+            for start, ops in blocks.values_list("bucket_start", "operations")
+        ]
+    return list(blocks.values_list("bucket_start", "commits"))
+
+
+def _rollup_start(
+    table_id: int, offset: int, operations: list[str] | None
+) -> tuple[int | None, int, int] | None:
+    """(versions below, rows to skip below them, rows selected in all) for the row at `offset`
+    of the newest-first order: the rollup blocks above the one holding it are skipped whole.
+    None when there are no rollups (a table with no commits stored)."""
+    counted = _rollup_counts(table_id, operations)
+    if not counted:
+        return None
+    total = sum(n for _, n in counted)
+    skipped, below = 0, None
+    for start, n in counted:
+        if skipped + n > offset:
+            break
+        skipped += n
+        below = start  # every row of this block and above is skipped
+    else:
+        return (counted[-1][0], 0, total)  # past the last row: an empty page
+    return below, offset - skipped, total
+
+
+def _add_findings(table_id: int, rows: list[dict[str, Any]]) -> None:
+    """Each row's findings found at its version (id, kind, severity, status), worst first."""
+    for row in rows:
+        row["findings"] = []
+    if not rows:
+        return
+    by_version = {row["version"]: row for row in rows}
+    found = (
+        Finding.objects.filter(table_id=table_id, version__in=list(by_version))
+        .order_by("version", "id")
+        .values("id", "version", "kind", "severity", "status", "summary")
+    )
+    for finding in found:
+        by_version[finding["version"]]["findings"].append(finding)
