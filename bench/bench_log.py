@@ -3,9 +3,13 @@
     python bench/bench_log.py [TABLE] [--commits 100000] [--repeat 1] [--no-memory]
                               [--cases NAME,NAME] [--phases]
     python bench/bench_log.py --commits 1000000 --cases deltalake,command --phases   # 1M run
+    python bench/bench_log.py --generator contended --baseline-root /tmp/old \
+                              --cases deltalake,baseline,command                  # 2nd log
 
 TABLE defaults to bench/out/delta-bench-<N>, generated with bench/gen_log.py when absent and
-kept (a 1M-commit log takes a while to write). Every case is timed side by side in this one
+kept (a 1M-commit log takes a while to write); `--generator contended` uses
+bench/out/contended-bench-<N> from bench/gen_contended_log.py instead (few partitions,
+deletion vectors, stale concurrent DML: many more findings per commit). Every case is timed side by side in this one
 process after a warm-up read, so all see a warm page cache and the same machine load; each
 prints its wall time, its CPU time (this process plus reaped children: fairer than wall time
 on a loaded machine) and both as a ratio to deltalake's `DeltaTable.history()` measured in
@@ -254,11 +258,18 @@ def _phases(table: str) -> None:
         print(f"  {name:32s} {wall:7.2f}s wall {cpu:7.2f}s cpu")
 
 
-def _ensure_table(table: str, commits: int) -> None:
+# --generator: the module writing the log, and the folder name under bench/out/.
+GENERATORS = {
+    "spark": ("gen_log", "delta-bench"),
+    "contended": ("gen_contended_log", "contended-bench"),
+}
+
+
+def _ensure_table(table: str, commits: int, generator: str = "spark") -> None:
     if os.path.isdir(os.path.join(table, "_delta_log")):
         return
     sys.path.insert(0, HERE)
-    from gen_log import generate
+    generate = __import__(GENERATORS[generator][0]).generate
 
     # Live files grow with the log: a checkpoint per 100 commits would make a 1M log
     # quadratic to write (and ~20 GB); the audit reads only the latest checkpoint anyway.
@@ -281,11 +292,18 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline-root",
         help="another checkout (e.g. `git archive <rev>` unpacked): adds its command as a case",
     )
+    parser.add_argument(
+        "--generator",
+        choices=sorted(GENERATORS),
+        default="spark",
+        help="which generator's log when TABLE is not given (default: gen_log.py's)",
+    )
     parser.add_argument("--memory-of", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.baseline_root:
         _add_baseline(args.baseline_root)
-    table = args.table or os.path.join(HERE, "out", f"delta-bench-{args.commits}")
+    folder = GENERATORS[args.generator][1]
+    table = args.table or os.path.join(HERE, "out", f"{folder}-{args.commits}")
 
     if args.memory_of:  # child mode: run one case, report its peak memory
         if args.memory_of in (COMMAND, BASELINE):
@@ -306,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown cases {unknown}; known: {list(CASES)} or {list(ALIASES)}")
         if PEER not in names:
             names.insert(0, PEER)  # every ratio needs its peer from the same run
-    _ensure_table(table, args.commits)
+    _ensure_table(table, args.commits, args.generator)
     read_bytes(table)  # warm the page cache so the first case is not penalised
     print(f"table: {table} ({len(_commit_paths(table))} commit files)")
     print(f"load average at start: {_load()}  (cores: {os.cpu_count()})")
@@ -325,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:28s} {wall / peer_wall:5.2f}x  {cpu / peer_cpu:5.2f}x")
     if COMMAND in times:
         print(f"{COMMAND} / {PEER} = {times[COMMAND][0] / peer_wall:.2f}x wall  (target <= 0.5x)")
+    if COMMAND in times and BASELINE in times:
+        (wall, cpu), (old_wall, old_cpu) = times[COMMAND], times[BASELINE]
+        print(f"{COMMAND} / {BASELINE} = {wall / old_wall:.2f}x wall {cpu / old_cpu:.2f}x cpu")
     if args.phases:
         _phases(table)
     return 0

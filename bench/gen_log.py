@@ -117,6 +117,7 @@ class Generator:
             "createdTime": START_MS,
         }
         self.protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
+        self.checkpoint_schema = CHECKPOINT_SCHEMA  # another generator's actions may need more
 
     # ----------------------------------------------------------------- helpers
     def uuid(self) -> str:
@@ -331,15 +332,16 @@ class Generator:
                 "configuration": list(md["configuration"].items()),
             },
         ] + [None] * (n - 2)
+        schema = self.checkpoint_schema
         table = pa.Table.from_arrays(
             [
-                pa.array([None] * n, CHECKPOINT_SCHEMA.field("txn").type),
-                pa.array(rows_add, CHECKPOINT_SCHEMA.field("add").type),
-                pa.array(rows_remove, CHECKPOINT_SCHEMA.field("remove").type),
-                pa.array(metadata, CHECKPOINT_SCHEMA.field("metaData").type),
-                pa.array(protocol, CHECKPOINT_SCHEMA.field("protocol").type),
+                pa.array([None] * n, schema.field("txn").type),
+                pa.array(rows_add, schema.field("add").type),
+                pa.array(rows_remove, schema.field("remove").type),
+                pa.array(metadata, schema.field("metaData").type),
+                pa.array(protocol, schema.field("protocol").type),
             ],
-            schema=CHECKPOINT_SCHEMA,
+            schema=schema,
         )
         path = os.path.join(self.log_dir, f"{version:020d}.checkpoint.parquet")
         pq.write_table(table, path, compression="snappy")

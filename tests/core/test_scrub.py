@@ -93,6 +93,18 @@ def test_it_scrubs_one_line_and_before_cutting_it(monkeypatch):
     assert one_line(f"failed: {SLACK}") == "failed: https://hooks.slack.com/…"
 
 
+def test_it_masks_a_secret_the_environment_gained_or_changed_after_a_scrub(monkeypatch):
+    # The environment's secrets are remembered between scrubs: a change must still be seen.
+    assert scrub.scrub_error("first value-one-12345") == "first value-one-12345"
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "value-one-12345")
+    assert "value-one" not in scrub.scrub_error("first value-one-12345")
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "value-two-67890")
+    masked = scrub.scrub_error("first value-one-12345 then value-two-67890")
+    assert "value-one-12345" in masked and "value-two" not in masked
+    monkeypatch.delenv("SOME_SERVICE_TOKEN")
+    assert scrub.scrub_error("value-two-67890") == "value-two-67890"
+
+
 def test_it_says_plain_http_was_refused_and_what_to_set():
     err = OSError(
         "Generic S3 error: Error performing GET http://127.0.0.1:9/bkt/t/_delta_log/x"

@@ -372,11 +372,12 @@ class DataFiles:
         self.refused: list[dict[str, str]] = []
         self._stores: dict[str, Any] = {}
         self._storage: Any = None  # the table's resolved options, on the first remote file
+        self._resolved: dict[str, str] = {}  # the table root and roots, resolved once
 
     def open(self, path: str) -> Any:
         """A random-access file for `path`; UriNotAllowed (recorded) when outside the roots."""
         try:
-            found = allowed.resolve_data_file(path, self.table_uri, self.roots)
+            found = allowed.resolve_data_file(path, self.table_uri, self.roots, self._resolved)
         except allowed.UriNotAllowed:
             self.refused.append({"file": allowed.shown_path(path), "reason": allowed.REFUSED})
             raise

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit.core.history.summary import History
-from audit.core.incidents.damage import damage_of
+from audit.core.incidents.damage import damage_of, removal_index
 from audit.core.incidents.grouping import group_findings
 from audit.core.incidents.model import Acknowledgement, Incident
 from audit.core.incidents.statements import statements_of
@@ -43,8 +43,11 @@ def incidents_of(
         return []
     now = now_ms if now_ms is not None else _latest_time(history)
     writers = WriterIndex(history)
+    removals = removal_index(history, findings)
     for incident in incidents:
-        stale = damage_of(incident, history, check_data=check_data, read_roots=read_roots)
+        stale = damage_of(
+            incident, history, check_data=check_data, read_roots=read_roots, removals=removals
+        )
         incident.damage = stale.damage
         versions = sorted({f.stale_version for f in stale.files})
         assignments = update_assignments(history, versions, read_roots) if check_data else {}

@@ -14,6 +14,7 @@ Missing files: the rows of files the latest version references and storage no lo
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,18 +69,56 @@ class StaleDamage:
     rewritten: list[int]  # versions that rewrote a surviving file after the stale commit
 
 
+# Path -> the versions that removed it, ascending (`removal_index`).
+Removals = dict[str, list[int]]
+
+
+def removal_index(history: History, findings: Sequence[Finding]) -> Removals:
+    """The versions removing each file a never-existed finding's concurrent commits added.
+
+    One walk over the summaries for every incident of a history: the stale-damage questions
+    (which of those files survived the stale commit, which later commit rewrote one) are then
+    a bisection each, not a walk of the log per finding and per incident.
+    """
+    wanted: set[str] = set()
+    first: int | None = None
+    for finding in findings:
+        if finding.kind != FindingKind.NEVER_EXISTED_SNAPSHOT:
+            continue
+        for w in finding.related_versions:
+            winner = history.summary(w)
+            if winner is None or finding.version - w > MAX_WINDOW:
+                continue
+            wanted.update(winner.added_paths)
+            wanted.update(winner.compacted_paths)
+            first = w if first is None else min(first, w)
+    index: Removals = {}
+    if first is None or not wanted:
+        return index
+    for s in history.summaries[_index(history, first + 1) :]:
+        removed = s.removed_paths_all
+        if removed and not removed.isdisjoint(wanted):
+            for path in removed.intersection(wanted):
+                index.setdefault(path, []).append(s.version)
+    return index
+
+
 def damage_of(
     incident: Incident,
     history: History,
     *,
     check_data: bool = True,
     read_roots: Sequence[str] | None = None,
+    removals: Removals | None = None,
 ) -> StaleDamage:
-    """The incident's damage; for stale writes also the files and rows a repair takes out."""
+    """The incident's damage; for stale writes also the files and rows a repair takes out.
+    `removals`: `removal_index` of findings including the incident's (None: built here)."""
     cause = incident.key.cause
     stale = [f for f in incident.findings if f.kind == FindingKind.NEVER_EXISTED_SNAPSHOT]
     if stale:
-        return _stale_damage(incident, history, stale, check_data, read_roots)
+        if removals is None:
+            removals = removal_index(history, stale)
+        return _stale_damage(incident, history, stale, check_data, read_roots, removals)
     if cause == IncidentCause.FILES_MISSING:
         return StaleDamage(_missing_damage(incident, history), [], [])
     if cause == IncidentCause.DUPLICATE_KEYS:
@@ -112,14 +151,15 @@ def _stale_damage(
     stale: list[Finding],
     check_data: bool,
     read_roots: Sequence[str] | None,
+    removals: Removals,
 ) -> StaleDamage:
     notes: set[str] = set()
     # A vector that brought deleted rows back names no surviving file: the witness counted them.
     if any((f.witness or {}).get("method") == "deletion_vectors" for f in stale):
         notes.add("deletion_vectors")
-    survivors = {f.version: _survivors(history, f) for f in stale}
+    survivors = {f.version: _survivors(history, f, removals) for f in stale}
     live = history.state.files
-    rewriters = _rewriters(history, survivors, live)
+    rewriters = _rewriters(history, survivors, live, removals)
     rewritten = [
         v for v, stale_versions in sorted(rewriters.items())
         if not _copied_nothing(history, v, stale_versions, check_data, read_roots)
@@ -165,9 +205,10 @@ def _condition(txn: CommitSummary) -> Predicate | None:
     return effective_predicate(txn)
 
 
-def _survivors(history: History, finding: Finding) -> list[str]:
+def _survivors(history: History, finding: Finding, removals: Removals) -> list[str]:
     """The files the commits in `related_versions` added that are live right after the stale
-    commit at `finding.version` (the ones it should have deleted or rewritten)."""
+    commit at `finding.version` (the ones it should have deleted or rewritten): those no
+    commit after their own and up to the stale one removed."""
     version = finding.version
     txn = history.summary(version)
     added: dict[str, int] = {}
@@ -179,45 +220,44 @@ def _survivors(history: History, finding: Finding) -> list[str]:
             added[path] = w
     if not added or txn is None:
         return []
-    start = min(added.values())
-    for s in history.summaries[_index(history, start + 1) :]:
-        if s.version > version:
-            break
-        removed = s.removed_paths_all
-        if removed and not removed.isdisjoint(added):
-            for path in removed.intersection(added):
-                if added[path] < s.version:
-                    del added[path]
-    return sorted(added)
+    alive = []
+    for path, added_at in added.items():
+        removed_at = removals.get(path, ())
+        after = bisect.bisect_right(removed_at, added_at)
+        if after == len(removed_at) or removed_at[after] > version:
+            alive.append(path)
+    return sorted(alive)
 
 
 def _index(history: History, version: int) -> int:
-    import bisect  # noqa: PLC0415
-
     return bisect.bisect_left(history.summaries, version, key=lambda s: s.version)
 
 
 def _rewriters(
-    history: History, survivors: dict[int, list[str]], live: dict[str, AddFile]
+    history: History,
+    survivors: dict[int, list[str]],
+    live: dict[str, AddFile],
+    removals: Removals,
 ) -> dict[int, set[int]]:
     """Versions after a stale commit that removed one of its surviving files while adding
     files (a compaction, an UPDATE of other rows), each with the stale commits whose files it
-    removed: their wrong rows may live on in its files."""
+    removed: their wrong rows may live on in its files. A file counts at the first version
+    that removed it after the earliest stale commit."""
     gone = {p: v for v, paths in survivors.items() for p in paths if p not in live}
     if not gone:
         return {}
+    start = min(gone.values()) + 1
+    hits: dict[int, list[str]] = {}
+    for path in gone:
+        removed_at = removals.get(path, ())
+        first = bisect.bisect_left(removed_at, start)
+        if first < len(removed_at):
+            hits.setdefault(removed_at[first], []).append(path)
     found: dict[int, set[int]] = {}
-    for s in history.summaries[_index(history, min(gone.values()) + 1) :]:
-        removed = s.removed_paths_all
-        if not removed or removed.isdisjoint(gone):
-            continue
-        hit = removed.intersection(gone)
-        if (s.added_paths or s.compacted_paths) and not _replaces_all(s):
-            found[s.version] = {gone[p] for p in hit}
-        for path in hit:
-            del gone[path]
-        if not gone:
-            break
+    for version in sorted(hits):
+        s = history.summary(version)
+        if s is not None and (s.added_paths or s.compacted_paths) and not _replaces_all(s):
+            found[version] = {gone[p] for p in hits[version]}
     return found
 
 

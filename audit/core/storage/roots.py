@@ -175,18 +175,24 @@ def check_allowed(uri: str, roots: Sequence[str]) -> str:
     raise not_under_roots(text)
 
 
-def resolve_data_file(path: str, table_uri: str, roots: Sequence[str]) -> DataFile:
+def resolve_data_file(
+    path: str, table_uri: str, roots: Sequence[str], memo: dict[str, str] | None = None
+) -> DataFile:
     """Where the data file `path` of the table at `table_uri` lies, and in which allowed root.
 
     `path` is an add action's path as the log reader gives it (URL-decoded once): relative to
     the table root, an absolute local path, a `file:` URI, or a remote URI (shallow clones).
     UriNotAllowed (message: REFUSED, never the path) when it resolves outside every root or
     cannot be resolved safely; the caller then must not open it.
+
+    `memo`: where one reader of a table (a pass's DataFiles) keeps the resolved table root and
+    roots between calls: a local file then costs one `realpath` (its own), not three. The
+    file's own path is resolved every time (a symlink in the table folder must not escape).
     """
     try:
-        location, local = _locate(path, table_uri)
+        location, local = _locate(path, table_uri, memo)
         where = location if local else _normalise_remote(location, _scheme(location))
-        root = _local_root_of(where, roots) if local else _remote_root_of(where, roots)
+        root = _local_root_of(where, roots, memo) if local else _remote_root_of(where, roots)
     except DeltaAuditError:
         raise UriNotAllowed(REFUSED) from None
     if root is None or (isinstance(roots, ReadScope) and roots.excludes(where)):
@@ -194,7 +200,17 @@ def resolve_data_file(path: str, table_uri: str, roots: Sequence[str]) -> DataFi
     return DataFile(location, root, local)
 
 
-def _locate(path: str, table_uri: str) -> tuple[str, bool]:
+def _normalised_root(text: str, memo: dict[str, str] | None) -> str:
+    """`_normalise_local(text)` of a table root or an allowed root, kept in `memo` if given."""
+    if memo is None:
+        return _normalise_local(text)
+    found = memo.get(text)
+    if found is None:
+        found = memo[text] = _normalise_local(text)
+    return found
+
+
+def _locate(path: str, table_uri: str, memo: dict[str, str] | None = None) -> tuple[str, bool]:
     if not path or _CONTROL.search(path) or "\\" in path:
         raise UriNotAllowed("malformed data file path")
     scheme = _scheme(path)
@@ -215,7 +231,7 @@ def _locate(path: str, table_uri: str) -> tuple[str, bool]:
         return _remote_location(f"{base}/{path.lstrip('/')}", table_scheme), False
     if table_scheme not in ("", "file"):
         raise UriNotAllowed(f"unsupported URI scheme {table_scheme!r}")
-    return os.path.realpath(os.path.join(_normalise_local(table), path)), True
+    return os.path.realpath(os.path.join(_normalised_root(table, memo), path)), True
 
 
 def _remote_location(uri: str, scheme: str) -> str:
@@ -228,12 +244,14 @@ def _remote_location(uri: str, scheme: str) -> str:
     return f"{scheme}://{parts.netloc}/{'/'.join(segments)}"
 
 
-def _local_root_of(path: str, roots: Sequence[str]) -> str | None:
+def _local_root_of(
+    path: str, roots: Sequence[str], memo: dict[str, str] | None = None
+) -> str | None:
     for root in roots:
         if _scheme(root) not in ("", "file"):
             continue
         try:
-            root_path = _normalise_local(root)
+            root_path = _normalised_root(root, memo)
         except DeltaAuditError:
             continue
         if path == root_path or path.startswith(root_path.rstrip(os.sep) + os.sep):
