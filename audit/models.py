@@ -348,7 +348,7 @@ class CommitRollup(models.Model):
     min_timestamp = models.BigIntegerField(null=True, blank=True)  # ms since the epoch
     max_timestamp = models.BigIntegerField(null=True, blank=True)
     operations = models.JSONField(default=dict, blank=True)  # operation name -> commits
-    # Packed timeline data (audit/reads/rollups.py): the rows of these versions, and per-cell
+    # Packed timeline data (audit/reads/timeline/rollups.py): the rows of these versions, and per-cell
     # [commits, max_concurrent] at finer widths. JSON text, decoded with orjson on read.
     rows = models.TextField(default="", blank=True)
     cells = models.TextField(default="", blank=True)

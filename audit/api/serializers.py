@@ -28,7 +28,7 @@ from audit.core.vocab import (
 from audit.models import Commit, Finding, Table
 from audit.reads.cache import seconds_since
 from audit.reads.declared import lists, routes
-from audit.reads.timeline_sql import FINDING_FIELDS
+from audit.reads.timeline.sql import FINDING_FIELDS
 from audit.trust.limits import MAX_EXCEPTION_CHARS
 
 
@@ -466,7 +466,7 @@ class ConflictMatrixSerializer(serializers.Serializer):
 
 
 class TimelineFindingSerializer(FindingRefSerializer):
-    """The open findings of a timeline window (audit.reads.timeline.FINDING_FIELDS)."""
+    """The open findings of a timeline window (audit.reads.timeline.window.FINDING_FIELDS)."""
 
     class Meta(FindingRefSerializer.Meta):
         fields = list(FINDING_FIELDS)

@@ -7,7 +7,7 @@ from django.db.models import Max, Min
 
 from audit import models as audit_models
 from audit.models import Commit, CommitRollup
-from audit.reads import rollups
+from audit.reads.timeline import rollups
 
 
 def refresh_rollups(
@@ -21,7 +21,7 @@ def refresh_rollups(
     """Recompute the CommitRollup rows of every bucket touching versions [lo, hi].
 
     One range scan of the (table, version) index over the Commit rows of those whole buckets,
-    packed by `audit.reads.rollups` (aggregates, timeline rows, finer cells), then the buckets'
+    packed by `audit.reads.timeline.rollups` (aggregates, timeline rows, finer cells), then the buckets'
     rollups are replaced. The result depends only
     on the stored rows, so a replayed chunk or a second rebuild cannot double-count. Call it in
     the transaction that stored the commits. The model arguments let a data migration pass its

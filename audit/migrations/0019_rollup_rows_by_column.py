@@ -1,4 +1,4 @@
-"""Rollups' timeline rows repacked by column (audit.reads.rollups.pack_rows).
+"""Rollups' timeline rows repacked by column (audit.reads.timeline.rollups.pack_rows).
 
 A rollup's `rows` held a JSON list per row; it now holds `{"columns": [six lists]}`, which a
 window decodes several times faster. The reader takes both packings, so this only spares the

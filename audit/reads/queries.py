@@ -42,9 +42,10 @@ from audit.models import (
     Project,
     Table,
 )
-from audit.reads import rollups, timeline_sql
 from audit.reads.prepared import Prepared, PreparedIn, PreparedRows, PreparedValues, fetch_sql
-from audit.reads.timeline import timeline_json
+from audit.reads.timeline import rollups
+from audit.reads.timeline import sql as timeline_sql
+from audit.reads.timeline.window import timeline_json
 
 __all__ = [
     "NEEDS_ATTENTION",

@@ -18,7 +18,7 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import Finding, Table
-from audit.reads import timeline_sql
+from audit.reads.timeline import sql as timeline_sql
 
 pytestmark = pytest.mark.django_db
 POSTGRESQL = connection.vendor == "postgresql"

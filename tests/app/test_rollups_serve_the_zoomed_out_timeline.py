@@ -26,7 +26,7 @@ from audit.ingest.chunk import store_history_chunk
 from audit.ingest.rollup_store import rebuild_rollups
 from audit.ingest.tables import register_table
 from audit.models import Commit, CommitRollup, Finding, Table
-from audit.reads.timeline import table_timeline
+from audit.reads.timeline.window import table_timeline
 from tests.app import timeline_reference
 from tests.support import scenarios
 from tests.support.ingested import ingest_table

@@ -1,4 +1,4 @@
-"""The timeline's queries compiled once (audit/reads/timeline_sql.py) against the ORM querysets they
+"""The timeline's queries compiled once (audit/reads/timeline/sql.py) against the ORM querysets they
 replaced (tests/app/timeline_reference.py, main's code): byte-identical JSON on varied data.
 
 Tables: empty; gaps in the versions; out-of-order and missing timestamps; every operation,
@@ -24,7 +24,7 @@ from audit.core.vocab import SEVERITY_ORDER, FindingKind
 from audit.health.models import TableChange
 from audit.ingest.rollup_store import rebuild_rollups
 from audit.models import Commit, CommitRollup, Finding, Table
-from audit.reads import timeline
+from audit.reads.timeline import window as timeline
 from tests.app import timeline_reference
 
 pytestmark = pytest.mark.django_db

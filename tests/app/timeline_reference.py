@@ -1,7 +1,7 @@
 """The timeline as main computed it before its queries were compiled once (commit efb6b1b,
-audit/reads/timeline.py, the ORM querysets): the reference the plain-SQL timeline must equal byte
+audit/reads/timeline/window.py, the ORM querysets): the reference the plain-SQL timeline must equal byte
 for byte (tests/app/test_timeline_equals_its_orm_reference.py). Pure computation helpers are shared with
-audit.reads.timeline; only the query code is kept here as it was."""
+audit.reads.timeline.window; only the query code is kept here as it was."""
 
 # ruff: noqa
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 
 from django.db import connection
 
-from audit.reads import rollups
+from audit.reads.timeline import rollups
 from audit.health.models import TableChange
 from audit.models import OPEN, Commit, CommitRollup, Finding
-from audit.reads.timeline import (
+from audit.reads.timeline.window import (
     FINDING_FIELDS,
     TIMELINE_COLUMNS,
     TIMELINE_MAX_FINDINGS,
@@ -223,7 +223,7 @@ def _fill_bucket_findings(out: dict[str, Any], findings, base: int, width: int) 
 
 def change_marks(table, lo: int | None = None, hi: int | None = None) -> list[dict]:
     """Compact (version, kind, summary) marks for the timeline (the ORM query the plain SQL of
-    audit.reads.timeline_sql.change_marks replaced)."""
+    audit.reads.timeline.sql.change_marks replaced)."""
     qs = TableChange.objects.filter(table=table)
     if lo is not None:
         qs = qs.filter(version__gte=lo)
@@ -233,7 +233,7 @@ def change_marks(table, lo: int | None = None, hi: int | None = None) -> list[di
 
 
 # The bucket helpers as they were (dicts of [commits, max_concurrent] per bucket), before the
-# timeline counted its buckets on a NumPy grid (audit/reads/timeline_grid.py).
+# timeline counted its buckets on a NumPy grid (audit/reads/timeline/grid.py).
 def _add_cells(
     stats: dict[int, list[int]], start: int, cells: str, unit: int, base: int, width: int
 ) -> None:

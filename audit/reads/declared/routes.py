@@ -14,7 +14,6 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from audit.reads import timeline
 from audit.reads.cache import FINDINGS_LISTED, FINDINGS_OF_TABLE, SCAN, STORED, TABLES_LISTED
 from audit.reads.declared.lists import (
     COMMITS,
@@ -24,6 +23,7 @@ from audit.reads.declared.lists import (
     TABLES,
     ListRead,
 )
+from audit.reads.timeline import window as timeline
 
 # Who may read it: the readers of the table the URL names (any other user gets the 404 of
 # no such table); the reader's own projects (a list of several tables: the key holds the

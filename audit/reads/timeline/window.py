@@ -1,6 +1,6 @@
 """The timeline of a table's commits for charts (API `/timeline/` and the table page).
 
-Every answer is read from CommitRollup rows (audit/reads/rollups.py), never by scanning the window's
+Every answer is read from CommitRollup rows (audit/reads/timeline/rollups.py), never by scanning the window's
 Commit rows, so its cost does not grow with the zoom level:
 
 - `rows` (the window holds at most max_points commits): the packed rows of the two or three
@@ -25,9 +25,10 @@ from django.conf import settings
 
 from audit.core.vocab import SEVERITY_RANK
 from audit.models import Table
-from audit.reads import rollups, timeline_sql
 from audit.reads.cache import FINDINGS_OF_TABLE, STORED, cached_json, table_generation
-from audit.reads.timeline_grid import BucketGrid
+from audit.reads.timeline import rollups
+from audit.reads.timeline import sql as timeline_sql
+from audit.reads.timeline.grid import BucketGrid
 
 TIMELINE_COLUMNS = [
     "version",

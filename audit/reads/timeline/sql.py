@@ -4,7 +4,7 @@ A timeline request that misses its cache ran up to nine ORM queries; building an
 them was about a third of its CPU (profiled at 200k and 1M commits). Each is the queryset it
 replaces, compiled with placeholder arguments by `audit.reads.prepared.PreparedRows` (same SQL, same
 rows), except where noted. Rows come back as the driver returns them (booleans as 0/1 and JSON
-as text on SQLite): `audit.reads.timeline` converts them as it did.
+as text on SQLite): `audit.reads.timeline.window` converts them as it did.
 """
 
 from __future__ import annotations

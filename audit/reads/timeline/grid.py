@@ -4,7 +4,7 @@ Bucket i of a window [lo, hi] covers versions base + i * width .. base + (i + 1)
 (cut to the window), so a window has at most (hi - base) // width + 1 of them (about
 max_points / 2). Each holds its commits, their highest concurrency and its open findings, as
 three NumPy columns: a stored level's cells land by slices and one reshape, where a Python step
-per cell and per bucket was most of a cold bucket window's CPU (`audit.reads.timeline`).
+per cell and per bucket was most of a cold bucket window's CPU (`audit.reads.timeline.window`).
 """
 
 from __future__ import annotations
