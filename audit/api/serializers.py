@@ -417,7 +417,8 @@ class TimelineQuerySerializer(serializers.Serializer):
     from_version = AsciiIntegerField(required=False, min_value=0, max_value=INT64_MAX)
     to_version = AsciiIntegerField(required=False, min_value=0, max_value=INT64_MAX)
     max_points = AsciiIntegerField(
-        required=False, min_value=2, max_value=10_000, default=routes.TIMELINE_POINTS,
+        required=False, min_value=routes.TIMELINE_MAX_POINTS[0],
+        max_value=routes.TIMELINE_MAX_POINTS[1], default=routes.TIMELINE_POINTS,
         help_text="rows when the window holds at most this many commits, else ~max_points/2 buckets",
     )  # fmt: skip
 

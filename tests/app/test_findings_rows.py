@@ -106,3 +106,31 @@ def test_a_findings_page_costs_the_same_queries_for_1_or_50_rows(client, member)
     few_t, _ = page_queries(client, f"/tables/{table.id}/")
     findings_of(table, 90)
     assert page_queries(client, f"/tables/{table.id}/")[0] == few_t
+
+
+def test_it_renders_a_remembered_row_again_when_anything_it_shows_changes(tables):
+    """Rows are remembered per process under what they show: after each change (acknowledged,
+    resolved, confirmed, a new summary, a renamed table) the tag still renders what the loop
+    renders, and a row shown before the change shows the same as before it."""
+    _rendered_and_checked(True)  # remembered
+    finding = Finding.objects.filter(table=tables[0], status="open").order_by("id").first()
+    changes = [
+        {"acknowledged_at": "2026-02-01T00:00Z"}, {"acknowledged_at": None},
+        {"status": "resolved"}, {"confirmed": not finding.confirmed},
+        {"summary": "a new summary <b>"}, {"severity": "info"},
+    ]  # fmt: skip
+    for change in changes:
+        Finding.objects.filter(pk=finding.pk).update(**change)
+        for show_table in (True, False):
+            _rendered_and_checked(show_table)
+    Table.objects.filter(pk=tables[0].pk).update(name="renamed & <i>")
+    assert "renamed &amp; &lt;i&gt;" in _rendered_and_checked(True)
+
+
+def test_it_keeps_at_most_its_bound_of_rows(tables, monkeypatch):
+    from frontend.templatetags import findings_rows
+
+    monkeypatch.setattr(findings_rows, "ROW_HTML", 5)
+    monkeypatch.setattr(findings_rows, "_ROWS", {})
+    _rendered_and_checked(True)
+    assert 0 < len(findings_rows._ROWS) <= 5

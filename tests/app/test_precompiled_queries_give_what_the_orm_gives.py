@@ -106,3 +106,31 @@ def test_it_counts_a_readers_projects_as_the_orm_does(tmp_path):
             statuses.get("error", 0),
         )
     assert queries.table_counts(frozenset([ids[2]])) == (3, 1)  # not only equal: right
+
+
+def test_it_converts_values_and_models_rows_as_the_orm_does_on_every_call(tmp_path):
+    """PreparedValues and PreparedModels look their converters up once per compiled query
+    (prepared._converted): booleans, datetimes and JSON come back as the ORM gives them, on
+    the first call and on later ones with other values."""
+    from audit.models import Finding
+    from audit.reads.prepared import PreparedModels, PreparedValues
+
+    first, second = _tables(tmp_path)
+    names = ("id", "confirmed", "acknowledged_at", "last_seen", "witness", "table__name")
+    for table, n in ((first, 3), (second, 2)):
+        for v in range(n):
+            Finding.objects.create(
+                table=table, kind="conflict_hotspot", severity="warning", version=v,
+                confirmed=v % 2 == 0, summary=f"s{v}", witness={"v": [v, "x"]}, key=f"k{v}",
+                last_seen=timezone.now(),
+                acknowledged_at=timezone.now() if v == 1 else None,
+            )  # fmt: skip
+
+    values = PreparedValues(lambda key, pk: Finding.objects.filter(table_id=pk).values(*key))
+    models = PreparedModels(lambda key, pk: Table.objects.filter(pk=pk).order_by(*key))
+    for table in (first, second, first):
+        orm = list(Finding.objects.filter(table_id=table.id).values(*names))
+        assert values(names, table.id) == orm
+        assert [type(row["confirmed"]) for row in orm] == [bool] * len(orm)
+        got = models(("id",), table.id)
+        assert [_columns(t) for t in got] == [_columns(Table.objects.get(pk=table.pk))]

@@ -143,7 +143,7 @@ def window_columns(table_id: int, lo: int, hi: int, *, expected: int | None = No
     size = rollups.rollup_size()
     out: list[list] = [[] for _ in rollups.ROW_FIELDS]
     for start, commits, text in timeline_sql.rollup_rows(table_id, lo // size * size, hi):
-        block = rollups.unpack_columns(text)
+        block = rollups.block_columns(text)
         if len(block[0]) != commits:  # packed before rollups carried rows, or damaged
             block = rollups.columns_of(_commit_rows(table_id, start, start + size - 1))
         versions = block[0]
@@ -216,7 +216,7 @@ def _fill_buckets(
             edges = [edge for edge in edges if by_rows is None or edge[0] in by_rows]
     # The partly covered rollups at the edges (those the cells could not count), row by row.
     for start, commits, text in edges:
-        columns = rollups.unpack_columns(text)
+        columns = rollups.block_columns(text)
         if len(columns[0]) == commits:
             grid.add_rows(zip(*columns, strict=True), operations)  # rows as tuples
         else:
