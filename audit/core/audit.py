@@ -50,7 +50,7 @@ from audit.core.conflicts.context import TableContext
 from audit.core.conflicts.dv_recheck import compare, shared_dv_rewrites
 from audit.core.conflicts.findings import metadata_change_finding, missed_conflict_finding
 from audit.core.conflicts.profiles import departure, profile_for
-from audit.core.conflicts.rules import recheck
+from audit.core.conflicts.rules import classify_summary, recheck
 from audit.core.conflicts.scope import (
     is_destructive,
     read_scope,
@@ -71,11 +71,14 @@ from audit.core.history.summary import History, paused_gc
 from audit.core.integrity.catalog import catalog_feature, catalog_findings
 from audit.core.integrity.checks import integrity_findings
 from audit.core.model import CommitSummary, Finding
-from audit.core.vocab import CYCLE_KINDS, ConflictException, ReadVersionFact
+from audit.core.vocab import CYCLE_KINDS, ConflictException, OperationClass, ReadVersionFact
 from audit.core.wording.cycles import witness_fields
 from audit.core.writers import retry_storm_findings
 
 __all__ = ["AuditResult", "audit_history", "key_findings"]
+
+# Operation classes the auditor keeps before starting afresh (windows span a few versions).
+_CLASSES_KEPT = 4096
 
 
 @dataclass(slots=True)
@@ -230,6 +233,19 @@ class _Auditor:
         self.metadata_survivors: dict[int, list[CommitSummary]] = defaultdict(list)
         self.concurrent_commits: list[int] = []
         self.first = history.summaries[0].version if history.summaries else 0
+        # Operation classes of recent commits: each is a winner in several windows.
+        self._classes: dict[int, OperationClass | None] = {}
+
+    def _classify(self, summary: CommitSummary) -> OperationClass | None:
+        """`classify_summary`, remembered for the windows nearby (bounded: they move on)."""
+        classes = self._classes
+        version = summary.version
+        if version in classes:
+            return classes[version]
+        if len(classes) >= _CLASSES_KEPT:
+            classes.clear()
+        found = classes[version] = classify_summary(summary)
+        return found
 
     @property
     def hotspots(self) -> dict[tuple[str, tuple[str, str]], Hotspot]:
@@ -288,6 +304,7 @@ class _Auditor:
                 self.ctx,
                 row_level_concurrency=rlc,
                 deletion_vectors=dv,
+                classify=self._classify,
             )
             if self.check_data:
                 verdict = self._dv_recheck(txn, winner, verdict)

@@ -23,6 +23,7 @@ WriteSerializable, which differ in check 6 only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from audit.core.conflicts.context import TableContext
@@ -38,6 +39,14 @@ from audit.core.model import CommitSummary
 from audit.core.operations import classify_operation, uses_zorder
 from audit.core.vocab import ConflictException, OperationClass
 
+# The operation class of a summary (the auditor remembers them across the windows it checks).
+Classify = Callable[[CommitSummary], OperationClass | None]
+
+
+def classify_summary(summary: CommitSummary) -> OperationClass | None:
+    return classify_operation(summary.operation, summary.blind_append, summary.operation_parameters)
+
+
 # Domains Delta resolves itself instead of failing (row tracking high-water mark).
 SELF_RESOLVING_DOMAINS = frozenset({"delta.rowTracking"})
 
@@ -50,9 +59,11 @@ def recheck(
     *,
     row_level_concurrency: bool | None = None,
     deletion_vectors: bool | None = None,
+    classify: Classify = classify_summary,
 ) -> Recheck:
     """Delta's conflict checks of `txn` against the concurrent `winner`, under both levels,
-    in the order of the module docstring."""
+    in the order of the module docstring. `classify`: a summary's operation class (the
+    auditor passes one that remembers them)."""
     if scope is None:
         scope = (
             read_scope(txn, ctx) if ctx is not None else whole_table_scope(txn, "no table context")
@@ -76,7 +87,7 @@ def recheck(
         row_level_concurrency = (
             ctx.row_level_concurrency(txn, read_at) if ctx is not None else False
         )
-    return check_files(txn, winner, scope, row_level_concurrency, deletion_vectors)
+    return check_files(txn, winner, scope, row_level_concurrency, deletion_vectors, classify)
 
 
 def _both_levels(exception: ConflictException, rule: str) -> Recheck:
@@ -135,14 +146,12 @@ def check_files(
     scope: ReadScope,
     rlc: bool,
     dv: bool,
+    classify: Classify = classify_summary,
 ) -> Recheck:
     """Checks 6-8 (added, deleted-vs-read, deleted-vs-deleted files) under both levels."""
     same_row = False
     if dv or rlc:  # classifying operations costs; only these two rules need it
-        txn_op = classify_operation(txn.operation, txn.blind_append, txn.operation_parameters)
-        winner_op = classify_operation(
-            winner.operation, winner.blind_append, winner.operation_parameters
-        )
+        txn_op, winner_op = classify(txn), classify(winner)
         # OPTIMIZE without ZORDER cannot conflict on tables with deletion vectors (reference page).
         if dv and OperationClass.OPTIMIZE in (txn_op, winner_op):
             zorder = uses_zorder(txn.operation_parameters) or uses_zorder(
@@ -153,8 +162,10 @@ def check_files(
         same_row = rlc and txn_op == OperationClass.UDM and winner_op == OperationClass.UDM
 
     added = check_added_files(txn, winner, scope)
-    delete_read, read_certain = check_deleted_read_files(txn, winner, scope)
-    delete_delete = check_deleted_deleted_files(txn, winner)
+    # Each summary's removed paths unpacked once for checks 7 and 8.
+    removed, mine = winner.removed_paths_all, txn.removed_paths_all
+    delete_read, read_certain = _deleted_read(txn, winner, scope, removed, mine)
+    delete_delete = bool(mine and removed & mine)
 
     def first(append: bool) -> tuple[ConflictException | None, str | None, bool]:
         if append:
@@ -197,12 +208,22 @@ def check_deleted_read_files(
     txn: CommitSummary, winner: CommitSummary, scope: ReadScope
 ) -> tuple[bool, bool]:
     """7. (conflict, certain): did the winner remove a file the txn read?"""
-    removed = winner.removed_paths_all
+    return _deleted_read(txn, winner, scope, winner.removed_paths_all, txn.removed_paths_all)
+
+
+def _deleted_read(
+    txn: CommitSummary,
+    winner: CommitSummary,
+    scope: ReadScope,
+    removed: frozenset[str],
+    mine: frozenset[str],
+) -> tuple[bool, bool]:
+    """Check 7 given the paths the winner (`removed`) and the txn (`mine`) removed."""
     if not removed or is_compaction(txn):
         # Compaction does not register the files it rewrites as read: two compactions of the
         # same files fail with ConcurrentDeleteDeleteException (reference page).
         return False, True
-    if txn.removed_paths_all and removed & txn.removed_paths_all:
+    if mine and removed & mine:
         return True, True  # the txn removed it, so it read it
     if scope.kind == "table":
         # Delta fails when the txn read the whole table; with a predicate it read only the
