@@ -22,7 +22,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.alerting.models import Channel, Delivery
-from audit.models import Finding, Table
+from audit.models import Finding, Incident, Table
 from tests.support import scenarios
 from tests.support.alerting import rule_for, webhook
 from tests.support.clients import session_client, token_client
@@ -42,6 +42,8 @@ PROJECT_OBJECTS = {
     "rule_id",
     "channels/pk",
     "channel_id",
+    "incidents/pk",
+    "incident_id",
 }
 
 
@@ -63,6 +65,8 @@ def lake(tmp_path, settings, django_user_model, fresh_cache):
         summary="hrsecretsummary: a stale delete",
         witness={"row_count": 1, "sample_rows": [{"name": "hrsecretrow"}], "files": []},
     )
+    incident = Incident.objects.get(table=people)
+    Incident.objects.filter(pk=incident.pk).update(headline="hrsecretheadline: a stale delete")
     Table.bump_findings(people.id)
     erin = join(django_user_model.objects.create_user("erin", password="password"), "finance")
     frank = join(
@@ -102,6 +106,8 @@ def lake(tmp_path, settings, django_user_model, fresh_cache):
             "rule_id": rule.id,
             "channels/pk": channel.id,
             "channel_id": channel.id,
+            "incidents/pk": incident.id,
+            "incident_id": incident.id,
             "version": 3,
             "format": "json",
             "rest": f"tables/{people.id}/nothing/",
@@ -279,6 +285,7 @@ def test_every_list_filter_naming_another_projects_object_answers_as_for_none(la
         Delivery: people["deliveries/pk"],
         AlertRule: people["rule_id"],
         Channel: people["channel_id"],
+        Incident: people["incident_id"],
     }
     filters = list_filters_taking_ids(people)
     params = {(url, name) for url, name, _ in filters}
