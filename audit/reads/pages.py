@@ -205,7 +205,7 @@ class CountedTables:
 # --------------------------------------------------------------------------- incidents
 
 NO_INCIDENT = "No Incident matches the given query."
-FINDINGS_PAGE = 50  # open findings per page of the table page's list
+OPEN_FINDINGS_PER_PAGE = 50  # open findings per page of the table page's list
 MAX_OCCURRENCES = 2000  # versions drawn on the incident page's strip (the rest are counted)
 
 # The finding that names the cause itself, where the cause is a table-level fact: it heads

@@ -44,6 +44,7 @@ PROJECT_OBJECTS = {
     "rule_id",
     "channels/pk",
     "channel_id",
+    "incident_id",
 }
 
 
@@ -68,6 +69,7 @@ def lake(tmp_path, settings, django_user_model, fresh_cache):
     incidents = Incident.objects.filter(table=people)
     assert incidents.exists()
     incidents.update(headline="hrsecretheadline: one stale writer")
+    incident = incidents.first()
     Table.bump_findings(people.id)
     erin = join(django_user_model.objects.create_user("erin", password="password"), "finance")
     frank = join(
@@ -102,12 +104,13 @@ def lake(tmp_path, settings, django_user_model, fresh_cache):
             "tables/pk": people.id,
             "finding_id": findings.first().id,
             "findings/pk": findings.first().id,
-            "incidents/pk": incidents.first().id,
             "deliveries/pk": delivery.id,
             "rules/pk": rule.id,
             "rule_id": rule.id,
             "channels/pk": channel.id,
             "channel_id": channel.id,
+            "incidents/pk": incident.id,
+            "incident_id": incident.id,
             "version": 3,
             "format": "json",
             "rest": f"tables/{people.id}/nothing/",
@@ -285,6 +288,7 @@ def test_every_list_filter_naming_another_projects_object_answers_as_for_none(la
         Delivery: people["deliveries/pk"],
         AlertRule: people["rule_id"],
         Channel: people["channel_id"],
+        Incident: people["incident_id"],
     }
     filters = list_filters_taking_ids(people)
     params = {(url, name) for url, name, _ in filters}
