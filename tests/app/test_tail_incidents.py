@@ -140,3 +140,16 @@ def test_it_stores_one_incident_for_a_stale_overwriter_forty_times_over(roots, m
     want = assert_incidents_equal(Path(src), roots / "tail", 2, monkeypatch, (1, 4, None))
     stale_ones = [v for v in want.values() if v[0].startswith("stale_write")]
     assert len(stale_ones) == 1 and sum(n for _, n in stale_ones[0][3]) >= 12
+
+
+def test_it_stores_the_clis_incidents_on_the_demo_tables(roots, monkeypatch):
+    from audit.demo import create_demo_tables
+
+    causes = set()
+    for path in create_demo_tables(roots / "demo", rounds=8):
+        name = Path(path).name
+        want = assert_incidents_equal(
+            Path(path), roots / f"tail-{name}", 3, monkeypatch, (1, 5, None)
+        )
+        causes |= {view[0] for view in want.values()}
+    assert {"stale_write_unchecked", "isolation_setting_ignored"} & causes, causes
