@@ -165,7 +165,8 @@ def test_it_walks_from_the_timeline_to_the_witness_and_acknowledges(
     assert "Delete" in legend and "Write" in legend  # operations in words
     w.page.click("#writers-panel summary")
     wait_until(w.page, "document.getElementById('writers-panel').dataset.loaded === '1'")
-    assert "delta-rs" in w.page.locator("#writers-table tbody").inner_text()
+    assert "delta-rs" in w.page.locator("#writers-people #writers tbody").inner_text()
+    assert "delta-rs" in w.page.locator("#writers-contention tbody").inner_text()
     w.shot("table")
 
     w.page.click("#axis-time")
