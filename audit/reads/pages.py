@@ -332,9 +332,13 @@ class OpenFindings:
     a page as the slices of each severity's list it overlaps (`queries.table_open_findings`,
     each walking the version index: no sort of every finding by severity)."""
 
-    def __init__(self, table_id: int, names: tuple[str, ...]) -> None:
+    def __init__(
+        self, table_id: int, names: tuple[str, ...], counts: dict[str, int] | None = None
+    ) -> None:
+        """`counts`: the table's needing-attention counts per severity, when the caller has
+        read them already (`queries.finding_counts(...)["attention"]`)."""
         self._table_id, self._names = table_id, names
-        self._counts: dict[str, int] | None = None
+        self._counts = counts
 
     def _per_severity(self) -> dict[str, int]:
         if self._counts is None:

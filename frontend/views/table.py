@@ -86,7 +86,9 @@ def _table_content(table: Table, has_health: bool, query: Any) -> str:
     incidents = table_incidents(table.pk, query.get("incidents"))
     for incident in incidents.object_list:
         incident["folded"] = [FindingRow(row) for row in incident["folded"]]
-    findings = Paginator(OpenFindings(table.pk, ROW_VALUES), OPEN_FINDINGS_PER_PAGE)
+    header = table_header(table)
+    listed = OpenFindings(table.pk, ROW_VALUES, header["counts"])
+    findings = Paginator(listed, OPEN_FINDINGS_PER_PAGE)
     findings = findings.get_page(query.get("page"))
     findings.object_list = [FindingRow(row) for row in findings.object_list]
     first = table.first_available_version if table.first_available_version is not None else 0
@@ -101,7 +103,7 @@ def _table_content(table: Table, has_health: bool, query: Any) -> str:
         "refreshSeconds": settings.FRONTEND_REFRESH_SECONDS,
     }
     ctx = {
-        **table_header(table),
+        **header,
         "incidents": incidents,
         "findings": findings,
         "config": config,
