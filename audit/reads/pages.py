@@ -17,13 +17,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.paginator import Page, Paginator
 from django.db.models import F, Q, QuerySet
 from django.http import Http404
 
-from audit.core.vocab import FindingKind, IncidentCause, IncidentStatus
+from audit.core.vocab import (
+    SEVERITY_ORDER,
+    SEVERITY_RANK,
+    FindingKind,
+    IncidentCause,
+    IncidentStatus,
+)
 from audit.models import Finding, Incident, Table
 from audit.reads import queries
-from audit.reads.incidents import fold
+from audit.reads.incidents import _worst_first, fold
 from audit.reads.prepared import PLACEHOLDERS, PreparedModels, PreparedValues
 from audit.reads.visible import finding_or_404
 
@@ -237,6 +244,33 @@ def worst_open_incidents(table_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
     return worst
 
 
+# What the table page shows of an incident and of each finding folded under it.
+INCIDENT_ROW = ("pk", "headline", "severity", "status", "first_version", "last_version")
+TABLE_INCIDENTS_PER_PAGE = 50
+
+
+def table_incidents(table_id: int, page: Any) -> Page:
+    """One page of a table's incidents as the table page lists them (unresolved first, then
+    worst first: `incidents.incidents_for_table`'s order), as `.values(*INCIDENT_ROW)` rows,
+    each with `folded`: its findings as `.values(*ROW_VALUES)` rows (open ones, else those it
+    had; worst first, then newest). Two queries and no model instance: the stored statements,
+    damage and witnesses are the incident page's, not read here."""
+    rows = _worst_first(Incident.objects.filter(table_id=table_id)).values(*INCIDENT_ROW)
+    found = Paginator(rows, TABLE_INCIDENTS_PER_PAGE).get_page(page)
+    incidents = list(found.object_list)
+    members: dict[int, list[dict[str, Any]]] = {i["pk"]: [] for i in incidents}
+    folded = Finding.objects.filter(incident_id__in=list(members))
+    for row in folded.values(*ROW_VALUES, "incident_id"):
+        members[row.pop("incident_id")].append(row)
+    for incident in incidents:
+        shown = [f for f in members[incident["pk"]] if f["status"] == Finding.Status.OPEN]
+        shown = shown or members[incident["pk"]]
+        shown.sort(key=lambda f: (-SEVERITY_RANK.get(f["severity"], 0), -f["version"], -f["id"]))
+        incident["folded"] = shown
+    found.object_list = incidents
+    return found
+
+
 def incident_of_table_or_404(table_id: int, pk: int | str) -> Incident:
     """The incident `pk` of the table `table_id` (which the caller's gate let through), with
     its acknowledger and its findings folded (`incident.folded`), else Http404."""
@@ -294,16 +328,35 @@ def incident_of_finding(finding: Finding) -> dict[str, Any] | None:
 
 class OpenFindings:
     """A table's findings needing attention, worst first then newest, as `Paginator` reads
-    them: the count from the table's stored counts (no COUNT over its findings), each page by
-    `queries.table_open_findings` (compiled once per page window)."""
+    them: the count from the table's stored counts per severity (no COUNT over its findings),
+    a page as the slices of each severity's list it overlaps (`queries.table_open_findings`,
+    each walking the version index: no sort of every finding by severity)."""
 
-    def __init__(self, table_id: int, names: tuple[str, ...]) -> None:
+    def __init__(
+        self, table_id: int, names: tuple[str, ...], counts: dict[str, int] | None = None
+    ) -> None:
+        """`counts`: the table's needing-attention counts per severity, when the caller has
+        read them already (`queries.finding_counts(...)["attention"]`)."""
         self._table_id, self._names = table_id, names
+        self._counts = counts
+
+    def _per_severity(self) -> dict[str, int]:
+        if self._counts is None:
+            self._counts = queries.finding_counts(self._table_id)["attention"]
+        return self._counts
 
     def count(self) -> int:
-        return queries.attention_count(self._table_id, None)
+        return sum(self._per_severity().values())
 
     def __getitem__(self, window: slice) -> list[dict[str, Any]]:
-        if window.stop <= window.start:
-            return []
-        return queries.table_open_findings(self._table_id, self._names, window.start, window.stop)
+        rows: list[dict[str, Any]] = []
+        before = 0  # findings of worse severities, listed before this one's
+        for severity in reversed(SEVERITY_ORDER):
+            n = self._per_severity().get(str(severity), 0)
+            low, high = max(window.start - before, 0), min(window.stop - before, n)
+            if low < high:
+                rows += queries.table_open_findings(
+                    self._table_id, self._names, str(severity), low, high
+                )
+            before += n
+        return rows

@@ -301,21 +301,23 @@ _health_kinds = PreparedRows(_health_kinds_query, 0)
 
 
 def table_open_findings(
-    table_id: int, names: tuple[str, ...], start: int = 0, stop: int = 50
+    table_id: int, names: tuple[str, ...], severity: str, start: int = 0, stop: int = 50
 ) -> list[dict[str, Any]]:
-    """A page of the table page's open findings: those needing attention, worst first, then
-    newest (version, then id), rows `start` to `stop`, as `.values(*names)` rows (its pager,
-    `audit.reads.pages.OpenFindings`, counts them from the stored counts). One query
-    compiled once per name set and window (the ORM's building and compiling was a tenth of
-    the page's cold CPU), and no model instance built per row (the rows tag reads plain rows,
-    `FindingRow`)."""
-    return _open_pages((names, start, stop), table_id)
+    """Rows `start` to `stop` of a table's findings of `severity` needing attention, newest
+    first (version, then id), as `.values(*names)` rows: the table page's list is these per
+    severity, worst first (its pager, `audit.reads.pages.OpenFindings`, cuts its window by the
+    stored counts per severity). Read by the table's needing-attention version index, not a
+    sort of all its findings by severity. One query compiled once per name set, severity and
+    window (the ORM's building and compiling was a tenth of the page's cold CPU), and no model
+    instance built per row (the rows tag reads plain rows, `FindingRow`)."""
+    return _open_pages((names, severity, start, stop), table_id)
 
 
 def _open_page(key: tuple, table_id: int) -> QuerySet[Finding]:
-    names, start, stop = key
+    names, severity, start, stop = key
     rows = findings_by_status(Finding.objects.filter(table_id=table_id), "open")
-    return rows.order_by(SEVERITY_FIRST, "-version", "-id").values(*names)[start:stop]
+    rows = rows.filter(severity=severity)
+    return rows.order_by("-version", "-id").values(*names)[start:stop]
 
 
 _open_pages = PreparedValues(_open_page)

@@ -16,8 +16,7 @@ from audit.core.storage import errors as storage_errors
 from audit.core.storage.config import describe_storage
 from audit.models import Table
 from audit.reads import cache, queries
-from audit.reads.incidents import incidents_for_table
-from audit.reads.pages import OPEN_FINDINGS_PER_PAGE, ROW_VALUES, OpenFindings
+from audit.reads.pages import OPEN_FINDINGS_PER_PAGE, ROW_VALUES, OpenFindings, table_incidents
 from audit.reads.visible import WITH_HEALTH, visible_table_or_404
 from frontend.templatetags.findings_rows import FindingRow
 from frontend.views.overview import risk_level, show_attention
@@ -84,8 +83,12 @@ def _table_content(table: Table, has_health: bool, query: Any) -> str:
     """The table page's content block: header, incidents (their findings folded under each),
     timeline, open findings (worst first, paginated, "N of M"), health panel. `query`: the
     request's GET (`incidents`, `page`: the two lists' page numbers)."""
-    incidents = incidents_for_table(table.pk, query.get("incidents"))
-    findings = Paginator(OpenFindings(table.pk, ROW_VALUES), OPEN_FINDINGS_PER_PAGE)
+    incidents = table_incidents(table.pk, query.get("incidents"))
+    for incident in incidents.object_list:
+        incident["folded"] = [FindingRow(row) for row in incident["folded"]]
+    header = table_header(table)
+    listed = OpenFindings(table.pk, ROW_VALUES, header["counts"])
+    findings = Paginator(listed, OPEN_FINDINGS_PER_PAGE)
     findings = findings.get_page(query.get("page"))
     findings.object_list = [FindingRow(row) for row in findings.object_list]
     first = table.first_available_version if table.first_available_version is not None else 0
@@ -100,7 +103,7 @@ def _table_content(table: Table, has_health: bool, query: Any) -> str:
         "refreshSeconds": settings.FRONTEND_REFRESH_SECONDS,
     }
     ctx = {
-        **table_header(table),
+        **header,
         "incidents": incidents,
         "findings": findings,
         "config": config,

@@ -130,6 +130,8 @@ def test_it_pages_the_open_findings_saying_n_of_m_worst_first(reorder, team):
     assert severities[0] == "critical" and severities[-1] in ("warning", "info")
     order = {"critical": 0, "warning": 1, "info": 2}
     assert [order[s] for s in severities] == sorted(order[s] for s in severities)
+    listing = page(team["viewer"], f"/findings/?table={reorder.id}")
+    assert f'id="findings-n-of-m">1–50 of {total} findings · page 1 of 2<' in listing
     # The lowest-ranked finding of all is on the second page: nothing silently cut at 50.
     assert f'href="/tables/{reorder.id}/commits/100/"' in second
 

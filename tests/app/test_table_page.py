@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from audit.core.vocab import SEVERITY_RANK
 from audit.models import Finding, Table
 from audit.reads import queries
-from audit.reads.pages import ROW_FIELDS, ROW_VALUES
+from audit.reads.pages import ROW_FIELDS, ROW_VALUES, OpenFindings
 from frontend.templatetags.findings_rows import FindingRow
 from tests.app.test_findings_rows import HOSTILE, findings_of
 
@@ -45,8 +45,7 @@ def test_open_findings_are_the_querysets(n):
     listed = []
     for start in (0, 50):
         expected = reference(table, start, start + 50)
-        rows = queries.table_open_findings(table.pk, ROW_VALUES, start, start + 50)
-        shown = [FindingRow(row) for row in rows]
+        shown = [FindingRow(row) for row in OpenFindings(table.pk, ROW_VALUES)[start : start + 50]]
         assert [f.id for f in shown] == [f.id for f in expected]
         assert [vars(f) for f in shown] == [fields(f) for f in expected]
         html = render_to_string("frontend/_findings_rows.html", {"findings": shown})
