@@ -117,7 +117,7 @@ def next_event(
 
 def incident_url(incident: Incident) -> str:
     base = settings.ALERT_SITE_URL.rstrip("/")
-    return f"{base}/incidents/{incident.pk}/"
+    return f"{base}/tables/{incident.table_id}/incidents/{incident.pk}/"  # the incident page
 
 
 def build_incident_alert(delivery: Delivery) -> Alert:

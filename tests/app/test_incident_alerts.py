@@ -9,11 +9,13 @@ import orjson
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from django.urls import resolve
 
 from audit.alerting.models import AlertRule, Delivery
 from audit.ingest.tables import register_table
 from audit.models import Finding, Incident, Table
 from audit.tail.step import tail_once
+from frontend.views import incident_detail
 from tests.support.alerting import rule_for, webhook
 from workers import alert_tasks
 
@@ -73,7 +75,9 @@ def test_it_sends_one_alert_for_an_incident_of_forty_findings(lake, receiver):
     (body,) = sent
     assert body["event"] == "incident.opened" and body["incident"]["cause"] == incident.cause
     assert body["incident"]["findings"] >= 40 and body["incident"]["occurrences"] >= 40
-    assert body["dashboard_url"] == f"https://audit.example.org/incidents/{incident.pk}/"
+    page = f"/tables/{incident.table_id}/incidents/{incident.pk}/"
+    assert body["dashboard_url"] == f"https://audit.example.org{page}"
+    assert resolve(page).func is incident_detail  # the link opens the incident page
     # Nothing new happened: the next pass sends nothing.
     alert_tasks.process_alerts()
     assert Delivery.objects.filter(incident=incident).count() == 1
