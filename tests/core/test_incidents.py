@@ -270,3 +270,31 @@ def test_every_finding_of_the_demo_tables_is_in_exactly_one_incident(tmp_path):
         # and scope, however many times it ran.
         keys = [(i.key.operation, i.key.scope) for i in stale]
         assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "day = '2024-01-01' AND id < 5",
+        "(date#123 = 2024-01-01) AND (id#121L > -42)",
+        "t.id = s.id AND t.day IN ('a', 'b''c', 'd') OR t.x BETWEEN 1.5 AND 2e3",
+        "ts >= TIMESTAMP '2024-01-01 00:00:00' AND ts < CAST('2024-02-01' AS DATE)",
+        "NOT (a IS NULL) AND b LIKE 'x%' AND c <> TRUE AND d = NULL",
+        "COALESCE(x, 0) + 1 > ABS(-3) AND y = INTERVAL '1' DAY",
+    ],
+)
+def test_it_shapes_a_predicate_as_its_copy_with_placeholders_prints(raw):
+    # predicate_shape prints without copying the tree; a cause key must not change for it.
+    from sqlglot import exp
+
+    from audit.core.incidents.causes import MAX_SCOPE_CHARS, predicate_shape
+    from audit.core.predicates import parse_predicate
+    from audit.core.predicates.parsing import expression_of
+
+    predicate = parse_predicate(raw)
+    expression = expression_of(predicate)
+    assert expression is not None
+    placeholders = expression.copy().transform(
+        lambda node: exp.Placeholder() if isinstance(node, exp.Literal) else node
+    )
+    assert predicate_shape(predicate.sql, predicate.raw) == placeholders.sql()[:MAX_SCOPE_CHARS]
