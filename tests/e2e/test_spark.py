@@ -23,7 +23,7 @@ from audit.core.jsonsafe import json_safe
 from audit.core.model import Finding, Predicate
 from audit.ingest.commits import settings_snapshot
 from audit.ingest.tables import register_table
-from audit.models import Commit, Table
+from audit.models import Commit, Incident, Table
 from audit.models import Finding as FindingRow
 from audit.tail.step import tail_once
 from tests.support import revealing_tables, scenarios
@@ -224,8 +224,15 @@ def stored(table: Table) -> dict[str, Any]:
     findings = list(FindingRow.objects.filter(table=table).order_by("key").values())
     for row in commits:
         row.pop("id"), row.pop("table_id")
+    # An incident is named by its cause key's id (stable), not its row's primary key.
+    incidents = list(Incident.objects.filter(table=table).order_by("incident_id").values())
+    cause_of = {row["id"]: row["incident_id"] for row in incidents}
     for row in findings:
         for name in ("id", "table_id", "first_seen", "last_seen", "resolved_at"):
+            row.pop(name)
+        row["incident_id"] = cause_of.get(row["incident_id"])
+    for row in incidents:
+        for name in ("id", "table_id", "first_seen", "last_seen", "recheck_at"):
             row.pop(name)
     state = {
         name: getattr(table, name)
@@ -243,7 +250,7 @@ def stored(table: Table) -> dict[str, Any]:
             "locked_by",
         )
     }
-    return {"table": state, "commits": commits, "findings": findings}
+    return {"table": state, "commits": commits, "findings": findings, "incidents": incidents}
 
 
 @pytest.mark.spark
@@ -272,7 +279,8 @@ def test_stored_rows_are_the_same_from_both_paths(spark, scenario_tables, settin
     assert result.status == "ok" and result.stored == len(by_spark["commits"])
     assert by_spark["commits"] and by_spark == by_python
     if name != "golden-checkpoint":
-        assert by_spark["findings"]
+        assert by_spark["findings"] and by_spark["incidents"]
+        assert all(f["incident_id"] for f in by_spark["findings"] if f["status"] == "open")
 
 
 @pytest.mark.spark
