@@ -1,11 +1,11 @@
-"""Decoded rollup blocks remembered per process (audit.reads.rollups.block_columns): the same
+"""Decoded rollup blocks remembered per process (audit.reads.timeline.rollups.block_columns): the same
 columns as decoding the text, never stale when a rollup's text is rewritten, bounded."""
 
 from __future__ import annotations
 
 import pytest
 
-from audit.reads import rollups
+from audit.reads.timeline import rollups
 
 
 def _rows(first: int, n: int, op: str = "WRITE") -> list[tuple]:
