@@ -27,6 +27,7 @@ from audit.core.vocab import SEVERITY_RANK, IncidentStatus, Severity
 from audit.incidents.models import FINDINGS_RESOLVED
 from audit.incidents.models import Incident as IncidentRow
 from audit.ingest.columns import fit_columns
+from audit.ingest.findings import FINDING_FIELDS
 from audit.models import Finding, Table
 
 RESOLVED = IncidentStatus.RESOLVED.value
@@ -78,16 +79,7 @@ class StoredIncidents:
 def open_findings(table_id: int) -> OpenFindings:
     """Every open finding of the table, as the core's Finding."""
     rows = Finding.objects.filter(table_id=table_id, status=Finding.Status.OPEN).values_list(
-        "id",
-        "kind",
-        "severity",
-        "version",
-        "related_versions",
-        "confirmed",
-        "summary",
-        "explanation",
-        "witness",
-        "details",
+        "id", *FINDING_FIELDS
     )
     findings, ids = [], []
     for pk, kind, severity, version, related, confirmed, summary, text, witness, details in rows:
