@@ -45,25 +45,34 @@ def scan_incidents(rules: list[AlertRule], now: datetime) -> int:
     created = 0
     if incident_rules:
         changed = Incident.objects.filter(last_seen__gte=since).select_related("table")
-        for start in range(0, 10**9, 500):
-            batch = list(changed.order_by("id")[start : start + 500])
-            if not batch:
-                break
-            created += _create(batch, incident_rules, now)
+        channels = {rule.id: _own_channels(rule) for rule in incident_rules}
+        after = 0
+        while batch := list(changed.filter(id__gt=after).order_by("id")[:500]):
+            created += _create(batch, incident_rules, channels, now)
+            after = batch[-1].id
     ScanState.objects.filter(id=state.id).update(checked_until=now)
     return created
 
 
-def _create(incidents: list[Incident], rules: list[AlertRule], now: datetime) -> int:
+def _own_channels(rule: AlertRule) -> list[Any]:
+    """The rule's channels of its own project (the forms and the API refuse others; a row
+    edited by hand too), read once a pass, not once an incident."""
+    return [c for c in rule.channels.all() if c.project_id == rule.project_id]
+
+
+def _create(
+    incidents: list[Incident],
+    rules: list[AlertRule],
+    channels: dict[int, list[Any]],
+    now: datetime,
+) -> int:
     last = _last_notifications([i.id for i in incidents])
     new: list[Delivery] = []
     for incident in incidents:
         for rule in rules:
             if not rule.matches_incident(incident, incident.table):
                 continue
-            for channel in rule.channels.all():
-                if channel.project_id != rule.project_id:
-                    continue  # the forms and the API refuse it; a row edited by hand too
+            for channel in channels[rule.id]:
                 event = next_event(incident, rule, last.get((incident.id, rule.id, channel.id)))
                 if event is None:
                     continue
