@@ -3,7 +3,6 @@ paginated on the server (the read: audit/reads/history.py)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -27,16 +26,6 @@ FILTERS = (
     ("q", "Metadata", "search", "text in metadata or parameters"),
     ("since", "Since", "text", "2024-01-31 or ISO time"),
     ("until", "Until", "text", "2024-02-01T12:00"),
-)
-SHOWN_PAIRS = 4  # parameters or metrics shown inline; the rest behind "more"
-MAX_VALUE_CHARS = 160
-# Who-and-what-wrote-it fields of the provenance, as the Job column shows them.
-_RUN_FIELDS = (
-    ("job_id", "job"),
-    ("job_name", "job name"),
-    ("run_id", "run"),
-    ("notebook_id", "notebook"),
-    ("cluster_id", "cluster"),
 )
 
 
@@ -63,7 +52,8 @@ def table_history_page(request: HttpRequest, table_id: int) -> HttpResponse:
         "engines": [str(e) for e in Engine],
         "errors": errors,
         "page": page,
-        "rows": [history_row(row) for row in page.rows] if page else [],
+        # Shaped and escaped by the rows' tag (frontend/templatetags/history_rows.py).
+        "rows": page.rows if page else [],
         "filtered": any(params.values()),
         "page_size": PAGE_SIZE,
     }
@@ -87,35 +77,6 @@ def _errors(detail: Any) -> list[str]:
 def _page_url(params: dict[str, str], number: int, keyset: dict[str, int] | None = None) -> str:
     kept = {k: v for k, v in params.items() if v}
     return "?" + urlencode({**kept, "page": number, **(keyset or {})})
-
-
-def history_row(row: dict[str, Any]) -> dict[str, Any]:
-    """What a row of the page shows: the stored columns, the parameters and metrics as
-    (name, value) pairs, the run's fields of the provenance."""
-    provenance = row.get("provenance") if isinstance(row.get("provenance"), dict) else {}
-    run = [(label, str(provenance[k])) for k, label in _RUN_FIELDS if provenance.get(k)]
-    if row["job_id"] and not (provenance.get("job_id") or provenance.get("job_name")):
-        run.insert(0, ("job", row["job_id"]))  # stored from another spelling of the job
-    return {
-        **row,
-        "user": row["user_name"] or row["user_id"],
-        "run": run,
-        "parameters": _pairs(row.get("operation_parameters")),
-        "metrics": _pairs(row.get("operation_metrics")),
-    }
-
-
-def _pairs(mapping: Any) -> dict[str, list[tuple[str, str]]]:
-    """{"shown": the first pairs, "more": the rest}, values as text cut to a readable length."""
-    if not isinstance(mapping, dict):
-        return {"shown": [], "more": []}
-    pairs = [(str(k), _text(v)) for k, v in sorted(mapping.items())]
-    return {"shown": pairs[:SHOWN_PAIRS], "more": pairs[SHOWN_PAIRS:]}
-
-
-def _text(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
 
 __all__ = ["HISTORY", "table_history_page"]
