@@ -14,9 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django.db import connection
+
 from audit.models import CommitRollup, Finding
 from audit.reads import queries
+from audit.reads.declared.list_sql import values_source
 from audit.reads.declared.lists import COMMITS
+from audit.reads.prepared import fetch_sql
 
 PAGE_SIZE = 50
 MAX_PAGE = 10**9  # past any table's commits; bounds the offset's arithmetic
@@ -172,15 +176,40 @@ def _rollup_total(table_id: int, operations: list[str] | None) -> int:
 
 
 def _rollup_counts(table_id: int, operations: list[str] | None) -> list[tuple[int, int]]:
-    """(block start, rows the filter selects in it) of every rollup block, newest first."""
-    blocks = CommitRollup.objects.filter(table_id=table_id).order_by("-bucket_start")
-    if operations:
-        wanted = set(operations)
+    """(block start, rows the filter selects in it) of every rollup block, newest first. The
+    operations' counts are read from their JSON by the database: decoding ~1,000 objects in
+    Python was ~4 ms of a page filtered by operation at 1M commits."""
+    wanted = list(dict.fromkeys(operations or ()))
+    if any('"' in op or "\\" in op for op in wanted):  # not a plain JSON path key: decode here
+        blocks = CommitRollup.objects.filter(table_id=table_id).order_by("-bucket_start")
         return [
             (start, sum(n for op, n in (ops or {}).items() if op in wanted))
             for start, ops in blocks.values_list("bucket_start", "operations")
         ]
-    return list(blocks.values_list("bucket_start", "commits"))
+    vendor = connection.vendor
+    params: list[Any] = [_json_key(vendor, op) for op in wanted] + [table_id]
+    rows = fetch_sql(
+        ("history-rollups", vendor, len(wanted)), lambda: _counts_sql(vendor, len(wanted)), params
+    )
+    return [(start, int(n or 0)) for start, n in rows]
+
+
+def _json_key(vendor: str, op: str) -> str:
+    return op if vendor == "postgresql" else f'$."{op}"'
+
+
+def _counts_sql(vendor: str, n_operations: int) -> str:
+    if not n_operations:
+        counted = "commits"
+    elif vendor == "postgresql":
+        counted = " + ".join(["COALESCE((operations ->> %s)::bigint, 0)"] * n_operations)
+    else:
+        counted = " + ".join(["COALESCE(json_extract(operations, %s), 0)"] * n_operations)
+    table = CommitRollup._meta.db_table
+    return (
+        f"SELECT bucket_start, {counted} FROM {table} WHERE table_id = %s "
+        "ORDER BY bucket_start DESC"
+    )
 
 
 def _rollup_start(
@@ -211,10 +240,10 @@ def _add_findings(table_id: int, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
     by_version = {row["version"]: row for row in rows}
-    found = (
-        Finding.objects.filter(table_id=table_id, version__in=list(by_version))
-        .order_by("version", "id")
-        .values("id", "version", "kind", "severity", "status", "summary")
-    )
-    for finding in found:
+    # SQL compiled once per process (a queryset built and compiled per page was ~0.5 ms).
+    found = _FINDINGS.query([("table", "=", table_id), ("version", "in", list(by_version))])
+    for finding in found.order_by("version", "id")[:]:
         by_version[finding["version"]]["findings"].append(finding)
+
+
+_FINDINGS = values_source(Finding, ("id", "version", "kind", "severity", "status", "summary"))
