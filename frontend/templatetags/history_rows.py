@@ -60,6 +60,33 @@ def history_rows(rows: list[dict[str, Any]], table_id: int) -> SafeString:
     return mark_safe("".join([_row(row, base) for row in rows]))  # noqa: S308 (escaped)
 
 
+@register.simple_tag
+def history_filters(filters: list[dict[str, str]], engines: list[str]) -> SafeString:
+    """The filter form's fields (frontend/history.html): each value as the reader typed it,
+    escaped."""
+    out = []
+    for f in filters:
+        name, value = escape(f["name"]), f["value"]
+        out.append(f'<div class="field"><label for="h-{name}">{escape(f["label"])}</label>')
+        if f["type"] == "select":
+            options = "".join(
+                [
+                    f'<option value="{escape(e)}"{" selected" if value == e else ""}>{escape(e)}</option>'
+                    for e in engines
+                ]
+            )
+            out.append(
+                f'<select id="h-{name}" name="{name}"><option value="">any</option>{options}</select>'
+            )
+        else:
+            out.append(
+                f'<input type="{escape(f["type"])}" id="h-{name}" name="{name}" value="{escape(value)}" '
+                f'placeholder="{escape(f["placeholder"])}" maxlength="200">'
+            )
+        out.append("</div>")
+    return mark_safe("".join(out))  # noqa: S308 (escaped)
+
+
 def _row(c: dict[str, Any], base: str) -> str:
     version = int(c["version"])
     moment = numbers.ms_datetime(c["timestamp"])
