@@ -314,6 +314,12 @@ class Commit(models.Model):
             models.Index(fields=["table", "operation", "version"], name="audit_commit_op"),
             models.Index(fields=["table", "timestamp"], name="audit_commit_ts"),
             models.Index(fields=["table", "committed_at"], name="audit_commit_at"),
+            # The writer filters (user name or id, job) checked on index entries in version
+            # order: a typed page number's offset reads no table row (audit/reads/history.py).
+            models.Index(
+                fields=["table", "version", "user_name", "user_id", "job_id"],
+                name="audit_commit_writer",
+            ),
             models.Index(
                 fields=["table", "version"],
                 condition=models.Q(concurrent_count__gt=0),
