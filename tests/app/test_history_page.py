@@ -126,6 +126,32 @@ def test_it_walks_the_pages_by_their_links_as_by_their_numbers(table, member, mo
     assert "after=" in back and _versions(_get(member, table, back)[1]) == pages[-2]
 
 
+@pytest.mark.parametrize("query", ["user=alice", "job=nightly", "operation=WRITE&user=alice"])
+def test_a_typed_page_number_gives_that_slice_of_the_filtered_rows(
+    table, member, monkeypatch, query
+):
+    """A filter the rollups do not count: the page's first row found by an offset over the
+    versions, the page read from there by version windows (two versions wide at first here);
+    with a time window too (its versions bound the windows)."""
+    monkeypatch.setattr(history, "PAGE_SIZE", 3)
+    monkeypatch.setattr(history, "FIRST_WINDOW", 2)
+    monkeypatch.setattr(history, "PAGE_SIZE", 100)
+    every = _versions(_get(member, table, f"?{query}")[1])
+    monkeypatch.setattr(history, "PAGE_SIZE", 3)
+    for number in range(1, len(every) // 3 + 3):
+        body = _get(member, table, f"?{query}&page={number}")[1]
+        assert _versions(body) == every[(number - 1) * 3 : number * 3], number
+        assert ('rel="next"' in body) == (number * 3 < len(every))
+    times = (
+        Commit.objects.filter(table=table).order_by("version").values_list("timestamp", flat=True)
+    )
+    window = f"since={times[4]}&until={times[16]}"
+    inside = [v for v in every if 4 <= v <= 16]
+    for number in range(1, len(inside) // 3 + 2):
+        body = _get(member, table, f"?{query}&{window}&page={number}")[1]
+        assert _versions(body) == inside[(number - 1) * 3 : number * 3], number
+
+
 def test_it_answers_a_bad_filter_400_on_the_page(table, member):
     status, body = _get(member, table, "?engine=cobol&since=yesterday")
     assert status == 400
@@ -136,6 +162,10 @@ def test_it_escapes_what_writers_wrote(table, member):
     _, body = _get(member, table, "?user=" + HOSTILE)
     assert _versions(body) == [7]
     assert HOSTILE not in body and "&lt;script&gt;" in body
+    table.name, table.settings_snapshot = HOSTILE, {"partition_columns": [HOSTILE]}
+    table.save(update_fields=["name", "settings_snapshot"])
+    _, body = _get(member, table, "?q=" + HOSTILE)  # the head, the form's value
+    assert HOSTILE not in body and body.count("&lt;script&gt;") >= 3
 
 
 def test_it_is_404_to_another_projects_reader_and_asks_for_login(table, member, outsider):
