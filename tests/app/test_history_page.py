@@ -93,6 +93,9 @@ def test_it_pages_from_the_rollups_as_from_the_rows(table, member, monkeypatch):
         assert page.has_next == (number * 5 < COMMITS) and page.total == COMMITS
     writes = history.history_page(table.id, {"operation": "WRITE"}, 3)
     assert [r["version"] for r in writes.rows] == newest_first[10:15] and writes.total == COMMITS
+    quoted = history.history_page(table.id, {"operation": 'WRITE,WR"ITE'}, 3)  # decoded here
+    assert [r["version"] for r in quoted.rows] == newest_first[10:15] and quoted.total == COMMITS
+    assert history.history_page(table.id, {"operation": "WRITE"}, 6).rows == []
     _, body = _get(member, table, "?page=2")
     assert _versions(body) == [17, 16, 15, 14, 13]
     assert 'rel="prev"' in body and "page=1" in body and "page 2 of 5" in body
