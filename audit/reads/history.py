@@ -297,6 +297,8 @@ def _rollup_start(
     total, oldest = _rollup_sum(table_id, operations)
     if oldest is None:
         return None
+    if offset == 0 and total:
+        return (None, 0, total)  # the first page: from the newest row, no block to skip
     wanted = _plain_keys(operations)
     if wanted is None:
         return _decoded_start(_decoded_counts(table_id, operations or []), offset, total)
