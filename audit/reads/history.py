@@ -4,9 +4,11 @@ its validation and its SQL; only the columns shown differ) and the findings at e
 
 Paging is by page number, and stays fast at a million commits: an unfiltered page, or one
 filtered by operation only, starts from the per-1,024-version rollups (their commit and
-operation counts say in which block the page's first row lies: at most 1,023 rows are
-skipped by OFFSET, never a million); any other filter skips through the rows it selects,
-which its first page already reads for a rare value.
+operation counts say in which block the page's first row lies: at most 1,023 versions are
+skipped by OFFSET, never a million); any other filter skips through the versions it selects
+(an index-only scan for the writer filters), then reads the page by version windows from
+the version found, as the pages' links (a keyset) do. A time window's versions (from the
+rollups' timestamps) bound every read.
 """
 
 from __future__ import annotations
