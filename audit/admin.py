@@ -1,4 +1,4 @@
-"""Django admin for tables, commits and findings (read-mostly: rows come from the workers)."""
+"""Django admin for tables, commits, findings and incidents (read-mostly: rows come from the workers)."""
 
 from django import forms
 from django.contrib import admin
@@ -6,6 +6,7 @@ from django.db import transaction
 
 from audit.core.data.keys import valid_key_columns
 from audit.core.errors import DeltaAuditError
+from audit.incidents.models import Incident
 from audit.models import (
     DEFAULT_PROJECT,
     ApiToken,
@@ -187,3 +188,31 @@ class FindingAdmin(admin.ModelAdmin):
 class FindingFlipAdmin(admin.ModelAdmin):
     list_display = ("finding", "created", "old_status", "new_status", "processed")
     raw_id_fields = ("finding",)
+
+
+@admin.register(Incident)
+class IncidentAdmin(admin.ModelAdmin):
+    """Read-only: the tail regroups a table's incidents from its findings on every refresh
+    (audit/tail/incidents.py), so an edit here would be overwritten; acknowledging is the
+    dashboard's and the API's (it records who and at which version)."""
+
+    list_display = (
+        "table",
+        "incident_id",
+        "cause",
+        "severity",
+        "status",
+        "headline",
+        "occurrences",
+        "last_seen",
+    )
+    list_filter = ("status", "severity", "cause")
+    list_select_related = ("table",)
+    search_fields = ("incident_id", "headline", "operation")
+    show_full_result_count = False
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -114,6 +114,9 @@ DECLARED: tuple[Setting, ...] = (
     _S("AUDIT_NOTIFY_QUEUES", [], list, "`<root-uri>=<sqs-queue-url>,...`: tail those roots on S3 event notifications instead of polling"),
     _S("AUDIT_PROBE_THREADS", 16, int, "threads probing tables for their next commit in one tail pass"),
     _S("AUDIT_TABLE_FINDINGS_SECONDS", 60.0, float, "how often whole-table findings (hotspots, settings) are recomputed per table"),
+    _S("AUDIT_INCIDENT_QUIET_VERSIONS", 100, int, "a recurring incident is quiet after this many versions without an occurrence (and AUDIT_INCIDENT_QUIET_SECONDS)"),
+    _S("AUDIT_INCIDENT_QUIET_SECONDS", 3600, int, "... and this long since its last occurrence"),
+    _S("AUDIT_INCIDENT_RESOLVE_SECONDS", 604800, int, "a quiet incident is resolved after this long without an occurrence"),
     # --- API and pages ---
     _S("AUDIT_MAX_BODY_BYTES", 2621440, int, "larger request bodies answer 413 (JSON on `/api/`, a page on forms)", "DATA_UPLOAD_MAX_MEMORY_SIZE"),
     _S("AUDIT_API_EXPENSIVE_RATE", "60/minute", str, "per user/token rate of explain, the analyses and full-zoom timelines (429 over it; empty = off)"),

@@ -43,6 +43,7 @@ from audit.core.numbers import log_int
 from audit.core.runs.table import AuditedTable
 from audit.core.runs.unpublished import table_publish_lag
 from audit.health.models import HealthPoint, TableChange, TableHealth
+from audit.ingest.bulkload import insert_rows
 from audit.ingest.columns import fit_columns
 from audit.models import Table
 from audit.reads.activity import stored_activity
@@ -105,7 +106,7 @@ def store_points(table_id: int, history: History, start: int, end: int) -> int:
         chunk_bytes += len(data)
         if version > start:
             data_of[version] = data
-    rows: list[HealthPoint] = []
+    rows: list[dict[str, Any]] = []
     for version in reversed(chunk):
         summary = history.summary(version)
         point = {
@@ -116,7 +117,7 @@ def store_points(table_id: int, history: History, start: int, end: int) -> int:
             "total_bytes": current[1],  # exact here; two adds of 2**62 are stored clamped
             "small_files": current[2],
         }
-        rows.append(HealthPoint(**fit_columns(HealthPoint, point)))
+        rows.append(fit_columns(HealthPoint, point))
         if version == start:
             break
         limit = small_file_limit(history.properties_at(version))
@@ -125,7 +126,7 @@ def store_points(table_id: int, history: History, start: int, end: int) -> int:
             _undo_summary(current, summary, limit)
         else:
             _undo_commit(current, parse_commit(version, data), limit)
-    HealthPoint.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
+    insert_rows(HealthPoint, rows)
     return chunk_bytes
 
 

@@ -54,7 +54,6 @@ logger = logging.getLogger(__name__)
 CHUNK_LOAD_LIMIT = 10_000
 # The core's prevent statements read the engines of the last 1,000 commits (statements.py).
 ENGINES_SEEN = 1000
-RULES = StatusRules()
 
 
 def first_needed(findings: Sequence[Finding], first: int, end: int, *, engines: bool = True) -> int:
@@ -100,6 +99,7 @@ def refresh_incidents(
             return None
         history = tailed.history(start=lo, end=end)
     now_ms = int(time.time() * 1000)
+    rules = tailed.options.incident_rules or StatusRules()
     try:
         incidents = incidents_of(
             history,
@@ -107,19 +107,21 @@ def refresh_incidents(
             check_data=tailed.options.check_data,
             read_roots=tailed.options.read_roots,
             now_ms=now_ms,
-            rules=RULES,
+            rules=rules,
             acknowledged=acknowledgements(table.id),
         )
     except Exception:  # a bug of ours on an odd log must not stop the table's tail
         logger.exception("table %s: incidents not recomputed", table.id)
         return None
-    recheck = {i.id: recheck_at(i, history, now_ms) for i in incidents}
+    recheck = {i.id: recheck_at(i, history, now_ms, rules) for i in incidents}
     with transaction.atomic():
         (lease or TableLease(table.id)).keep()  # first: a lost lease stores nothing
         return store_incidents(table.id, incidents, found, now=timezone.now(), recheck_at=recheck)
 
 
-def recheck_at(incident: Incident, history: History, now_ms: int) -> datetime | None:
+def recheck_at(
+    incident: Incident, history: History, now_ms: int, rules: StatusRules
+) -> datetime | None:
     """When the incident's status changes with time alone (no new commit), or None: a
     recurring cause far enough back in versions turns quiet after `quiet_ms`, and resolved
     after `resolve_ms`."""
@@ -130,9 +132,9 @@ def recheck_at(incident: Incident, history: History, now_ms: int) -> datetime | 
     if summary is None or summary.timestamp is None:
         return None
     if incident.status == IncidentStatus.QUIET:
-        at = summary.timestamp + RULES.resolve_ms
-    elif history.latest_version - last >= RULES.quiet_versions:
-        at = summary.timestamp + RULES.quiet_ms
+        at = summary.timestamp + rules.resolve_ms
+    elif history.latest_version - last >= rules.quiet_versions:
+        at = summary.timestamp + rules.quiet_ms
     else:
         return None  # new commits are needed first: their refresh recomputes it
     # Past already: the status computed now took it into account.

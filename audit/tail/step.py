@@ -25,6 +25,7 @@ from audit.core.integrity.gaps import HistoryGap, find_history_gap, history_gap_
 from audit.core.log import DeltaLog
 from audit.core.runs.table import AuditedTable, AuditOptions, open_table
 from audit.core.vocab import TABLE_LEVEL_KINDS, StorageCause
+from audit.incidents.rules import incident_rules
 from audit.ingest.chunk import store_history_chunk
 from audit.ingest.findings import findings_in, upsert_findings
 from audit.ingest.health_store import listing_health_due, store_listing_health
@@ -51,6 +52,7 @@ def tail_options(uri: str) -> AuditOptions:
         read_roots=read_scope_of(uri),
         sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
         dv_limits=dv_limits(),
+        incident_rules=incident_rules(),
     )
 
 

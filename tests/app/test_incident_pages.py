@@ -212,3 +212,21 @@ def test_it_links_a_finding_to_its_incident(reorder, team):
     html = page(team["viewer"], f"/findings/{finding.id}/")
     cell = html[html.index('id="finding-incident"') :][:800]
     assert f'href="{incident_url(incident)}"' in cell and escape(incident.headline) in cell
+
+
+def test_it_lists_incidents_read_only_in_the_django_admin(reorder, django_user_model):
+    """Staff see the tail's incidents in the admin (escaped, like every admin list) and can
+    neither add nor edit one: the next refresh would overwrite it."""
+    staff = django_user_model.objects.create_superuser("p-staff", password="password")
+    incident = Incident.objects.get(table=reorder)
+    Incident.objects.filter(pk=incident.pk).update(headline=HOSTILE)
+    client = session_client(staff)
+    listing = client.get("/admin/audit/incident/")
+    assert listing.status_code == 200
+    html = listing.content.decode()
+    assert incident.incident_id in html and escape(HOSTILE) in html and HOSTILE not in html
+    assert client.get("/admin/audit/incident/add/").status_code == 403
+    change = client.post(f"/admin/audit/incident/{incident.pk}/change/", {"headline": "edited"})
+    assert change.status_code == 403
+    assert Incident.objects.get(pk=incident.pk).headline == HOSTILE
+    assert client.get(f"/admin/audit/incident/{incident.pk}/change/").status_code == 200  # a view

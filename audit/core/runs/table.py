@@ -28,6 +28,7 @@ from audit.core.data.dv import DvLimits
 from audit.core.history.summary import History, Parallel, history_from_log, paused_gc
 from audit.core.incidents.build import incidents_of
 from audit.core.incidents.model import Incident
+from audit.core.incidents.status import StatusRules
 from audit.core.log import DeltaLog
 from audit.core.model import Finding
 from audit.core.runs.tailwindow import audit_tail_chunk, load_tail_history
@@ -44,13 +45,15 @@ class AuditOptions:
     never-existed rows, duplicate keys); `read_roots`: only inside these roots (None: the
     table's own root; storage/roots.py); `sample_rows`: the rows a witness keeps (0: counts
     only; None: the witness's default); `key_columns`: the table's declared key;
-    `dv_limits`: what deletion vectors may cost (None: the defaults)."""
+    `dv_limits`: what deletion vectors may cost (None: the defaults); `incident_rules`: when a
+    recurring incident turns quiet and resolved (None: the defaults)."""
 
     check_data: bool = True
     read_roots: Sequence[str] | None = None
     sample_rows: int | None = None
     key_columns: tuple[str, ...] = ()
     dv_limits: DvLimits | None = None
+    incident_rules: StatusRules | None = None
 
 
 # The log only: no data file read (the analyses, the advice, the benchmarks of the log).
@@ -154,6 +157,7 @@ class AuditedTable:
             check_data=options.check_data,
             read_roots=options.read_roots,
             now_ms=now_ms,
+            rules=options.incident_rules or StatusRules(),
         )
 
 

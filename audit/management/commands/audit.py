@@ -27,6 +27,7 @@ from audit.core.runs.sections import add_data_scan, add_health_and_changes
 from audit.core.runs.table import AuditedTable, AuditOptions, open_table
 from audit.core.storage.roots import table_scope
 from audit.core.vocab import Severity
+from audit.incidents.rules import incident_rules
 from audit.trust.limits import dv_limits
 
 
@@ -144,6 +145,7 @@ def _options(uri: str, keys: list[str], options: dict) -> AuditOptions:
         sample_rows=settings.AUDIT_WITNESS_SAMPLE_ROWS,
         key_columns=tuple(keys),
         dv_limits=dv_limits(),
+        incident_rules=incident_rules(),
     )
 
 
