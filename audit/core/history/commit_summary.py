@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from audit.core.history.digest import FileFacts, Interner
-from audit.core.history.provenance import commit_extra, commit_times, share_key
+from audit.core.history.provenance import DEFINED_KEYS, commit_extra, commit_times, share_key
 from audit.core.model import (
     EMPTY_SET,
     SUMMARY_FIELDS,
@@ -28,7 +28,7 @@ from audit.core.model import (
     RemoveFile,
     pack_parameters,
 )
-from audit.core.numbers import log_int, log_version
+from audit.core.numbers import INT64_MAX, INT64_MIN, log_int, log_version
 from audit.core.predicates import parse_predicate
 from audit.core.vocab import Engine, IsolationLevel, Operation, ReadVersionFact
 
@@ -65,6 +65,21 @@ _FACTS = "facts"
 # delta-rs MERGE keeps the join condition in `mergePredicate` (its `predicate` is only the
 # partition filter it derived), Spark MERGE in `predicate`: the condition comes first.
 _PREDICATE_PARAMETERS = ("mergePredicate", "predicate", "replaceWhere", "condition")
+
+# commitInfo keys that give a commit no provenance: the defined ones but those commit_extra
+# keeps (client version, user metadata, notebook, job, tags) and the in-commit timestamp.
+_NO_PROVENANCE_KEYS = DEFINED_KEYS - {
+    "clientVersion",
+    "userMetadata",
+    "notebook",
+    "job",
+    "tags",
+    "inCommitTimestamp",
+}
+# detect_engine's answers by (engineInfo, clientVersion) when those are text or absent and
+# name a writer: a log repeats a few of them. Bounded, as the interner's shared dicts.
+_ENGINES: dict[tuple[str | None, str | None], Engine] = {}
+_ENGINES_LIMIT = 4096
 
 # summarize_digest passes the fields positionally, in SUMMARY_FIELDS order (a call naming 36
 # keywords costs several times the positional one, and this runs once per commit).
@@ -190,6 +205,8 @@ def _provenance(
     """What the commit says of who wrote it beyond the summary's fields; one shared dict per
     distinct set of values (a writer repeats its client version on every commit). The times
     of a commit are its own: they join a copy, never the shared dict."""
+    if info.keys() <= _NO_PROVENANCE_KEYS:
+        return None  # most commits: commit_extra and commit_times would find nothing
     extra = commit_extra(info)
     key = share_key(extra)
     if key is not None:
@@ -347,6 +364,27 @@ def _derive_blind_append(
 
 
 def detect_engine(info: dict[str, Any]) -> Engine:
+    raw = info.get("engineInfo"), info.get("clientVersion")
+    # Neither set: the answer depends on other keys, not cached.
+    cacheable = (raw[0] or raw[1]) and _hashable_texts(raw)
+    if cacheable:
+        cached = _ENGINES.get(raw)
+        if cached is not None:
+            return cached
+    engine = _detect_engine(info)
+    if cacheable:
+        if len(_ENGINES) >= _ENGINES_LIMIT:
+            _ENGINES.clear()
+        _ENGINES[raw] = engine
+    return engine
+
+
+def _hashable_texts(values: tuple[Any, Any]) -> bool:
+    first, second = values
+    return (first is None or type(first) is str) and (second is None or type(second) is str)
+
+
+def _detect_engine(info: dict[str, Any]) -> Engine:
     engine_info = str(info.get("engineInfo") or "")
     client = str(info.get("clientVersion") or "")
     lowered = f"{engine_info} {client}".lower()
@@ -398,6 +436,10 @@ def _canonical_level(value: str | None) -> str | None:
 
 
 def _timestamp(info: dict[str, Any], file_time: int | None) -> tuple[int | None, ReadVersionFact]:
+    value = info.get("timestamp")
+    # The common commit first: no in-commit timestamp, a JSON int (as log_int takes it).
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX and "inCommitTimestamp" not in info:
+        return value, _RECORDED
     for key in ("inCommitTimestamp", "timestamp"):
         value = _as_int(info.get(key))
         if value is not None:
