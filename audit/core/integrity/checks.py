@@ -105,7 +105,12 @@ def _dv_rows(dv: dict[str, Any] | None) -> int:
 
 
 def _metric(metrics: dict[str, Any], name: str) -> int | None:
-    return log_int(metrics.get(name))
+    value = metrics.get(name)
+    # Spark writes metrics as short texts of ASCII digits: what log_int reads as int(value)
+    # (up to 18 digits, always in range), without its pattern match.
+    if type(value) is str and len(value) < 19 and value.isascii() and value.isdigit():
+        return int(value)
+    return log_int(value)
 
 
 def _listed(paths: list[str]) -> list[str]:
