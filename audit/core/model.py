@@ -188,6 +188,19 @@ class CommitSizes(MutableMapping[int, int]):
         return self._other[version]
 
     def __setitem__(self, version: int, size: int) -> None:
+        sizes, base = self._sizes, self._base
+        # The next version of a run being read (once a commit): appended, as below would.
+        if (
+            base is not None
+            and type(version) is int
+            and version - base == len(sizes) <= 1 << 26
+            and type(size) is int
+            and 0 <= size < 1 << 62
+            and version not in self._other
+        ):
+            sizes.append(size)
+            self._count += 1
+            return
         if self._base is None and type(version) is int:
             self._base = version
         index = self._index(version)

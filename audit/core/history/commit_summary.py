@@ -9,14 +9,13 @@ commit was a blind append. `summary.py` runs them over a whole history.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from audit.core.history.digest import FileFacts, Interner
-from audit.core.history.provenance import commit_extra, commit_times, share_key
+from audit.core.history.provenance import DEFINED_KEYS, commit_extra, commit_times, share_key
 from audit.core.model import (
     EMPTY_SET,
     SUMMARY_FIELDS,
@@ -28,7 +27,7 @@ from audit.core.model import (
     RemoveFile,
     pack_parameters,
 )
-from audit.core.numbers import log_int, log_version
+from audit.core.numbers import INT64_MAX, INT64_MIN, log_int, log_version
 from audit.core.predicates import parse_predicate
 from audit.core.vocab import Engine, IsolationLevel, Operation, ReadVersionFact
 
@@ -65,6 +64,21 @@ _FACTS = "facts"
 # delta-rs MERGE keeps the join condition in `mergePredicate` (its `predicate` is only the
 # partition filter it derived), Spark MERGE in `predicate`: the condition comes first.
 _PREDICATE_PARAMETERS = ("mergePredicate", "predicate", "replaceWhere", "condition")
+
+# commitInfo keys that give a commit no provenance: the defined ones but those commit_extra
+# keeps (client version, user metadata, notebook, job, tags) and the in-commit timestamp.
+_NO_PROVENANCE_KEYS = DEFINED_KEYS - {
+    "clientVersion",
+    "userMetadata",
+    "notebook",
+    "job",
+    "tags",
+    "inCommitTimestamp",
+}
+# detect_engine's answers by (engineInfo, clientVersion) when those are text or absent and
+# name a writer: a log repeats a few of them. Bounded, as the interner's shared dicts.
+_ENGINES: dict[tuple[str | None, str | None], Engine] = {}
+_ENGINES_LIMIT = 4096
 
 # summarize_digest passes the fields positionally, in SUMMARY_FIELDS order (a call naming 36
 # keywords costs several times the positional one, and this runs once per commit).
@@ -190,6 +204,8 @@ def _provenance(
     """What the commit says of who wrote it beyond the summary's fields; one shared dict per
     distinct set of values (a writer repeats its client version on every commit). The times
     of a commit are its own: they join a copy, never the shared dict."""
+    if info.keys() <= _NO_PROVENANCE_KEYS:
+        return None  # most commits: commit_extra and commit_times would find nothing
     extra = commit_extra(info)
     key = share_key(extra)
     if key is not None:
@@ -301,9 +317,11 @@ def decode_parameters(raw: Any) -> dict[str, Any]:
     decoded: dict[str, Any] = {}
     for key, value in raw.items():
         if isinstance(value, str) and value[:1] in ("[", "{"):
-            # Not JSON after all (e.g. a predicate starting with "["): keep the text.
-            with contextlib.suppress(orjson.JSONDecodeError):
+            # try/except, not contextlib.suppress: a context manager per value costs more.
+            try:  # noqa: SIM105
                 value = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                pass  # not JSON after all (e.g. a predicate starting with "["): keep the text
         decoded[str(key)] = value
     return decoded
 
@@ -347,6 +365,27 @@ def _derive_blind_append(
 
 
 def detect_engine(info: dict[str, Any]) -> Engine:
+    raw = info.get("engineInfo"), info.get("clientVersion")
+    # Neither set: the answer depends on other keys, not cached.
+    cacheable = (raw[0] or raw[1]) and _hashable_texts(raw)
+    if cacheable:
+        cached = _ENGINES.get(raw)
+        if cached is not None:
+            return cached
+    engine = _detect_engine(info)
+    if cacheable:
+        if len(_ENGINES) >= _ENGINES_LIMIT:
+            _ENGINES.clear()
+        _ENGINES[raw] = engine
+    return engine
+
+
+def _hashable_texts(values: tuple[Any, Any]) -> bool:
+    first, second = values
+    return (first is None or type(first) is str) and (second is None or type(second) is str)
+
+
+def _detect_engine(info: dict[str, Any]) -> Engine:
     engine_info = str(info.get("engineInfo") or "")
     client = str(info.get("clientVersion") or "")
     lowered = f"{engine_info} {client}".lower()
@@ -398,6 +437,10 @@ def _canonical_level(value: str | None) -> str | None:
 
 
 def _timestamp(info: dict[str, Any], file_time: int | None) -> tuple[int | None, ReadVersionFact]:
+    value = info.get("timestamp")
+    # The common commit first: no in-commit timestamp, a JSON int (as log_int takes it).
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX and "inCommitTimestamp" not in info:
+        return value, _RECORDED
     for key in ("inCommitTimestamp", "timestamp"):
         value = _as_int(info.get(key))
         if value is not None:

@@ -14,13 +14,13 @@ equal summaries (tests/core/test_fast_summaries_equal_the_exact_ones.py compares
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NamedTuple
+from urllib.parse import unquote
 
 import orjson
 
 from audit.core.integrity.refs import FileRef
-from audit.core.log.actions import _file_path, _Malformed
+from audit.core.log.actions import _Malformed
 from audit.core.log.coerce import _partition_values
 from audit.core.log.commits import _SlowPath, load_actions, split_actions
 from audit.core.model import (
@@ -39,6 +39,14 @@ _SHARED_LIMIT = 4096
 _EMPTY_DICT = SHARED_EMPTY_DICT  # the summary keeps no copy of it (commit_record.py)
 # No paths: one shared list, never written (the summary packs it to None).
 _NO_PATHS: list[str] = []
+# A remove's FileRef has no stats and no row id.
+_NO_STATS = (None, None)
+# Equal to no partitionValues: what `_partition` leaves to compare with when its values
+# cannot stand for their key.
+_UNEQUAL = object()
+# tuple.__new__ called directly: a NamedTuple's __new__ is a Python function, and the walk
+# below builds one FileRef per action.
+_new_tuple = tuple.__new__
 
 
 class Interner:
@@ -48,7 +56,7 @@ class Interner:
     frozensets keeps 100k summaries from holding 100k copies of each.
     """
 
-    __slots__ = ("_keys", "_sets", "_texts", "_dicts")
+    __slots__ = ("_keys", "_sets", "_texts", "_dicts", "last_partition")
 
     def __init__(self, share_dicts: bool = False) -> None:
         self._keys: dict[PartitionKey, PartitionKey] = {}
@@ -57,6 +65,8 @@ class Interner:
         # Shared dicts (facts, decoded operation parameters) only for histories nobody edits in
         # place: the Spark job re-derives facts on its summaries, so its interner shares none.
         self._dicts: dict[Any, Any] | None = {} if share_dicts else None
+        # The last partitionValues digested and their key (digest._partition).
+        self.last_partition: tuple[Any, PartitionKey] = (_UNEQUAL, ())
 
     @property
     def shares_dicts(self) -> bool:
@@ -133,113 +143,155 @@ def digest_refs(
         return None
     if not actions:
         return None
-    commit = Commit(version=version)
-    add_refs: list[FileRef] = []
-    remove_refs: list[FileRef] = []
+    commit = Commit(version)
     try:
         adds, removes = split_actions(actions, commit, None)
-        files = file_facts(adds, removes, interner, (add_refs, remove_refs))
-        return commit, files, add_refs, remove_refs
+        added = _add_side(adds, interner)
+        removed = _remove_side(removes, interner)
     except (_SlowPath, _Malformed):
         return None
+    return commit, _facts(added, removed, len(adds), len(removes), interner), added[6], removed[6]
 
 
-def file_facts(
-    adds: list[dict[str, Any]],
-    removes: list[dict[str, Any]],
+def _facts(
+    added: tuple[Any, ...],
+    removed: tuple[Any, ...],
+    num_adds: int,
+    num_removes: int,
     interner: Interner,
-    refs: tuple[list[FileRef], list[FileRef]] | None = None,
 ) -> FileFacts:
-    """Reduce add/remove action dicts as summary._data_files does their objects.
-
-    Sets are filled in action order, as there, so they iterate in the same order too.
-    `refs`, when given, receives each add and remove as a `FileRef` (integrity_refs).
-    """
-    key = interner.key
-    add_refs, remove_refs = refs if refs is not None else (None, None)
-    files_added, bytes_added, added_keys, added, compacted, _ = _file_side(
-        adds, "add", key, add_refs
-    )
-    files_removed, bytes_removed, removed_keys, removed, kept, compacted_keys = _file_side(
-        removes, "remove", key, remove_refs
-    )
+    """The `FileFacts` of what `_add_side` and `_remove_side` gathered."""
+    files_added, bytes_added, added_keys, added_paths, compacted, has_dv, _ = added
+    files_removed, bytes_removed, removed_keys, removed_paths, kept, kept_keys, _ = removed
+    partitions = interner.partitions
     # Paths stay lists in action order: the summary packs them (model.pack_paths).
-    removed_paths = removed if files_removed else _NO_PATHS
-    every_remove_changes = not kept
-    has_dv = False
-    for action in adds:
-        dv = action.get("deletionVector")
-        if type(dv) is dict and dv:
-            has_dv = True
-            break
-    return FileFacts(
-        files_added,
-        bytes_added,
-        interner.partitions(added_keys),
-        added if files_added else _NO_PATHS,
-        files_removed,
-        bytes_removed,
-        interner.partitions(removed_keys),
-        removed_paths,
-        # Every remove, dataChange or not: the same set when all of them change data.
-        removed_paths if every_remove_changes else removed + kept,
-        compacted if compacted else _NO_PATHS,
-        EMPTY_SET if every_remove_changes else interner.partitions(compacted_keys),
-        has_dv,
-        len(adds),
-        len(removes),
+    if not files_removed:
+        removed_paths = _NO_PATHS
+    # Built as a plain tuple: the NamedTuple's own __new__ is a Python call per commit.
+    return _new_tuple(
+        FileFacts,
+        (
+            files_added,
+            bytes_added,
+            partitions(added_keys),
+            added_paths if files_added else _NO_PATHS,
+            files_removed,
+            bytes_removed,
+            partitions(removed_keys),
+            removed_paths,
+            # Every remove, dataChange or not: the same list when all of them change data.
+            removed_paths if not kept else removed_paths + kept,
+            compacted if compacted else _NO_PATHS,
+            EMPTY_SET if not kept else partitions(kept_keys),
+            has_dv,
+            num_adds,
+            num_removes,
+        ),
     )
 
 
-def _file_side(
-    actions: list[dict[str, Any]],
-    action: str,
-    key: Callable[[PartitionValues], PartitionKey],
-    refs: list[FileRef] | None = None,
-) -> tuple[int, int, set[PartitionKey], list[str], list[str], set[PartitionKey]]:
-    """Count, bytes, partitions and paths of the data-changing `actions`; paths and
-    partitions of the others (compaction: dataChange is the boolean false). Each action
-    also goes to `refs` as a FileRef, coerced as integrity_refs.refs_of_actions does."""
+def _add_side(adds: list[dict[str, Any]], interner: Interner) -> tuple[Any, ...]:
+    """Count, bytes, partitions and paths of the data-changing adds, the paths of the others
+    (compaction: dataChange is the boolean false), whether one carries a deletion vector, and
+    every add as a FileRef, coerced as integrity_refs.refs_of_actions does (one walk)."""
     count = total = 0
     keys: set[PartitionKey] = set()
     paths: list[str] = []
-    other_paths: list[str] = []
-    other_keys: set[PartitionKey] = set()
-    is_add = action == "add"
-    for item in actions:
-        path = _file_path(item, action)
-        change = item.get("dataChange")
-        if refs is not None:
-            dv = item.get("deletionVector")
-            if is_add:
-                stats, row_id = item.get("stats"), item.get("baseRowId")
-                refs.append(
-                    FileRef(
-                        path,
-                        change if type(change) is bool else True,
-                        dv if type(dv) is dict else None,
-                        stats if type(stats) is str else None,
-                        row_id if type(row_id) is int else None,
-                    )
-                )
-            else:
-                refs.append(
-                    FileRef(
-                        path,
-                        change if type(change) is bool else True,
-                        dv if type(dv) is dict else None,
-                        None,
-                        None,
-                    )
-                )
+    compacted: list[str] = []
+    refs: list[FileRef] = []
+    has_dv = False
+    last_values, last_key = interner.last_partition
+    for item in adds:
+        get = item.get
+        path = get("path")
+        if type(path) is not str or not path:
+            raise _Malformed("add action without a path")
+        if "%" in path:  # as _decode_path
+            path = unquote(path)
+        change, dv, stats, row_id = (
+            get("dataChange"),
+            get("deletionVector"),
+            get("stats"),
+            get("baseRowId"),
+        )
+        if type(dv) is not dict:
+            dv = None
+        elif dv:
+            has_dv = True
+        refs.append(
+            _new_tuple(
+                FileRef,
+                (
+                    path,
+                    change if type(change) is bool else True,
+                    dv,
+                    stats if type(stats) is str else None,
+                    row_id if type(row_id) is int else None,
+                ),
+            )
+        )
         if change is False:
-            other_paths.append(path)
-            other_keys.add(key(_partition_values(item.get("partitionValues"))))
+            compacted.append(path)
             continue
         count += 1
-        size = item.get("size")
+        size = get("size")
         if type(size) is int and 0 <= size <= INT64_MAX:
             total += size
-        keys.add(key(_partition_values(item.get("partitionValues"))))
+        values = get("partitionValues")
+        if values != last_values:  # most adds of a commit (and of a log) share one partition
+            last_values, last_key = _partition(values, interner)
+        keys.add(last_key)
         paths.append(path)
-    return count, total, keys, paths, other_paths, other_keys
+    interner.last_partition = (last_values, last_key)
+    return count, total, keys, paths, compacted, has_dv, refs
+
+
+def _remove_side(removes: list[dict[str, Any]], interner: Interner) -> tuple[Any, ...]:
+    """Count, bytes, partitions and paths of the data-changing removes, paths and partitions
+    of the others, and every remove as a FileRef (as `_add_side`)."""
+    count = total = 0
+    keys: set[PartitionKey] = set()
+    paths: list[str] = []
+    kept: list[str] = []
+    kept_keys: set[PartitionKey] = set()
+    refs: list[FileRef] = []
+    last_values, last_key = interner.last_partition
+    for item in removes:
+        get = item.get
+        path = get("path")
+        if type(path) is not str or not path:
+            raise _Malformed("remove action without a path")
+        if "%" in path:
+            path = unquote(path)
+        change, dv = get("dataChange"), get("deletionVector")
+        refs.append(
+            _new_tuple(
+                FileRef,
+                (path, change if type(change) is bool else True, dv if type(dv) is dict else None)
+                + _NO_STATS,
+            )
+        )
+        values = get("partitionValues")
+        if values != last_values:
+            last_values, last_key = _partition(values, interner)
+        if change is False:
+            kept.append(path)
+            kept_keys.add(last_key)
+            continue
+        count += 1
+        size = get("size")
+        if type(size) is int and 0 <= size <= INT64_MAX:
+            total += size
+        keys.add(last_key)
+        paths.append(path)
+    interner.last_partition = (last_values, last_key)
+    return count, total, keys, paths, kept, kept_keys, refs
+
+
+def _partition(values: Any, interner: Interner) -> tuple[Any, PartitionKey]:
+    """The partition key of an action's partitionValues, and what later actions compare their
+    own with to reuse it: the values themselves when they are a well-formed object (all text
+    or null: a dict equal to it then has the same key) or null, else a marker equal to nothing."""
+    coerced = _partition_values(values)
+    key = interner.key(coerced)
+    return (values if coerced is values or values is None else _UNEQUAL), key

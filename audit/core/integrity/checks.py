@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from audit.core import severity as sev
@@ -83,6 +85,13 @@ class _Commit:
     added_keys: dict[str, FileRef]
     metrics: dict[str, Any]
     operation: str | None
+    add_keys: list[str]  # path_key of each add, in action order
+    remove_keys: list[str]
+
+
+# A FileRef's path (its first field), for map().
+_path_of = itemgetter(0)
+_data_change_of = itemgetter(1)
 
 
 def dv_identity(dv: dict[str, Any] | None) -> str | None:
@@ -96,7 +105,12 @@ def _dv_rows(dv: dict[str, Any] | None) -> int:
 
 
 def _metric(metrics: dict[str, Any], name: str) -> int | None:
-    return log_int(metrics.get(name))
+    value = metrics.get(name)
+    # Spark writes metrics as short texts of ASCII digits: what log_int reads as int(value)
+    # (up to 18 digits, always in range), without its pattern match.
+    if type(value) is str and len(value) < 19 and value.isascii() and value.isdigit():
+        return int(value)
+    return log_int(value)
 
 
 def _listed(paths: list[str]) -> list[str]:
@@ -119,6 +133,9 @@ class IntegrityChecker:
     protocol: Protocol | None = None
     _counts: dict[str, int] = field(default_factory=dict)
     _allowed: tuple[Protocol | None, bool, bool, bool] = (None, False, False, False)
+    # The protocol that allows every action the checks look at (None: not known yet): an
+    # append under it needs no protocol check.
+    _permissive: Protocol | None = None
 
     def __post_init__(self) -> None:
         if self.base is not None:
@@ -133,18 +150,23 @@ class IntegrityChecker:
         """Check one commit: its non-file actions in `commit`, its files as refs."""
         if commit.protocol is not None:
             self.protocol = commit.protocol
-        if not removes and self._observe_append(commit, adds):
+        # Each path's key once a commit: every check below reads them.
+        add_keys = list(map(path_key, map(_path_of, adds)))
+        if not removes and self._observe_append(commit, adds, add_keys):
             return
         info = commit.commit_info or {}
         metrics = info.get("operationMetrics")
+        remove_keys = list(map(path_key, map(_path_of, removes)))
         facts = _Commit(
             commit,
             adds,
             removes,
-            {path_key(r.path) for r in removes},
+            set(remove_keys),
             {},
             metrics if isinstance(metrics, dict) else {},
             info.get("operation") if isinstance(info.get("operation"), str) else None,
+            add_keys,
+            remove_keys,
         )
         self._protocol_checks(commit, adds, removes)
         self._metric_checks(facts)
@@ -159,7 +181,7 @@ class IntegrityChecker:
         for key, add in facts.added_keys.items():
             live[key] = (version, add)
 
-    def _observe_append(self, commit: Commit, adds: list[FileRef]) -> bool:
+    def _observe_append(self, commit: Commit, adds: list[FileRef], keys: list[str]) -> bool:
         """The fast path of a commit that only adds new paths (most of a log): only the
         protocol can object to it. False, having changed nothing, for anything else.
 
@@ -169,14 +191,14 @@ class IntegrityChecker:
         metrics = (commit.commit_info or {}).get("operationMetrics")
         if isinstance(metrics, dict) and not _FILE_METRICS.isdisjoint(metrics):
             return False
-        live = self.live
-        keys = [path_key(add.path) for add in adds]
-        if len(set(keys)) != len(keys) or any(key in live for key in keys):
-            return False
-        self._protocol_checks(commit, adds, ())
         version = commit.version
-        for key, add in zip(keys, adds, strict=True):
-            live[key] = (version, add)
+        entries = dict(zip(keys, zip(repeat(version), adds, strict=False), strict=True))
+        live = self.live
+        if len(entries) != len(keys) or not live.keys().isdisjoint(entries):
+            return False
+        if self.protocol is not self._permissive:
+            self._protocol_checks(commit, adds, ())
+        live.update(entries)
         return True
 
     # ------------------------------------------------------------------ files
@@ -185,8 +207,7 @@ class IntegrityChecker:
         """The live files the commit's removes replace (None when unknown); reports unknown ones."""
         replaced: list[FileRef | None] = []
         unknown: list[str] = []
-        for remove in facts.removes:
-            key = path_key(remove.path)
+        for remove, key in zip(facts.removes, facts.remove_keys, strict=True):
             entry = self.live.get(key)
             replaced.append(entry[1] if entry is not None else None)
             if entry is None and not self._removed_concurrently(key, _read_version(facts.commit)):
@@ -207,8 +228,7 @@ class IntegrityChecker:
         version = facts.commit.version
         replaced: list[FileRef | None] = []
         duplicates: dict[str, int] = {}
-        for add in facts.adds:
-            key = path_key(add.path)
+        for add, key in zip(facts.adds, facts.add_keys, strict=True):
             if key in facts.added_keys:
                 duplicates[add.path] = version  # the same path twice in one commit
             facts.added_keys[key] = add
@@ -226,7 +246,7 @@ class IntegrityChecker:
         return replaced
 
     def _rewrite_check(self, facts: _Commit, replaced: list[FileRef | None]) -> None:
-        if any(a.data_change for a in facts.adds) or any(r.data_change for r in facts.removes):
+        if any(map(_data_change_of, facts.adds)) or any(map(_data_change_of, facts.removes)):
             return
         before = _live_rows(replaced)
         after = _live_rows(facts.adds)
@@ -242,8 +262,8 @@ class IntegrityChecker:
 
     def _metric_checks(self, facts: _Commit) -> None:
         commit, metrics = facts.commit, facts.metrics
-        if not metrics:
-            return
+        if not metrics or _FILE_METRICS.isdisjoint(metrics):
+            return  # most commits: nothing that counts files
         # Spark's WRITE `numFiles` is not checked: real Spark tables report more files than they
         # add (files of tasks whose output was dropped), so it contradicts nothing.
         added_names = _ADDED_METRICS + (
@@ -252,25 +272,18 @@ class IntegrityChecker:
         reported = [(n, True) for n in added_names if n in metrics]
         reported += [(n, False) for n in _REMOVED_METRICS if n in metrics]
         if not reported:
-            return  # most commits: nothing that counts files (cheap exit, no path sets)
+            return
         adds, removes = facts.adds, facts.removes
-        added_paths = {path_key(a.path) for a in adds}
-        removed_paths = {path_key(r.path) for r in removes}
-        # Engines count a deletion-vector update (remove + add of one path) either as a file
-        # change or separately (numDeletionVectorsAdded): accept both readings.
-        counts = {
-            True: {len(adds), len(added_paths - removed_paths), sum(a.data_change for a in adds)},
-            False: {
-                len(removes),
-                len(removed_paths - added_paths),
-                sum(r.data_change for r in removes),
-            },
-        }
         contradictions: dict[str, dict[str, int]] = {}
+        counts: dict[bool, set[int]] | None = None
         for name, is_add in reported:
             value = _metric(metrics, name)
-            if value is not None and value not in counts[is_add]:
-                actions = len(adds) if is_add else len(removes)
+            actions = len(adds) if is_add else len(removes)
+            if value is None or value == actions:
+                continue  # most metrics count the actions: no need for the other readings
+            if counts is None:
+                counts = _file_counts(facts)
+            if value not in counts[is_add]:
                 contradictions[name] = {"reported": value, "actions": actions}
         if contradictions:
             self._add(_metrics_finding(commit.version, facts.operation, contradictions))
@@ -292,6 +305,7 @@ class IntegrityChecker:
             )
         _, dv_ok, domains_ok, row_ids_ok = self._allowed
         if dv_ok and domains_ok and row_ids_ok:
+            self._permissive = protocol
             return
         problems: list[str] = []
         paths: list[str] = []
@@ -318,6 +332,24 @@ class IntegrityChecker:
         if count < MAX_FINDINGS_PER_KIND:
             self.findings.append(finding)
         self._counts[finding.kind] = count + 1
+
+
+def _file_counts(facts: _Commit) -> dict[bool, set[int]]:
+    """The file counts a metric may report, for adds (True) and removes (False).
+
+    Engines count a deletion-vector update (remove + add of one path) either as a file
+    change or separately (numDeletionVectorsAdded): accept both readings.
+    """
+    adds, removes = facts.adds, facts.removes
+    added_paths, removed_paths = set(facts.add_keys), facts.removed_keys
+    return {
+        True: {len(adds), len(added_paths - removed_paths), sum(a.data_change for a in adds)},
+        False: {
+            len(removes),
+            len(removed_paths - added_paths),
+            sum(r.data_change for r in removes),
+        },
+    }
 
 
 def _read_version(commit: Commit) -> int | None:

@@ -18,6 +18,7 @@ from audit.core.predicates.normalise import columns_of
 from audit.core.predicates.spark import SPARK_ATTRIBUTE
 
 _TEMPLATE_LITERAL = re.compile(r"(?<![\w#.:-])(\d{4}-\d{2}-\d{2}|\d+(?:\.\d+)?)(?![\w#.:-])")
+_EXPRESSION_ID = re.compile(r"#\d+")  # compiled once: this runs on every Spark attribute
 _MAX_TEMPLATE_LITERALS = 27  # date sentinels are 1000-01-01 .. 1000-01-27
 
 
@@ -56,7 +57,7 @@ def build_from_template(raw: str, texts: list[str]) -> Predicate | None:
 
 
 def _canonical_attribute(match: re.Match[str]) -> str:
-    return re.sub(r"#\d+", "#0", match.group(0))
+    return _EXPRESSION_ID.sub("#0", match.group(0))
 
 
 @functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
