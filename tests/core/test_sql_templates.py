@@ -92,3 +92,14 @@ def test_the_evaluator_answers_as_the_full_compile_does(sql, types):
     full = ev._compile(_parsed(sql), dict(types))
     for facts in FACTS:
         assert fast(lambda _name, f=facts: f) == full(lambda _name, f=facts: f)
+
+
+@pytest.mark.parametrize(
+    "sql", [*SQLS, "ts > CURRENT_TIMESTAMP - INTERVAL '1' DAY", "x / 2 > 3 AND d = '2024-01-01'"]
+)
+def test_a_predicates_shape_is_its_templates(sql):
+    from audit.core.incidents import causes
+
+    causes.predicate_shape.cache_clear()
+    shape = causes.predicate_shape(sql, sql)
+    assert shape == causes._shape_of(_parsed(sql))
