@@ -103,3 +103,30 @@ def test_a_predicates_shape_is_its_templates(sql):
     causes.predicate_shape.cache_clear()
     shape = causes.predicate_shape(sql, sql)
     assert shape == causes._shape_of(_parsed(sql))
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "t.date = '2024-01-01' AND t.id = s.id",
+        "t.id = s.id AND t.date = '2024-01-03' AND s.n > 5",
+        "date = '2024-01-02' AND id > 77",
+        "t.id = s.id AND s.n = 3",
+        "target.day >= '2024-01-01' AND target.k = source.k",
+    ],
+)
+def test_a_merge_conditions_target_part_is_the_one_the_parse_gives(sql):
+    from audit.core.data import witness
+    from audit.core.predicates import detect_target_alias
+    from audit.core.predicates.parsing import parse_predicate
+
+    pred = parse_predicate(sql)
+    assert literal_template(pred.sql) is not None  # the template path is the one under test
+    fast = witness.merge_target_part(pred)
+    kept, whole = witness._merge_kept(_parsed(pred.sql), detect_target_alias(pred))
+    if not kept:
+        assert fast is None
+    elif whole:
+        assert fast is pred
+    else:
+        assert fast == parse_predicate(witness._and_sql(kept))

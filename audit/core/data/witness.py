@@ -15,6 +15,7 @@ refused file is never opened and the witness lists it under `not_read`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -141,14 +142,63 @@ def effective_predicate(txn: Any) -> Predicate | None:
 
 def merge_target_part(predicate: Predicate) -> Predicate | None:
     """The conjuncts of a MERGE condition that involve only the target and literals."""
-    from sqlglot import exp
-
     from audit.core import predicates
+    from audit.core.predicates.sql_templates import literal_template, substitute
 
+    # MERGE conditions that differ only in their literals share their template's cut.
+    templated = literal_template(predicate.sql) if predicate.sql else None
+    if templated is not None:
+        part = _merge_template_part(templated[0])
+        if part is not _PARSE_IN_FULL:
+            if part is None or part is _WHOLE:
+                return predicate if part is _WHOLE else None
+            return predicates.parse_predicate(substitute(part, templated[1]))
     expression = predicates.expression_of(predicate)
     if expression is None:
         return None
-    alias = predicates.detect_target_alias(predicate)
+    kept, whole = _merge_kept(expression, predicates.detect_target_alias(predicate))
+    if not kept:
+        return None
+    if whole:
+        return predicate
+    return predicates.parse_predicate(_and_sql(kept))
+
+
+_PARSE_IN_FULL = object()
+_WHOLE = object()
+
+
+@functools.lru_cache(maxsize=4096)
+def _merge_template_part(template: str) -> Any:
+    """merge_target_part of a literal template: None, _WHOLE, the part's template SQL, or
+    _PARSE_IN_FULL when the template cannot stand for its conditions."""
+    from sqlglot import exp
+
+    from audit.core import predicates
+    from audit.core.predicates.sql_templates import SENTINEL, template_expression
+
+    expression = template_expression(template)
+    if expression is None or any(
+        SENTINEL.search(str(node.this)) for node in expression.find_all(exp.Identifier)
+    ):
+        return _PARSE_IN_FULL  # a literal inside a name: the alias could differ
+    alias = predicates.detect_target_alias(
+        Predicate(raw=template, sql=template, columns=frozenset())
+    )
+    kept, whole = _merge_kept(expression, alias)
+    if not kept:
+        return None
+    if whole:
+        return _WHOLE
+    sql = _and_sql(kept)
+    found = SENTINEL.findall(sql)
+    return sql if len(found) == len(set(found)) else _PARSE_IN_FULL
+
+
+def _merge_kept(expression: Any, alias: str | None) -> tuple[list[Any], bool]:
+    """The terms comparing target columns with literals, and whether they are all the terms."""
+    from sqlglot import exp
+
     terms = list(expression.flatten()) if isinstance(expression, exp.And) else [expression]
     kept = []
     for term in terms:
@@ -159,11 +209,13 @@ def merge_target_part(predicate: Predicate) -> Predicate | None:
             not c.table or (alias is not None and c.table.lower() == alias.lower()) for c in columns
         ):
             kept.append(term)
-    if not kept:
-        return None
-    if len(kept) == len(terms):
-        return predicate
-    return predicates.parse_predicate(exp.and_(*(t.copy() for t in kept)).sql())
+    return kept, len(kept) == len(terms)
+
+
+def _and_sql(terms: list[Any]) -> str:
+    from sqlglot import exp
+
+    return exp.and_(*(t.copy() for t in terms)).sql()
 
 
 def column_types_of(schema_string: str | None) -> dict[str, str]:
