@@ -32,6 +32,7 @@ class TableContext:
         self._matchers: dict[tuple[str, tuple[str, ...]], PartitionMatcher | None] = {}
         self._pinned: dict[tuple[tuple[str, str], ...], PartitionMatcher] = {}
         self._types: dict[int, dict[str, str]] = {}
+        self._states: dict[int, tuple[bool, bool]] = {}
         self._rlc_engine: dict[str | None, bool] = {}
         self.clustered = bool(history.state.clustering_columns)
         summaries = history.summaries
@@ -79,8 +80,20 @@ class TableContext:
         return self._types[key]
 
     def deletion_vectors_at(self, version: int) -> bool:
-        value = self.properties_at(version).get("delta.enableDeletionVectors", "")
-        return str(value).strip().lower() == "true"
+        return self._state_at(version)[0]
+
+    def _state_at(self, version: int) -> tuple[bool, bool]:
+        """(deletion vectors on, partitioned) at `version`: read once per metadata in force,
+        as every concurrent window asks again (60k windows of a contended 100k log)."""
+        metadata = self.metadata_at(version)
+        key = id(metadata)  # the history's timeline keeps each metadata alive
+        found = self._states.get(key)
+        if found is None:
+            config = metadata.configuration if metadata else {}
+            value = config.get("delta.enableDeletionVectors", "")
+            partitioned = bool(metadata.partition_columns) if metadata else False
+            found = self._states[key] = (str(value).strip().lower() == "true", partitioned)
+        return found
 
     def matcher(self, predicate: Predicate, read_version: int) -> PartitionMatcher | None:
         metadata = self.metadata_at(read_version)
@@ -104,8 +117,8 @@ class TableContext:
 
     def row_level_concurrency(self, txn: CommitSummary, read_version: int) -> bool:
         """Deletion vectors on an unpartitioned table, or liquid clustering, on Databricks ≥ 14.2."""
-        dv = self.deletion_vectors_at(read_version)
-        unpartitioned = not self.partition_columns_at(read_version)
+        dv, partitioned = self._state_at(read_version)
+        unpartitioned = not partitioned
         if not ((dv and unpartitioned) or self.clustered):
             return False
         if txn.engine_info not in self._rlc_engine:

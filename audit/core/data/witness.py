@@ -15,6 +15,7 @@ refused file is never opened and the witness lists it under `not_read`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from audit.core.data import dv, rowfilter
+from audit.core.data.files import DataFiles
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.jsonsafe import cell_value
 from audit.core.model import AddFile, CommitSummary, Metadata, Predicate
@@ -119,6 +121,7 @@ def confirm_candidate(
         names=names,
         roots=roots,
         sample_rows=sample_rows,
+        shared=vectors.files if vectors is not None else None,
     )
 
 
@@ -139,14 +142,63 @@ def effective_predicate(txn: Any) -> Predicate | None:
 
 def merge_target_part(predicate: Predicate) -> Predicate | None:
     """The conjuncts of a MERGE condition that involve only the target and literals."""
-    from sqlglot import exp
-
     from audit.core import predicates
+    from audit.core.predicates.sql_templates import literal_template, substitute
 
+    # MERGE conditions that differ only in their literals share their template's cut.
+    templated = literal_template(predicate.sql) if predicate.sql else None
+    if templated is not None:
+        part = _merge_template_part(templated[0])
+        if part is not _PARSE_IN_FULL:
+            if part is None or part is _WHOLE:
+                return predicate if part is _WHOLE else None
+            return predicates.parse_predicate(substitute(part, templated[1]))
     expression = predicates.expression_of(predicate)
     if expression is None:
         return None
-    alias = predicates.detect_target_alias(predicate)
+    kept, whole = _merge_kept(expression, predicates.detect_target_alias(predicate))
+    if not kept:
+        return None
+    if whole:
+        return predicate
+    return predicates.parse_predicate(_and_sql(kept))
+
+
+_PARSE_IN_FULL = object()
+_WHOLE = object()
+
+
+@functools.lru_cache(maxsize=4096)
+def _merge_template_part(template: str) -> Any:
+    """merge_target_part of a literal template: None, _WHOLE, the part's template SQL, or
+    _PARSE_IN_FULL when the template cannot stand for its conditions."""
+    from sqlglot import exp
+
+    from audit.core import predicates
+    from audit.core.predicates.sql_templates import SENTINEL, template_expression
+
+    expression = template_expression(template)
+    if expression is None or any(
+        SENTINEL.search(str(node.this)) for node in expression.find_all(exp.Identifier)
+    ):
+        return _PARSE_IN_FULL  # a literal inside a name: the alias could differ
+    alias = predicates.detect_target_alias(
+        Predicate(raw=template, sql=template, columns=frozenset())
+    )
+    kept, whole = _merge_kept(expression, alias)
+    if not kept:
+        return None
+    if whole:
+        return _WHOLE
+    sql = _and_sql(kept)
+    found = SENTINEL.findall(sql)
+    return sql if len(found) == len(set(found)) else _PARSE_IN_FULL
+
+
+def _merge_kept(expression: Any, alias: str | None) -> tuple[list[Any], bool]:
+    """The terms comparing target columns with literals, and whether they are all the terms."""
+    from sqlglot import exp
+
     terms = list(expression.flatten()) if isinstance(expression, exp.And) else [expression]
     kept = []
     for term in terms:
@@ -157,11 +209,13 @@ def merge_target_part(predicate: Predicate) -> Predicate | None:
             not c.table or (alias is not None and c.table.lower() == alias.lower()) for c in columns
         ):
             kept.append(term)
-    if not kept:
-        return None
-    if len(kept) == len(terms):
-        return predicate
-    return predicates.parse_predicate(exp.and_(*(t.copy() for t in kept)).sql())
+    return kept, len(kept) == len(terms)
+
+
+def _and_sql(terms: list[Any]) -> str:
+    from sqlglot import exp
+
+    return exp.and_(*(t.copy() for t in terms)).sql()
 
 
 def column_types_of(schema_string: str | None) -> dict[str, str]:
@@ -286,26 +340,26 @@ def find_rows(
     roots: Sequence[str] | None = None,
     sample_rows: int | None = None,
     vectors: dv.Loader | None = None,
+    shared: Any = None,
 ) -> Outcome:
     """Evaluate `predicate` on the rows of `adds`; rows found -> status "rows" with a witness
     keeping at most `sample_rows` of them (0: the count and the files only; None: the default).
 
-    Only files that resolve inside `roots` are opened (None: the table's own root only)."""
+    Only files that resolve inside `roots` are opened (None: the table's own root only);
+    paths `shared` (the pass's DataFiles) could not open are not tried again."""
     keep = MAX_SAMPLE_ROWS if sample_rows is None else max(sample_rows, 0)
-    files = DataFiles(table_uri, roots)
+    files = _reader(table_uri, roots, shared)
     matched_files: list[str] = []
     total = 0
     samples: list[dict[str, Any]] = []
     problems: list[str] = []
     vectors = vectors or dv.Loader(files)
     for add in sorted(adds, key=lambda a: a.path)[:MAX_FILES_READ]:
-        # Rows its deletion vector marks deleted are not in the table: they are left out, and
-        # a file whose vector cannot be read is not counted (it could confirm rows that are gone).
+        # Rows its deletion vector deletes are left out; a file whose vector cannot be read
+        # is not counted (it could confirm rows that are gone).
         deleted = vectors.get(add.deletion_vector)
         if isinstance(deleted, dv.Unusable):
-            if len(problems) < SHOWN_PROBLEMS:
-                shown = allowed.shown_path(add.path)
-                problems.append(scrub_error(f"{shown}: deletion vector unreadable ({deleted})"))
+            _note(problems, add.path, deleted)
             continue
         try:
             count, rows = _rows_in_file(
@@ -323,11 +377,8 @@ def find_rows(
             continue  # never opened; DataFiles.refused lists it for the witness
         except (OSError, pa.ArrowException, DeltaAuditError, ValueError) as err:
             # Scrubbed whole: a data file's URL or its reader's error can carry a SAS token.
-            # Only the lines the outcome can show are made (a vacuumed history fails every
-            # file: two scrubs each, ~150 µs, were most of a 100k-commit log's audit).
-            if len(problems) < SHOWN_PROBLEMS:
-                shown = allowed.shown_path(add.path)
-                problems.append(scrub_error(f"{shown}: {one_line(err, limit=300)}"))
+            # Only the lines the outcome can show are made (a vacuumed history fails all).
+            _note(problems, add.path, err)
             continue
         if count:
             matched_files.append(allowed.shown_path(add.path))
@@ -337,6 +388,23 @@ def find_rows(
         witness = _witness(matched_files, total, samples[:keep], predicate, partition_types)
         return Outcome("rows", {**witness, **_not_read(files)}, "")
     return _no_rows(files, problems)
+
+
+def _note(problems: list[str], path: str, why: BaseException | dv.Unusable) -> None:
+    """One line of why a file was not read, made only while the outcome can still show it."""
+    if len(problems) >= SHOWN_PROBLEMS:
+        return
+    if isinstance(why, dv.Unusable):
+        reason = f"deletion vector unreadable ({why})"
+    else:
+        reason = one_line(why, limit=300)
+    problems.append(scrub_error(f"{allowed.shown_path(path)}: {reason}"))
+
+
+def _reader(table_uri: str, roots: Sequence[str] | None, shared: Any) -> DataFiles:
+    if isinstance(shared, DataFiles):
+        return shared.sharing(table_uri, roots)
+    return DataFiles(table_uri, roots)
 
 
 def _not_read(files: DataFiles) -> dict[str, Any]:
@@ -354,62 +422,6 @@ def _no_rows(files: DataFiles, problems: list[str]) -> Outcome:
             "carry deletion vectors: " + "; ".join(problems[:SHOWN_PROBLEMS]),
         )
     return Outcome("no_rows", None, "no row of the surviving files matches the predicate")
-
-
-class DataFiles:
-    """Opens a table's data files by their resolved location, inside its read scope only.
-
-    Every file is opened with the table's own storage options (storage_config's longest
-    prefix of the *table's* location), wherever it lies: a log cannot borrow the credentials
-    another prefix is configured with, so it reads at most what the table's own credentials
-    can, as a Delta reader given the table's options would. Files under the table root use
-    one store for the table; others (a granted root) one store per folder.
-    """
-
-    def __init__(self, table_uri: str, roots: Sequence[str] | None):
-        self.table_uri = table_uri
-        self.roots = allowed.as_scope(roots, table_uri)
-        self.refused: list[dict[str, str]] = []
-        self._stores: dict[str, Any] = {}
-        self._storage: Any = None  # the table's resolved options, on the first remote file
-        self._resolved: dict[str, str] = {}  # the table root and roots, resolved once
-
-    def open(self, path: str) -> Any:
-        """A random-access file for `path`; UriNotAllowed (recorded) when outside the roots."""
-        try:
-            found = allowed.resolve_data_file(path, self.table_uri, self.roots, self._resolved)
-        except allowed.UriNotAllowed:
-            self.refused.append({"file": allowed.shown_path(path), "reason": allowed.REFUSED})
-            raise
-        if found.local:
-            from audit.core.storage.stores import LocalStore  # noqa: PLC0415
-
-            folder, _, name = found.location.rpartition("/")
-            return LocalStore(folder or "/").open_input(name)
-        store, name = self._remote_store(found.location)
-        return store.open_input(name)
-
-    def _remote_store(self, location: str) -> tuple[Any, str]:
-        """The store to open `location` with, and the file's path inside it."""
-        from audit.core.storage.config import storage_for  # noqa: PLC0415
-
-        base = allowed.remote_table_location(self.table_uri)
-        if self._storage is None:
-            self._storage = storage_for(base or self.table_uri)
-        if base is not None and location.startswith(base + "/"):
-            return self._store_at(base), location[len(base) + 1 :]
-        folder, _, name = location.rpartition("/")
-        return self._store_at(folder), name
-
-    def _store_at(self, uri: str) -> Any:
-        from audit.core.storage.stores import open_store  # noqa: PLC0415
-
-        store = self._stores.get(uri)
-        if store is None:
-            # The table's options, never those of the location's own storage root.
-            store = open_store(uri, storage=self._storage)
-            self._stores[uri] = store
-        return store
 
 
 def _witness(

@@ -87,10 +87,36 @@ def predicate_shape(sql: str | None, raw: str) -> str:
     copy was ~0.2 ms a commit with findings). Remembered: each finding of a commit asks."""
     from audit.core.model import Predicate  # noqa: PLC0415
     from audit.core.predicates.parsing import expression_of  # noqa: PLC0415
+    from audit.core.predicates.sql_templates import literal_template  # noqa: PLC0415
 
+    # Literals print as `?`: predicates that differ only in them share their template's shape.
+    templated = literal_template(sql) if sql else None
+    shape = _template_shape(templated[0]) if templated is not None else None
+    if shape is not None:
+        return shape
     expression = expression_of(Predicate(raw=raw, sql=sql, columns=frozenset())) if sql else None
     if expression is None:
         return " ".join(raw.split())[:MAX_SCOPE_CHARS]
+    return _shape_of(expression)
+
+
+@functools.lru_cache(maxsize=1024)
+def _template_shape(template: str) -> str | None:
+    """The shape of a literal template's tree; None when a literal sits in a name."""
+    from sqlglot import exp  # noqa: PLC0415
+
+    from audit.core.predicates.sql_templates import SENTINEL, template_expression  # noqa: PLC0415
+
+    expression = template_expression(template)
+    if expression is None or any(
+        SENTINEL.search(str(node.this)) for node in expression.find_all(exp.Identifier)
+    ):
+        return None
+    return _shape_of(expression)
+
+
+def _shape_of(expression: Any) -> str:
+    """The printed shape of a parsed predicate (never changed: a copy is printed if need be)."""
     from sqlglot import exp  # noqa: PLC0415
 
     plain = _plain_parents()

@@ -11,6 +11,8 @@ import functools
 import operator
 import re
 from collections.abc import Callable
+from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
@@ -24,6 +26,7 @@ from audit.core.predicates.comparisons import (
     disjuncts,
     unparen,
 )
+from audit.core.predicates.dialects import PARSE_CACHE_SIZE
 from audit.core.predicates.facts import (
     BAD,
     Evaluator,
@@ -39,6 +42,13 @@ from audit.core.predicates.facts import (
 )
 from audit.core.predicates.logic import AND, ANY, FALSE, NOT, NULL, OR, TRUE
 from audit.core.predicates.parsing import expression_of
+from audit.core.predicates.sql_templates import (
+    SENTINEL,
+    Literals,
+    literal_template,
+    substitute,
+    template_expression,
+)
 
 
 def _compile_leaf(comparison: Comparison, types: dict[str, str]) -> Evaluator:
@@ -207,7 +217,81 @@ def types_key(types: dict[str, str] | None) -> tuple[tuple[str, str], ...]:
 @functools.lru_cache(maxsize=8192)
 def compiled_evaluator(sql: str, types_key: tuple[tuple[str, str], ...]) -> Evaluator:
     """The evaluator of a predicate's SQL under column types (see types_key), compiled once."""
+    # Predicates that differ only in their literals share the plan of their template: each
+    # then costs its leaves, not a tree of its own (sql_templates.py).
+    templated = literal_template(sql)
+    if templated is not None:
+        plan = _template_plan(templated[0], types_key)
+        evaluator = plan(templated[1]) if plan is not None else None
+        if evaluator is not None:
+            return evaluator
     expression = expression_of(Predicate(raw=sql, sql=sql, columns=frozenset()))
     if expression is None:
         return _constant(ANY)
     return _compile(expression, dict(types_key))
+
+
+# --------------------------------------------------------------------------- template plans
+
+# A template's evaluator, waiting for its literals (sentinel -> text); None: compile in full.
+Plan = Callable[[Literals], Evaluator | None]
+
+
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _template_plan(template: str, types_key: tuple[tuple[str, str], ...]) -> Plan | None:
+    expression = template_expression(template)
+    return None if expression is None else _plan(expression, dict(types_key))
+
+
+def _plan(node: exp.Expression, types: dict[str, str]) -> Plan | None:
+    """`_compile`'s shape for a template; only its comparisons' leaves wait for the literals."""
+    node = unparen(node)
+    if isinstance(node, exp.And | exp.Or):
+        is_and = isinstance(node, exp.And)
+        plans = [_plan(t, types) for t in (conjuncts(node) if is_and else disjuncts(node))]
+        if any(p is None for p in plans):
+            return None
+        table, decisive = (AND, FALSE) if is_and else (OR, TRUE)
+
+        def connective(literals: Literals) -> Evaluator | None:
+            children = [p(literals) for p in plans]  # type: ignore[misc]
+            if any(c is None for c in children):
+                return None
+            return _compile_connective(children, table, decisive)  # type: ignore[arg-type]
+
+        return connective
+    if isinstance(node, exp.Not):
+        inner = _plan(node.this, types)
+        if inner is None:
+            return None
+
+        def negation(literals: Literals) -> Evaluator | None:
+            evaluate = inner(literals)
+            return None if evaluate is None else (lambda lookup: NOT[evaluate(lookup)])
+
+        return negation
+    comparison = as_comparison(node)
+    if comparison is None:
+        fixed = _compile(node, types)  # constants, a boolean column, ANY: no literal of theirs
+        return lambda _literals: fixed
+    if SENTINEL.search(f"{comparison.column.name} {comparison.column.qualifier or ''}"):
+        return None  # a literal inside a column's name: the template cannot stand for it
+    return lambda literals: _bound_leaf(comparison, literals, types)
+
+
+def _bound_leaf(
+    comparison: Comparison, literals: Literals, types: dict[str, str]
+) -> Evaluator | None:
+    """The leaf of `comparison` with the literals put back, as `literal_of` reads them."""
+    values: list[Any] = []
+    for value in comparison.values:
+        if isinstance(value, Decimal):
+            text = str(value)
+            if SENTINEL.fullmatch(text):
+                value = Decimal(literals[text])
+            elif SENTINEL.search(text):
+                return None
+        elif isinstance(value, str) and SENTINEL.search(value):
+            value = substitute(value, literals)
+        values.append(value)
+    return _compile_leaf(replace(comparison, values=tuple(values)), types)

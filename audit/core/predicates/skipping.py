@@ -8,6 +8,7 @@ values).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -15,11 +16,18 @@ from sqlglot import exp
 
 from audit.core.model import Predicate
 from audit.core.predicates.comparisons import conjuncts
+from audit.core.predicates.dialects import PARSE_CACHE_SIZE
 from audit.core.predicates.evaluator import compiled_evaluator, types_key
 from audit.core.predicates.facts import Facts, partition_value_facts
 from audit.core.predicates.logic import TRUE
 from audit.core.predicates.normalise import columns_of
 from audit.core.predicates.parsing import expression_of, predicate_from
+from audit.core.predicates.sql_templates import (
+    SENTINEL,
+    literal_template,
+    substitute,
+    template_expression,
+)
 
 
 def partition_part(pred: Predicate | None, partition_columns: list[str]) -> Predicate | None:
@@ -29,10 +37,17 @@ def partition_part(pred: Predicate | None, partition_columns: list[str]) -> Pred
     partitions read, so it is left out. The whole predicate is returned when all of it is
     the partition part (keeping its raw text).
     """
-    expression = expression_of(pred)
-    if expression is None or not partition_columns:
+    if pred is None or pred.sql is None or not partition_columns:
         return None
-    wanted = {c.lower() for c in partition_columns}
+    wanted = frozenset(c.lower() for c in partition_columns)
+    templated = literal_template(pred.sql)
+    if templated is not None:
+        part = _template_part(templated[0], wanted)
+        if part is not _PARSE:
+            return _with_literals(pred, part, templated[1])
+    expression = expression_of(pred)
+    if expression is None:
+        return None
     terms = conjuncts(expression)
     kept = [t for t in terms if (cols := columns_of(t)) and cols <= wanted]
     if not kept:
@@ -40,6 +55,40 @@ def partition_part(pred: Predicate | None, partition_columns: list[str]) -> Pred
     if len(kept) == len(terms):
         return pred
     return predicate_from(exp.and_(*(t.copy() for t in kept), copy=False))
+
+
+# What `_template_part` says: parse this predicate in full after all.
+_PARSE = object()
+_WHOLE = object()
+
+
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _template_part(template: str, wanted: frozenset[str]) -> Any:
+    """partition_part of a literal template: None, _WHOLE, (part template SQL, columns), or
+    _PARSE when the template cannot stand for its predicates (a literal in a column name)."""
+    expression = template_expression(template)
+    if expression is None:
+        return _PARSE
+    terms = conjuncts(expression)
+    if any(SENTINEL.search(name) for t in terms for name in columns_of(t)):
+        return _PARSE
+    kept = [t for t in terms if (cols := columns_of(t)) and cols <= wanted]
+    if not kept:
+        return None
+    if len(kept) == len(terms):
+        return _WHOLE
+    part = exp.and_(*(t.copy() for t in kept), copy=False)
+    sql = part.sql()
+    if len(SENTINEL.findall(sql)) != len(set(SENTINEL.findall(sql))):
+        return _PARSE  # a literal printed twice: its text would not be the parse's
+    return sql, columns_of(part)
+
+
+def _with_literals(pred: Predicate, part: Any, literals: dict[str, str]) -> Predicate | None:
+    if part is None or part is _WHOLE:
+        return pred if part is _WHOLE else None
+    sql = substitute(part[0], literals)
+    return Predicate(raw=sql, sql=sql, columns=part[1])
 
 
 def names_partition_column(pred: Predicate | None, partition_columns: list[str]) -> bool:
