@@ -170,13 +170,13 @@ def _stale_damage(
         txn = history.summary(version)
         if txn is None:
             continue
-        predicate = _condition(txn)
         if txn.operation and txn.operation.upper() == Operation.MERGE:
             notes.add("merge")
-        for path in paths:
-            add = live.get(path)
-            if add is not None:
-                candidates.append(WrongFile(path, add, version, predicate))
+        adds = [(path, live[path]) for path in paths if path in live]
+        if not adds:
+            continue  # the condition of a stale commit whose files are all gone is not asked
+        predicate = _condition(txn)
+        candidates.extend(WrongFile(path, add, version, predicate) for path, add in adds)
     damage = Damage(versions=occurrences(incident))
     if rewritten:
         notes.add("rewritten")
