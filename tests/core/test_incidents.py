@@ -298,3 +298,30 @@ def test_it_shapes_a_predicate_as_its_copy_with_placeholders_prints(raw):
         lambda node: exp.Placeholder() if isinstance(node, exp.Literal) else node
     )
     assert predicate_shape(predicate.sql, predicate.raw) == placeholders.sql()[:MAX_SCOPE_CHARS]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "date = '2024-01-02' AND id > 168824",
+        "t.date = '2024-01-02' AND t.id = s.id",
+        "target.day = 3 AND target.k > 7",
+        "s.id = 5 AND t.id = s.id",
+        "t.id = s.id",
+        "t1.x = 1 AND t1.y = 2",
+        "(date#12 = 2024-01-01) AND (id#11L > 42)",
+    ],
+)
+def test_a_merges_condition_from_its_template_is_what_the_witness_cuts(raw):
+    # damage answers a MERGE's target part from its literal template; it must be the cut's.
+    from types import SimpleNamespace
+
+    from audit.core.data.witness import effective_predicate
+    from audit.core.incidents import damage
+    from audit.core.predicates import parse_predicate
+
+    txn = SimpleNamespace(
+        operation="MERGE", predicate=parse_predicate(raw), operation_parameters={}
+    )
+    damage._template_answer.cache_clear()
+    assert damage._condition(txn) == effective_predicate(txn)

@@ -170,6 +170,9 @@ class Causes:
         self.hotspots = [
             (contention_key(f), f) for f in findings if f.kind == FindingKind.CONFLICT_HOTSPOT
         ]
+        # A commit's key per version: a stale commit is asked once per finding of it (a
+        # never-existed snapshot, a reorder and a missed conflict at the same version).
+        self._commit_keys: dict[int, CauseKey] = {}
 
     def key_of(self, finding: Finding) -> CauseKey:
         kind = finding.kind
@@ -205,6 +208,12 @@ class Causes:
 
     def commit_key(self, version: int) -> CauseKey:
         """What let the commit at `version` through, and who wrote what where."""
+        key = self._commit_keys.get(version)
+        if key is None:
+            key = self._commit_keys[version] = self._commit_key(version)
+        return key
+
+    def _commit_key(self, version: int) -> CauseKey:
         summary = self.history.summary(version)
         value = self.history.properties_at(max(version - 1, 0)).get(ISOLATION_PROPERTY)
         if (

@@ -15,6 +15,7 @@ Missing files: the rows of files the latest version references and storage no lo
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,13 +170,13 @@ def _stale_damage(
         txn = history.summary(version)
         if txn is None:
             continue
-        predicate = _condition(txn)
         if txn.operation and txn.operation.upper() == Operation.MERGE:
             notes.add("merge")
-        for path in paths:
-            add = live.get(path)
-            if add is not None:
-                candidates.append(WrongFile(path, add, version, predicate))
+        adds = [(path, live[path]) for path in paths if path in live]
+        if not adds:
+            continue  # the condition of a stale commit whose files are all gone is not asked
+        predicate = _condition(txn)
+        candidates.extend(WrongFile(path, add, version, predicate) for path, add in adds)
     damage = Damage(versions=occurrences(incident))
     if rewritten:
         notes.add("rewritten")
@@ -202,7 +203,51 @@ def _condition(txn: CommitSummary) -> Predicate | None:
 
     if is_unconditional(txn):
         return None
+    predicate = txn.predicate
+    if (
+        predicate is not None
+        and predicate.sql
+        and (txn.operation or "").upper() == Operation.MERGE
+        and predicate.raw.strip().lower() not in ("", "true", "(true)")
+    ):
+        # A MERGE's target part, cut from a tree per commit, was most of a contended log's
+        # damage: conditions that differ only in literals keep the same conjuncts.
+        kept = _template_keeps(predicate.sql)
+        if kept is not None:
+            return predicate if kept else None
     return effective_predicate(txn)
+
+
+def _template_keeps(sql: str) -> bool | None:
+    """Does the target part of the MERGE condition `sql` keep all its conjuncts (True) or
+    none (False)? Answered by its literal template; None when only `sql` itself can say."""
+    from audit.core.predicates.sql_templates import literal_template  # noqa: PLC0415
+
+    templated = literal_template(sql)
+    return _template_answer(templated[0]) if templated is not None else None
+
+
+@functools.lru_cache(maxsize=256)
+def _template_answer(template: str) -> bool | None:
+    """`_template_keeps` of a template: the target part depends on the tree's shape, its
+    columns and qualifiers, never on a literal's value; so a template whose sentinels all
+    sit in literals answers for every predicate it stands for (a partial cut is left to
+    the predicate: its kept conjuncts print its own literals)."""
+    from sqlglot import exp  # noqa: PLC0415
+
+    from audit.core.data.witness import merge_target_part  # noqa: PLC0415
+    from audit.core.predicates.sql_templates import SENTINEL, template_expression  # noqa: PLC0415
+
+    expression = template_expression(template)
+    if expression is None or any(
+        SENTINEL.search(str(node.this)) for node in expression.find_all(exp.Identifier)
+    ):
+        return None
+    shape = Predicate(raw=template, sql=template, columns=frozenset())
+    part = merge_target_part(shape)
+    if part is shape:
+        return True
+    return False if part is None else None
 
 
 def _survivors(history: History, finding: Finding, removals: Removals) -> list[str]:

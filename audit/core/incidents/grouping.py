@@ -29,8 +29,14 @@ def group_findings(history: History, findings: list[Finding]) -> list[Incident]:
     metadata = history.state.metadata
     table = str(metadata.id or "") if metadata is not None else ""
     groups: dict[CauseKey, list[Finding]] = {}
+    # Each key with the table's id, made once per key (tens of thousands of findings share
+    # a few keys; `replace` per finding was a tenth of the grouping).
+    tabled: dict[CauseKey, CauseKey] = {}
     for finding in ordered:
-        key = replace(causes.key_of(finding), table=table[:200])
+        cause = causes.key_of(finding)
+        key = tabled.get(cause)
+        if key is None:
+            key = tabled[cause] = replace(cause, table=table[:200])
         groups.setdefault(key, []).append(finding)
     incidents = [_incident(history, key, members) for key, members in groups.items()]
     incidents.sort(key=lambda i: (-SEVERITY_RANK[i.severity], i.first_version, i.id))
