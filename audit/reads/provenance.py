@@ -15,15 +15,13 @@ from collections import Counter
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import Count, Max, Min
 from django.db.models.fields.json import KT
-from django.db.models.functions import TruncWeek
 
 from audit.core.history.writer_identity import identity, identity_key, identity_name
 from audit.health.models import TableChange
 from audit.models import Commit, Finding, Table
+from audit.reads.writer_totals import WRITER_COLUMNS, table_totals
 
-_WRITER_COLUMNS = ("user_name", "user_id", "job_id", "engine_info", "engine", "notebook")
 WEEKS_SHOWN = 12
 MAX_CHANGES_SHOWN = 20
 MAX_FINDINGS_LINKED = 5
@@ -53,29 +51,19 @@ def writer_label(row: dict[str, Any]) -> str:
 
 def table_writers(table: Table, *, now: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Every writer of the table's stored commits, the busiest first."""
-    commits = _commits(table)
+    starts = _week_starts(now or dt.datetime.now(tz=dt.UTC))
+    since = dt.datetime.combine(starts[0], dt.time.min, tzinfo=dt.UTC)
+    totals = table_totals(table, since, writer_label)
     writers: dict[str, dict[str, Any]] = {}
-    rows = commits.values(*_WRITER_COLUMNS, cluster=KT("provenance__cluster_id")).annotate(
-        n=Count("id"), first=Min("timestamp"), last=Max("timestamp")
-    )
-    for row in rows:
-        parts = writer_parts(row)
-        w = writers.get(identity_key(parts)) or writers.setdefault(
-            identity_key(parts), _empty(parts, row.get("engine") or "")
-        )
-        w["commits"] += row["n"]
-        w["first"] = _min(w["first"], row["first"])
-        w["last"] = max(w["last"] or 0, row["last"] or 0) or None
-        if row["cluster"]:
-            w["clusters"][str(row["cluster"])] += row["n"]
-    for row in commits.values(*_WRITER_COLUMNS, "operation").annotate(n=Count("id")):
-        writers[writer_label(row)]["operations"][row["operation"] or "(none)"] += row["n"]
-    _add_weeks(commits, writers, now or dt.datetime.now(tz=dt.UTC))
+    for label, t in totals.writers.items():
+        w = writers[label] = _empty(writer_parts(t.row), t.row.get("engine") or "")
+        w.update(commits=t.commits, first=t.first, last=t.last)
+        w["operations"] = t.operations.most_common()
+        w["clusters"] = [c for c, _ in t.clusters.most_common(MAX_CLUSTERS_SHOWN)]
+        w["weeks"] = [{"week": s.isoformat(), "commits": t.weeks[s]} for s in starts]
     _add_changes_and_findings(table, writers)
     out = sorted(writers.values(), key=lambda w: (-w["commits"], w["writer"]))
     for w in out:
-        w["operations"] = w["operations"].most_common()
-        w["clusters"] = [c for c, _ in w["clusters"].most_common(MAX_CLUSTERS_SHOWN)]
         w["findings"] = dict(w["findings"])
     return out
 
@@ -92,8 +80,8 @@ def _empty(parts: dict[str, str], engine_kind: str) -> dict[str, Any]:
         "commits": 0,
         "first": None,
         "last": None,
-        "operations": Counter(),
-        "clusters": Counter(),
+        "operations": [],
+        "clusters": [],
         "weeks": [],
         "changes": [],
         "findings": Counter(),
@@ -108,27 +96,10 @@ def _history_query(parts: dict[str, str], engine_kind: str) -> str:
     return urlencode({k: v for k, v in query.items() if v})
 
 
-def _min(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else min(a, b)
-
-
-def _add_weeks(commits: Any, writers: dict[str, dict[str, Any]], now: dt.datetime) -> None:
-    """Commits per week over the last WEEKS_SHOWN weeks (oldest first, zeros included)."""
+def _week_starts(now: dt.datetime) -> list[dt.date]:
+    """The Mondays of the last WEEKS_SHOWN weeks, oldest first."""
     this_week = (now - dt.timedelta(days=now.weekday())).date()
-    starts = [this_week - dt.timedelta(weeks=i) for i in range(WEEKS_SHOWN - 1, -1, -1)]
-    since = dt.datetime.combine(starts[0], dt.time.min, tzinfo=dt.UTC)
-    counts: dict[str, Counter] = {label: Counter() for label in writers}
-    rows = (
-        commits.filter(committed_at__gte=since)
-        .annotate(week=TruncWeek("committed_at"))
-        .values(*_WRITER_COLUMNS, "week")
-        .annotate(n=Count("id"))
-    )
-    for row in rows:
-        week = row["week"].date() if isinstance(row["week"], dt.datetime) else row["week"]
-        counts[writer_label(row)][week] += row["n"]
-    for label, w in writers.items():
-        w["weeks"] = [{"week": s.isoformat(), "commits": counts[label][s]} for s in starts]
+    return [this_week - dt.timedelta(weeks=i) for i in range(WEEKS_SHOWN - 1, -1, -1)]
 
 
 def _add_changes_and_findings(table: Table, writers: dict[str, dict[str, Any]]) -> None:
@@ -145,7 +116,7 @@ def _add_changes_and_findings(table: Table, writers: dict[str, dict[str, Any]]) 
     versions = {c["version"] for c in changes} | {f["version"] for f in findings}
     by_version = {
         row["version"]: writer_label(row)
-        for row in _commits(table).filter(version__in=versions).values("version", *_WRITER_COLUMNS)
+        for row in _commits(table).filter(version__in=versions).values("version", *WRITER_COLUMNS)
     }
     for change in changes:
         w = writers.get(by_version.get(change["version"], ""))
