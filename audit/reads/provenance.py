@@ -20,7 +20,7 @@ from django.db.models.fields.json import KT
 from audit.core.history.writer_identity import identity, identity_key, identity_name
 from audit.health.models import TableChange
 from audit.models import Commit, Finding, Table
-from audit.reads.writer_totals import WRITER_COLUMNS, table_totals
+from audit.reads.writer_totals import WRITER_COLUMNS, TableTotals, remembered_part, table_totals
 
 WEEKS_SHOWN = 12
 MAX_CHANGES_SHOWN = 20
@@ -61,11 +61,8 @@ def table_writers(table: Table, *, now: dt.datetime | None = None) -> list[dict[
         w["operations"] = t.operations.most_common()
         w["clusters"] = [c for c, _ in t.clusters.most_common(MAX_CLUSTERS_SHOWN)]
         w["weeks"] = [{"week": s.isoformat(), "commits": t.weeks[s]} for s in starts]
-    _add_changes_and_findings(table, writers)
-    out = sorted(writers.values(), key=lambda w: (-w["commits"], w["writer"]))
-    for w in out:
-        w["findings"] = dict(w["findings"])
-    return out
+    _add_changes_and_findings(table, totals, writers)
+    return sorted(writers.values(), key=lambda w: (-w["commits"], w["writer"]))
 
 
 def _empty(parts: dict[str, str], engine_kind: str) -> dict[str, Any]:
@@ -84,7 +81,7 @@ def _empty(parts: dict[str, str], engine_kind: str) -> dict[str, Any]:
         "clusters": [],
         "weeks": [],
         "changes": [],
-        "findings": Counter(),
+        "findings": {},
         "finding_links": [],
     }
 
@@ -102,7 +99,22 @@ def _week_starts(now: dt.datetime) -> list[dt.date]:
     return [this_week - dt.timedelta(weeks=i) for i in range(WEEKS_SHOWN - 1, -1, -1)]
 
 
-def _add_changes_and_findings(table: Table, writers: dict[str, dict[str, Any]]) -> None:
+def _add_changes_and_findings(
+    table: Table, totals: TableTotals, writers: dict[str, dict[str, Any]]
+) -> None:
+    # Remembered with the totals' version and the findings generation, which every change of
+    # the table's findings moves (`Table.bump_findings`); changes are stored with the commits.
+    key = f"{totals.version}:{table.findings_generation}"
+    per_writer = remembered_part(table, key, lambda: _changes_and_findings(table, writers))
+    for label, (changes, findings, links) in per_writer.items():
+        w = writers.get(label)
+        if w is not None:
+            w.update(changes=list(changes), findings=dict(findings), finding_links=list(links))
+
+
+def _changes_and_findings(table: Table, writers: dict[str, Any]) -> dict[str, tuple]:
+    """Per writer label: its changes (the first MAX_CHANGES_SHOWN), its open findings per
+    severity and links to the latest MAX_FINDINGS_LINKED."""
     changes = list(
         TableChange.objects.filter(table=table)
         .order_by("version")
@@ -118,13 +130,18 @@ def _add_changes_and_findings(table: Table, writers: dict[str, dict[str, Any]]) 
         row["version"]: writer_label(row)
         for row in _commits(table).filter(version__in=versions).values("version", *WRITER_COLUMNS)
     }
+    out: dict[str, tuple[list, Counter, list]] = {}
     for change in changes:
-        w = writers.get(by_version.get(change["version"], ""))
-        if w is not None and len(w["changes"]) < MAX_CHANGES_SHOWN:
-            w["changes"].append(change)
+        label = by_version.get(change["version"], "")
+        if label in writers:
+            w = out.setdefault(label, ([], Counter(), []))
+            if len(w[0]) < MAX_CHANGES_SHOWN:
+                w[0].append(change)
     for finding in findings:
-        w = writers.get(by_version.get(finding["version"], ""))
-        if w is not None:
-            w["findings"][finding["severity"]] += 1
-            if len(w["finding_links"]) < MAX_FINDINGS_LINKED:
-                w["finding_links"].append(finding)
+        label = by_version.get(finding["version"], "")
+        if label in writers:
+            w = out.setdefault(label, ([], Counter(), []))
+            w[1][finding["severity"]] += 1
+            if len(w[2]) < MAX_FINDINGS_LINKED:
+                w[2].append(finding)
+    return out

@@ -54,13 +54,37 @@ class TableTotals:
 
 
 _remembered: OrderedDict[str, TableTotals] = OrderedDict()
+_parts: OrderedDict[str, tuple[str, Any]] = OrderedDict()  # table key -> (part key, value)
 _lock = threading.Lock()
+
+
+def _table_key(table: Table) -> str:
+    # The URI and registration time too: a table removed and registered again may get the
+    # same id (SQLite).
+    return f"{table.id}:{table.uri}:{table.created_at.isoformat() if table.created_at else ''}"
+
+
+def remembered_part(table: Table, key: str, compute: Any) -> Any:
+    """What `compute()` returned for the table under `key` (one value a table: another key
+    replaces it). The value is shared: callers copy what they change."""
+    tkey = _table_key(table)
+    with _lock:
+        found = _parts.get(tkey)
+    if found is not None and found[0] == key:
+        return found[1]
+    value = compute()
+    with _lock:
+        _parts[tkey] = (key, value)
+        _parts.move_to_end(tkey)
+        while len(_parts) > MAX_TABLES:
+            _parts.popitem(last=False)
+    return value
 
 
 def table_totals(table: Table, since: dt.datetime, label_of: Any) -> TableTotals:
     """The totals of the table's stored commits, weeks counted from `since` at the latest;
     `label_of(row)`: a grouped row's writer label."""
-    key = f"{table.id}:{table.uri}:{table.created_at.isoformat() if table.created_at else ''}"
+    key = _table_key(table)
     latest = _latest_version(table.id)
     with _lock:
         known = _remembered.get(key)
@@ -83,6 +107,7 @@ def forget_all() -> None:
     """Drop every remembered table (tests)."""
     with _lock:
         _remembered.clear()
+        _parts.clear()
 
 
 def _remember(key: str, totals: TableTotals) -> TableTotals:
