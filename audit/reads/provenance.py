@@ -20,7 +20,13 @@ from django.db.models.fields.json import KT
 from audit.core.history.writer_identity import identity, identity_key, identity_name
 from audit.health.models import TableChange
 from audit.models import Commit, Finding, Table
-from audit.reads.writer_totals import WRITER_COLUMNS, TableTotals, remembered_part, table_totals
+from audit.reads.writer_totals import (
+    WRITER_COLUMNS,
+    TableTotals,
+    WriterTotals,
+    remembered_part,
+    table_totals,
+)
 
 WEEKS_SHOWN = 12
 MAX_CHANGES_SHOWN = 20
@@ -56,13 +62,22 @@ def table_writers(table: Table, *, now: dt.datetime | None = None) -> list[dict[
     totals = table_totals(table, since, writer_label)
     writers: dict[str, dict[str, Any]] = {}
     for label, t in totals.writers.items():
-        w = writers[label] = _empty(writer_parts(t.row), t.row.get("engine") or "")
+        writers[label] = {**_shown(t, starts), "changes": [], "findings": {}, "finding_links": []}
+    _add_changes_and_findings(table, totals, writers)
+    return sorted(writers.values(), key=lambda w: (-w["commits"], w["writer"]))
+
+
+def _shown(t: WriterTotals, starts: list[dt.date]) -> dict[str, Any]:
+    """What the view shows of a writer's totals but its changes and findings: remembered with
+    the totals (which never change once remembered), its weeks per first week shown."""
+    if t.shown is None or t.shown["weeks"][0]["week"] != starts[0].isoformat():
+        w = _empty(writer_parts(t.row), t.row.get("engine") or "")
         w.update(commits=t.commits, first=t.first, last=t.last)
         w["operations"] = t.operations.most_common()
         w["clusters"] = [c for c, _ in t.clusters.most_common(MAX_CLUSTERS_SHOWN)]
         w["weeks"] = [{"week": s.isoformat(), "commits": t.weeks[s]} for s in starts]
-    _add_changes_and_findings(table, totals, writers)
-    return sorted(writers.values(), key=lambda w: (-w["commits"], w["writer"]))
+        t.shown = w
+    return t.shown
 
 
 def _empty(parts: dict[str, str], engine_kind: str) -> dict[str, Any]:

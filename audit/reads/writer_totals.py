@@ -16,7 +16,6 @@ show later weeks only).
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import threading
 from collections import Counter, OrderedDict
@@ -44,6 +43,9 @@ class WriterTotals:
     operations: Counter = field(default_factory=Counter)
     clusters: Counter = field(default_factory=Counter)
     weeks: Counter = field(default_factory=Counter)  # week start (date) -> commits
+    # What the view derives from these, filled by it once (`provenance._shown`); not copied
+    # into the next version's totals.
+    shown: dict[str, Any] | None = None
 
 
 @dataclass
@@ -94,7 +96,7 @@ def table_totals(table: Table, since: dt.datetime, label_of: Any) -> TableTotals
                 _remembered.move_to_end(key, last=True)
             return known
         if latest is not None and latest > known.version:
-            totals = TableTotals(latest, known.since, copy.deepcopy(known.writers))
+            totals = TableTotals(latest, known.since, _copied(known.writers))
             _add(totals, _grouped(table.id, totals.since, known.version, latest), label_of)
             return _remember(key, totals)
     totals = TableTotals(latest, since, {})
@@ -108,6 +110,21 @@ def forget_all() -> None:
     with _lock:
         _remembered.clear()
         _parts.clear()
+
+
+def _copied(writers: dict[str, WriterTotals]) -> dict[str, WriterTotals]:
+    out = {}
+    for label, w in writers.items():
+        out[label] = WriterTotals(
+            w.row,
+            w.commits,
+            w.first,
+            w.last,
+            w.operations.copy(),
+            w.clusters.copy(),
+            w.weeks.copy(),
+        )
+    return out
 
 
 def _remember(key: str, totals: TableTotals) -> TableTotals:
