@@ -91,3 +91,26 @@ def test_the_table_pages_panel_shows_the_same_writers_table(table, member):
     assert part.strip() and part.strip() in tab
     page = client.get(f"/tables/{table.id}/").content.decode()
     assert f'data-people="/tables/{table.id}/writers/?part=table"' in page
+
+
+def test_remembered_totals_follow_new_commits_and_findings(table, tmp_path):
+    """The totals are remembered per process and brought up to date from the versions stored
+    since: after more commits and a resolved finding, the view is what a fresh process shows."""
+    from audit.reads.writer_totals import forget_all
+    from audit.tail.step import tail_once
+
+    before = {w["name"]: w["commits"] for w in table_writers(table)}
+    path = tmp_path / "events"
+    _write(path, rows(1, start=5), job="nightly", clusterId="0103-run-c")
+    _write(path, rows(1, start=6), userName="bob")
+    while tail_once(table.id).more:
+        pass
+    Finding.objects.filter(table=table).update(status=Finding.Status.RESOLVED)
+    table.refresh_from_db()
+    table.bump_findings(table.id)
+    table.refresh_from_db()
+    updated = table_writers(table)
+    assert {w["name"]: w["commits"] for w in updated} == {**before, "job nightly": 3, "user bob": 1}
+    assert all(w["findings"] == {} for w in updated)
+    forget_all()
+    assert table_writers(table) == updated
