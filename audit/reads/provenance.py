@@ -4,8 +4,11 @@ A writer is the one identity of `audit.core.history.writer_identity` (engine, us
 notebook; the incident causes and the writer telemetry use it too), read from the stored
 columns: the idempotent `txn` app ids are not grouped by here (they are stored with each
 commit's txn version, which differs every commit). Clusters are a writer's detail (a new
-cluster each run). Commits are grouped in the database (one GROUP BY per question), so a
-table of a million commits costs a few aggregate queries, not a million rows in Python.
+cluster each run). Commits are grouped in the database into per-writer totals that each
+process remembers and brings up to date from the versions stored since
+(`audit.reads.writer_totals`); each writer's changes and open findings are remembered under the
+stored version and the findings generation. A request at a million commits reads one index
+entry, not a million rows.
 """
 
 from __future__ import annotations

@@ -57,6 +57,7 @@ class TableTotals:
 
 _remembered: OrderedDict[str, TableTotals] = OrderedDict()
 _parts: OrderedDict[str, tuple[str, Any]] = OrderedDict()  # table key -> (part key, value)
+_computing: dict[str, threading.Lock] = {}  # table key -> held while counting its commits
 _lock = threading.Lock()
 
 
@@ -88,21 +89,45 @@ def table_totals(table: Table, since: dt.datetime, label_of: Any) -> TableTotals
     `label_of(row)`: a grouped row's writer label."""
     key = _table_key(table)
     latest = _latest_version(table.id)
+    found = _remembered_at(key, latest, since)
+    if found is not None:
+        return found
+    # One thread of a process counts a table's commits at a time: the others wait for its
+    # totals rather than each reading a million rows when a worker starts cold.
     with _lock:
-        known = _remembered.get(key)
-    if known is not None and known.since <= since and known.version is not None:
-        if latest == known.version:
-            with _lock:
-                _remembered.move_to_end(key, last=True)
-            return known
-        if latest is not None and latest > known.version:
+        if len(_computing) > 4 * MAX_TABLES:
+            _computing.clear()  # a bound: a lock dropped while held costs one more count
+        computing = _computing.setdefault(key, threading.Lock())
+    with computing:
+        found = _remembered_at(key, latest, since)
+        if found is not None:
+            return found
+        with _lock:
+            known = _remembered.get(key)
+        if (
+            known is not None
+            and known.since <= since
+            and known.version is not None
+            and latest is not None
+            and latest > known.version
+        ):
             totals = TableTotals(latest, known.since, _copied(known.writers))
             _add(totals, _grouped(table.id, totals.since, known.version, latest), label_of)
             return _remember(key, totals)
-    totals = TableTotals(latest, since, {})
-    if latest is not None:
-        _add(totals, _grouped(table.id, since, None, latest), label_of)
-    return _remember(key, totals)
+        totals = TableTotals(latest, since, {})
+        if latest is not None:
+            _add(totals, _grouped(table.id, since, None, latest), label_of)
+        return _remember(key, totals)
+
+
+def _remembered_at(key: str, latest: int | None, since: dt.datetime) -> TableTotals | None:
+    """The remembered totals when they are those of version `latest` and weeks from `since`."""
+    with _lock:
+        known = _remembered.get(key)
+        if known is None or latest is None or known.version != latest or known.since > since:
+            return None
+        _remembered.move_to_end(key, last=True)
+        return known
 
 
 def forget_all() -> None:
@@ -110,6 +135,7 @@ def forget_all() -> None:
     with _lock:
         _remembered.clear()
         _parts.clear()
+        _computing.clear()
 
 
 def _copied(writers: dict[str, WriterTotals]) -> dict[str, WriterTotals]:
