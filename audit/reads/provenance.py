@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -35,6 +36,7 @@ WEEKS_SHOWN = 12
 MAX_CHANGES_SHOWN = 20
 MAX_FINDINGS_LINKED = 5
 MAX_CLUSTERS_SHOWN = 3
+MAX_WRITERS_SHOWN = 200
 
 
 def _commits(table: Table):
@@ -60,14 +62,39 @@ def writer_label(row: dict[str, Any]) -> str:
 
 def table_writers(table: Table, *, now: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Every writer of the table's stored commits, the busiest first."""
+    return shown_writers(table, None, now=now).writers
+
+
+@dataclass
+class ShownWriters:
+    writers: list[dict[str, Any]]  # the busiest first
+    more_writers: int = 0  # writers beyond the limit, not shown
+    more_commits: int = 0  # and their commits
+
+
+def shown_writers(
+    table: Table, limit: int | None = MAX_WRITERS_SHOWN, *, now: dt.datetime | None = None
+) -> ShownWriters:
+    """The `limit` busiest writers of the table (None: every one), and how many are not shown:
+    a table written by a new identity each run would otherwise list thousands."""
     starts = _week_starts(now or dt.datetime.now(tz=dt.UTC))
     since = dt.datetime.combine(starts[0], dt.time.min, tzinfo=dt.UTC)
     totals = table_totals(table, since, writer_label)
-    writers: dict[str, dict[str, Any]] = {}
-    for label, t in totals.writers.items():
-        writers[label] = {**_shown(t, starts), "changes": [], "findings": {}, "finding_links": []}
+    if totals.order is None:  # (-commits, label), as the list is shown; once per totals
+        by = totals.writers
+        totals.order = sorted(by, key=lambda label: (-by[label].commits, label))
+    labels = totals.order if limit is None else totals.order[:limit]
+    writers = {label: _with_findings(totals.writers[label], starts) for label in labels}
     _add_changes_and_findings(table, totals, writers)
-    return sorted(writers.values(), key=lambda w: (-w["commits"], w["writer"]))
+    hidden = totals.order[len(labels) :]
+    return ShownWriters(
+        list(writers.values()), len(hidden), sum(totals.writers[h].commits for h in hidden)
+    )
+
+
+def _with_findings(t: WriterTotals, starts: list[dt.date]) -> dict[str, Any]:
+    # Its own changes and findings lists: `_shown` is shared by every request.
+    return {**_shown(t, starts), "changes": [], "findings": {}, "finding_links": []}
 
 
 def _shown(t: WriterTotals, starts: list[dt.date]) -> dict[str, Any]:
@@ -123,7 +150,7 @@ def _add_changes_and_findings(
     # Remembered with the totals' version and the findings generation, which every change of
     # the table's findings moves (`Table.bump_findings`); changes are stored with the commits.
     key = f"{totals.version}:{table.findings_generation}"
-    per_writer = remembered_part(table, key, lambda: _changes_and_findings(table, writers))
+    per_writer = remembered_part(table, key, lambda: _changes_and_findings(table, totals.writers))
     for label, (changes, findings, links) in per_writer.items():
         w = writers.get(label)
         if w is not None:

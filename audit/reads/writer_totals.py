@@ -53,6 +53,7 @@ class TableTotals:
     version: int | None  # the highest stored version counted (None: no commit yet)
     since: dt.datetime  # commits per week are counted from here
     writers: dict[str, WriterTotals]  # by writer label (`identity_key`)
+    order: list[str] | None = None  # the labels as the view lists them, filled by it once
 
 
 _remembered: OrderedDict[str, TableTotals] = OrderedDict()

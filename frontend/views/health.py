@@ -13,9 +13,8 @@ from django.template.loader import render_to_string
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.numbers import log_int
 from audit.models import Table
-from audit.reads import cache
+from audit.reads import cache, provenance
 from audit.reads.health import table_diff, table_schemas
-from audit.reads.provenance import table_writers
 from audit.reads.visible import visible_table_or_404
 from frontend.views.common import pretty
 from frontend.views.table import health_config, table_header
@@ -81,13 +80,15 @@ _WRITER_ROW = "frontend/_writers_row.html"
 def _writers_context(table: Table) -> dict[str, Any]:
     """The writers and their rendered rows, remembered under what each shows
     (`cache.row_fragments`): rendering a hundred rows was most of the page's CPU."""
-    writers = table_writers(table)
+    shown = provenance.shown_writers(table, provenance.MAX_WRITERS_SHOWN)
+    writers = shown.writers
     rows = cache.row_fragments(
         _WRITER_ROW,
         [(_shown(table, w), w) for w in writers],
         lambda w: render_to_string(_WRITER_ROW, {"w": w, "table": table}),
     )
-    return {"table": table, "writers": writers, "rows": rows}
+    more = {"more_writers": shown.more_writers, "more_commits": shown.more_commits}
+    return {"table": table, "writers": writers, "rows": rows, **more}
 
 
 def _shown(table: Table, w: dict[str, Any]) -> tuple:

@@ -114,3 +114,15 @@ def test_remembered_totals_follow_new_commits_and_findings(table, tmp_path):
     assert all(w["findings"] == {} for w in updated)
     forget_all()
     assert table_writers(table) == updated
+
+
+def test_it_shows_the_busiest_writers_and_counts_the_others(table, member, monkeypatch):
+    from audit.reads import provenance
+
+    shown = provenance.shown_writers(table, 2)
+    assert [w["name"] for w in shown.writers] == ["job nightly", "user alice"]  # 2 commits each
+    assert (shown.more_writers, shown.more_commits) == (1, 1)
+    monkeypatch.setattr(provenance, "MAX_WRITERS_SHOWN", 2)
+    body = session_client(member).get(f"/tables/{table.id}/writers/").content.decode()
+    assert body.count('<tr class="writer-row">') == 2
+    assert "1 more writer with 1 commit not shown: the 2 busiest are." in body
