@@ -32,6 +32,10 @@ from audit.models import Commit, Table
 WRITER_COLUMNS = ("user_name", "user_id", "job_id", "engine_info", "engine", "notebook")
 # Tables remembered per process (least recently used dropped first).
 MAX_TABLES = 64
+# Clusters kept per writer: a job on a new cluster each run has as many as runs, and the view
+# shows the busiest few. Past MAX_CLUSTERS the busiest KEPT_CLUSTERS stay (ties among a
+# writer's many one-run clusters were an arbitrary pick before too).
+MAX_CLUSTERS, KEPT_CLUSTERS = 256, 64
 
 
 @dataclass
@@ -208,6 +212,8 @@ def _add(totals: TableTotals, rows: Any, label_of: Any) -> None:
         w.operations[row["operation"] or "(none)"] += n
         if row["cluster"]:
             w.clusters[str(row["cluster"])] += n
+            if len(w.clusters) > MAX_CLUSTERS:
+                w.clusters = Counter(dict(w.clusters.most_common(KEPT_CLUSTERS)))
         week = row["week"]
         if week is not None:
             w.weeks[week.date() if isinstance(week, dt.datetime) else week] += n

@@ -126,3 +126,19 @@ def test_it_shows_the_busiest_writers_and_counts_the_others(table, member, monke
     body = session_client(member).get(f"/tables/{table.id}/writers/").content.decode()
     assert body.count('<tr class="writer-row">') == 2
     assert "1 more writer with 1 commit not shown: the 2 busiest are." in body
+
+
+def test_a_writer_on_a_new_cluster_each_run_keeps_its_busiest_clusters():
+    """Remembered totals stay bounded: past MAX_CLUSTERS a writer keeps its busiest ones."""
+    import datetime as dt
+
+    from audit.reads import writer_totals as wt
+
+    totals = wt.TableTotals(0, dt.datetime(2026, 1, 5, tzinfo=dt.UTC), {})
+    row = dict.fromkeys(wt.WRITER_COLUMNS, "") | {"operation": "WRITE", "week": None}
+    runs = [{**row, "cluster": f"run-{i}", "n": 1, "first": i, "last": i} for i in range(1000)]
+    busy = {**row, "cluster": "busy", "n": 50, "first": 0, "last": 0}
+    wt._add(totals, [busy, *runs], lambda _: "w")
+    w = totals.writers["w"]
+    assert w.commits == 1050 and len(w.clusters) <= wt.MAX_CLUSTERS
+    assert w.clusters.most_common(1) == [("busy", 50)]
