@@ -104,11 +104,10 @@ def table_totals(table: Table, since: dt.datetime, label_of: Any) -> TableTotals
             _computing.clear()  # a bound: a lock dropped while held costs one more count
         computing = _computing.setdefault(key, threading.Lock())
     with computing:
-        found = _remembered_at(key, latest, since)
-        if found is not None:
-            return found
         with _lock:
             known = _remembered.get(key)
+        if known is not None and known.since <= since and (known.version or -1) >= (latest or 0):
+            return known  # counted while this waited (up to `latest` or a version stored since)
         if (
             known is not None
             and known.since <= since
