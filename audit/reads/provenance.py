@@ -4,30 +4,39 @@ A writer is the one identity of `audit.core.history.writer_identity` (engine, us
 notebook; the incident causes and the writer telemetry use it too), read from the stored
 columns: the idempotent `txn` app ids are not grouped by here (they are stored with each
 commit's txn version, which differs every commit). Clusters are a writer's detail (a new
-cluster each run). Commits are grouped in the database (one GROUP BY per question), so a
-table of a million commits costs a few aggregate queries, not a million rows in Python.
+cluster each run). Commits are grouped in the database into per-writer totals that each
+process remembers and brings up to date from the versions stored since
+(`audit.reads.writer_totals`); each writer's changes and open findings are remembered under the
+stored version and the findings generation. A request at a million commits reads one index
+entry, not a million rows.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import Count, Max, Min
 from django.db.models.fields.json import KT
-from django.db.models.functions import TruncWeek
 
 from audit.core.history.writer_identity import identity, identity_key, identity_name
 from audit.health.models import TableChange
 from audit.models import Commit, Finding, Table
+from audit.reads.writer_totals import (
+    WRITER_COLUMNS,
+    TableTotals,
+    WriterTotals,
+    remembered_part,
+    table_totals,
+)
 
-_WRITER_COLUMNS = ("user_name", "user_id", "job_id", "engine_info", "engine", "notebook")
 WEEKS_SHOWN = 12
 MAX_CHANGES_SHOWN = 20
 MAX_FINDINGS_LINKED = 5
 MAX_CLUSTERS_SHOWN = 3
+MAX_WRITERS_SHOWN = 200
 
 
 def _commits(table: Table):
@@ -53,31 +62,52 @@ def writer_label(row: dict[str, Any]) -> str:
 
 def table_writers(table: Table, *, now: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Every writer of the table's stored commits, the busiest first."""
-    commits = _commits(table)
-    writers: dict[str, dict[str, Any]] = {}
-    rows = commits.values(*_WRITER_COLUMNS, cluster=KT("provenance__cluster_id")).annotate(
-        n=Count("id"), first=Min("timestamp"), last=Max("timestamp")
+    return shown_writers(table, None, now=now).writers
+
+
+@dataclass
+class ShownWriters:
+    writers: list[dict[str, Any]]  # the busiest first
+    more_writers: int = 0  # writers beyond the limit, not shown
+    more_commits: int = 0  # and their commits
+
+
+def shown_writers(
+    table: Table, limit: int | None = MAX_WRITERS_SHOWN, *, now: dt.datetime | None = None
+) -> ShownWriters:
+    """The `limit` busiest writers of the table (None: every one), and how many are not shown:
+    a table written by a new identity each run would otherwise list thousands."""
+    starts = _week_starts(now or dt.datetime.now(tz=dt.UTC))
+    since = dt.datetime.combine(starts[0], dt.time.min, tzinfo=dt.UTC)
+    totals = table_totals(table, since, writer_label)
+    if totals.order is None:  # (-commits, label), as the list is shown; once per totals
+        by = totals.writers
+        totals.order = sorted(by, key=lambda label: (-by[label].commits, label))
+    labels = totals.order if limit is None else totals.order[:limit]
+    writers = {label: _with_findings(totals.writers[label], starts) for label in labels}
+    _add_changes_and_findings(table, totals, writers)
+    hidden = totals.order[len(labels) :]
+    return ShownWriters(
+        list(writers.values()), len(hidden), sum(totals.writers[h].commits for h in hidden)
     )
-    for row in rows:
-        parts = writer_parts(row)
-        w = writers.get(identity_key(parts)) or writers.setdefault(
-            identity_key(parts), _empty(parts, row.get("engine") or "")
-        )
-        w["commits"] += row["n"]
-        w["first"] = _min(w["first"], row["first"])
-        w["last"] = max(w["last"] or 0, row["last"] or 0) or None
-        if row["cluster"]:
-            w["clusters"][str(row["cluster"])] += row["n"]
-    for row in commits.values(*_WRITER_COLUMNS, "operation").annotate(n=Count("id")):
-        writers[writer_label(row)]["operations"][row["operation"] or "(none)"] += row["n"]
-    _add_weeks(commits, writers, now or dt.datetime.now(tz=dt.UTC))
-    _add_changes_and_findings(table, writers)
-    out = sorted(writers.values(), key=lambda w: (-w["commits"], w["writer"]))
-    for w in out:
-        w["operations"] = w["operations"].most_common()
-        w["clusters"] = [c for c, _ in w["clusters"].most_common(MAX_CLUSTERS_SHOWN)]
-        w["findings"] = dict(w["findings"])
-    return out
+
+
+def _with_findings(t: WriterTotals, starts: list[dt.date]) -> dict[str, Any]:
+    # Its own changes and findings lists: `_shown` is shared by every request.
+    return {**_shown(t, starts), "changes": [], "findings": {}, "finding_links": []}
+
+
+def _shown(t: WriterTotals, starts: list[dt.date]) -> dict[str, Any]:
+    """What the view shows of a writer's totals but its changes and findings: remembered with
+    the totals (which never change once remembered), its weeks per first week shown."""
+    if t.shown is None or t.shown["weeks"][0]["week"] != starts[0].isoformat():
+        w = _empty(writer_parts(t.row), t.row.get("engine") or "")
+        w.update(commits=t.commits, first=t.first, last=t.last)
+        w["operations"] = t.operations.most_common()
+        w["clusters"] = [c for c, _ in t.clusters.most_common(MAX_CLUSTERS_SHOWN)]
+        w["weeks"] = [{"week": s.isoformat(), "commits": t.weeks[s]} for s in starts]
+        t.shown = w
+    return t.shown
 
 
 def _empty(parts: dict[str, str], engine_kind: str) -> dict[str, Any]:
@@ -92,11 +122,11 @@ def _empty(parts: dict[str, str], engine_kind: str) -> dict[str, Any]:
         "commits": 0,
         "first": None,
         "last": None,
-        "operations": Counter(),
-        "clusters": Counter(),
+        "operations": [],
+        "clusters": [],
         "weeks": [],
         "changes": [],
-        "findings": Counter(),
+        "findings": {},
         "finding_links": [],
     }
 
@@ -108,30 +138,28 @@ def _history_query(parts: dict[str, str], engine_kind: str) -> str:
     return urlencode({k: v for k, v in query.items() if v})
 
 
-def _min(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else min(a, b)
-
-
-def _add_weeks(commits: Any, writers: dict[str, dict[str, Any]], now: dt.datetime) -> None:
-    """Commits per week over the last WEEKS_SHOWN weeks (oldest first, zeros included)."""
+def _week_starts(now: dt.datetime) -> list[dt.date]:
+    """The Mondays of the last WEEKS_SHOWN weeks, oldest first."""
     this_week = (now - dt.timedelta(days=now.weekday())).date()
-    starts = [this_week - dt.timedelta(weeks=i) for i in range(WEEKS_SHOWN - 1, -1, -1)]
-    since = dt.datetime.combine(starts[0], dt.time.min, tzinfo=dt.UTC)
-    counts: dict[str, Counter] = {label: Counter() for label in writers}
-    rows = (
-        commits.filter(committed_at__gte=since)
-        .annotate(week=TruncWeek("committed_at"))
-        .values(*_WRITER_COLUMNS, "week")
-        .annotate(n=Count("id"))
-    )
-    for row in rows:
-        week = row["week"].date() if isinstance(row["week"], dt.datetime) else row["week"]
-        counts[writer_label(row)][week] += row["n"]
-    for label, w in writers.items():
-        w["weeks"] = [{"week": s.isoformat(), "commits": counts[label][s]} for s in starts]
+    return [this_week - dt.timedelta(weeks=i) for i in range(WEEKS_SHOWN - 1, -1, -1)]
 
 
-def _add_changes_and_findings(table: Table, writers: dict[str, dict[str, Any]]) -> None:
+def _add_changes_and_findings(
+    table: Table, totals: TableTotals, writers: dict[str, dict[str, Any]]
+) -> None:
+    # Remembered with the totals' version and the findings generation, which every change of
+    # the table's findings moves (`Table.bump_findings`); changes are stored with the commits.
+    key = f"{totals.version}:{table.findings_generation}"
+    per_writer = remembered_part(table, key, lambda: _changes_and_findings(table, totals.writers))
+    for label, (changes, findings, links) in per_writer.items():
+        w = writers.get(label)
+        if w is not None:
+            w.update(changes=list(changes), findings=dict(findings), finding_links=list(links))
+
+
+def _changes_and_findings(table: Table, writers: dict[str, Any]) -> dict[str, tuple]:
+    """Per writer label: its changes (the first MAX_CHANGES_SHOWN), its open findings per
+    severity and links to the latest MAX_FINDINGS_LINKED."""
     changes = list(
         TableChange.objects.filter(table=table)
         .order_by("version")
@@ -145,15 +173,20 @@ def _add_changes_and_findings(table: Table, writers: dict[str, dict[str, Any]]) 
     versions = {c["version"] for c in changes} | {f["version"] for f in findings}
     by_version = {
         row["version"]: writer_label(row)
-        for row in _commits(table).filter(version__in=versions).values("version", *_WRITER_COLUMNS)
+        for row in _commits(table).filter(version__in=versions).values("version", *WRITER_COLUMNS)
     }
+    out: dict[str, tuple[list, Counter, list]] = {}
     for change in changes:
-        w = writers.get(by_version.get(change["version"], ""))
-        if w is not None and len(w["changes"]) < MAX_CHANGES_SHOWN:
-            w["changes"].append(change)
+        label = by_version.get(change["version"], "")
+        if label in writers:
+            w = out.setdefault(label, ([], Counter(), []))
+            if len(w[0]) < MAX_CHANGES_SHOWN:
+                w[0].append(change)
     for finding in findings:
-        w = writers.get(by_version.get(finding["version"], ""))
-        if w is not None:
-            w["findings"][finding["severity"]] += 1
-            if len(w["finding_links"]) < MAX_FINDINGS_LINKED:
-                w["finding_links"].append(finding)
+        label = by_version.get(finding["version"], "")
+        if label in writers:
+            w = out.setdefault(label, ([], Counter(), []))
+            w[1][finding["severity"]] += 1
+            if len(w[2]) < MAX_FINDINGS_LINKED:
+                w[2].append(finding)
+    return out

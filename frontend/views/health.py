@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 
 from audit.core.errors import DeltaAuditError, one_line
 from audit.core.numbers import log_int
+from audit.models import Table
+from audit.reads import cache, provenance
 from audit.reads.health import table_diff, table_schemas
-from audit.reads.provenance import table_writers
 from audit.reads.visible import visible_table_or_404
 from frontend.views.common import pretty
 from frontend.views.table import health_config, table_header
@@ -65,10 +69,40 @@ def table_writers_page(request: HttpRequest, table_id: int) -> HttpResponse:
     `?part=table`: its table alone, as the table page's Writers panel shows it."""
     table = visible_table_or_404(request, table_id)
     if request.GET.get("part") == "table":
-        ctx = {"table": table, "writers": table_writers(table)}
-        return render(request, "frontend/_writers_table.html", ctx)
-    ctx = {**table_header(table), "tab": "writers", "writers": table_writers(table)}
+        return render(request, "frontend/_writers_table.html", _writers_context(table))
+    ctx = {**table_header(table), "tab": "writers", **_writers_context(table)}
     return render(request, "frontend/writers.html", ctx)
+
+
+_WRITER_ROW = "frontend/_writers_row.html"
+
+
+def _writers_context(table: Table) -> dict[str, Any]:
+    """The writers and their rendered rows, remembered under what each shows
+    (`cache.row_fragments`): rendering a hundred rows was most of the page's CPU."""
+    shown = provenance.shown_writers(table, provenance.MAX_WRITERS_SHOWN)
+    writers = shown.writers
+    rows = cache.row_fragments(
+        _WRITER_ROW,
+        [(_shown(table, w), w) for w in writers],
+        lambda w: render_to_string(_WRITER_ROW, {"w": w, "table": table}),
+    )
+    more = {"more_writers": shown.more_writers, "more_commits": shown.more_commits}
+    return {"table": table, "writers": writers, "rows": rows, **more}
+
+
+def _shown(table: Table, w: dict[str, Any]) -> tuple:
+    """Everything frontend/_writers_row.html shows of a writer (its key among remembered rows)."""
+    weeks = w["weeks"]
+    return (
+        table.id, w["name"], bool(w["who"]), w["engine"], tuple(w["clusters"]),
+        w["history_query"], w["commits"], weeks[0]["week"] if weeks else "",
+        tuple(p["commits"] for p in weeks), tuple(w["operations"][:5]),
+        tuple((c["version"], c["kind"], c["summary"]) for c in w["changes"]),
+        tuple(w["findings"].items()),
+        tuple((f["id"], f["kind"], f["version"]) for f in w["finding_links"]),
+        w["first"], w["last"],
+    )  # fmt: skip
 
 
 @login_required

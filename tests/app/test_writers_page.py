@@ -91,3 +91,54 @@ def test_the_table_pages_panel_shows_the_same_writers_table(table, member):
     assert part.strip() and part.strip() in tab
     page = client.get(f"/tables/{table.id}/").content.decode()
     assert f'data-people="/tables/{table.id}/writers/?part=table"' in page
+
+
+def test_remembered_totals_follow_new_commits_and_findings(table, tmp_path):
+    """The totals are remembered per process and brought up to date from the versions stored
+    since: after more commits and a resolved finding, the view is what a fresh process shows."""
+    from audit.reads.writer_totals import forget_all
+    from audit.tail.step import tail_once
+
+    before = {w["name"]: w["commits"] for w in table_writers(table)}
+    path = tmp_path / "events"
+    _write(path, rows(1, start=5), job="nightly", clusterId="0103-run-c")
+    _write(path, rows(1, start=6), userName="bob")
+    while tail_once(table.id).more:
+        pass
+    Finding.objects.filter(table=table).update(status=Finding.Status.RESOLVED)
+    table.refresh_from_db()
+    table.bump_findings(table.id)
+    table.refresh_from_db()
+    updated = table_writers(table)
+    assert {w["name"]: w["commits"] for w in updated} == {**before, "job nightly": 3, "user bob": 1}
+    assert all(w["findings"] == {} for w in updated)
+    forget_all()
+    assert table_writers(table) == updated
+
+
+def test_it_shows_the_busiest_writers_and_counts_the_others(table, member, monkeypatch):
+    from audit.reads import provenance
+
+    shown = provenance.shown_writers(table, 2)
+    assert [w["name"] for w in shown.writers] == ["job nightly", "user alice"]  # 2 commits each
+    assert (shown.more_writers, shown.more_commits) == (1, 1)
+    monkeypatch.setattr(provenance, "MAX_WRITERS_SHOWN", 2)
+    body = session_client(member).get(f"/tables/{table.id}/writers/").content.decode()
+    assert body.count('<tr class="writer-row">') == 2
+    assert "1 more writer with 1 commit not shown: the 2 busiest are." in body
+
+
+def test_a_writer_on_a_new_cluster_each_run_keeps_its_busiest_clusters():
+    """Remembered totals stay bounded: past MAX_CLUSTERS a writer keeps its busiest ones."""
+    import datetime as dt
+
+    from audit.reads import writer_totals as wt
+
+    totals = wt.TableTotals(0, dt.datetime(2026, 1, 5, tzinfo=dt.UTC), {})
+    row = dict.fromkeys(wt.WRITER_COLUMNS, "") | {"operation": "WRITE", "week": None}
+    runs = [{**row, "cluster": f"run-{i}", "n": 1, "first": i, "last": i} for i in range(1000)]
+    busy = {**row, "cluster": "busy", "n": 50, "first": 0, "last": 0}
+    wt._add(totals, [busy, *runs], lambda _: "w")
+    w = totals.writers["w"]
+    assert w.commits == 1050 and len(w.clusters) <= wt.MAX_CLUSTERS
+    assert w.clusters.most_common(1) == [("busy", 50)]
