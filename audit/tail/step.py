@@ -25,7 +25,6 @@ from audit.core.integrity.gaps import HistoryGap, find_history_gap, history_gap_
 from audit.core.log import DeltaLog
 from audit.core.runs.table import AuditedTable, AuditOptions, open_table
 from audit.core.vocab import TABLE_LEVEL_KINDS, StorageCause
-from audit.incidents.rules import incident_rules
 from audit.ingest.chunk import store_history_chunk
 from audit.ingest.findings import findings_in, upsert_findings
 from audit.ingest.health_store import listing_health_due, store_listing_health
@@ -35,7 +34,7 @@ from audit.ingest.plan import ChunkPlan, TailResult, plan_next_chunk
 from audit.ingest.tables import mark_error, mark_up_to_date
 from audit.models import Table
 from audit.tail import kept_logs
-from audit.tail.incidents import CHUNK_LOAD_LIMIT, refresh_incidents
+from audit.tail.incidents import CHUNK_LOAD_LIMIT, incident_rules, refresh_incidents
 from audit.tail.notifications import clear_notice
 from audit.trust.limits import dv_limits
 from audit.trust.paths import check_registered, read_scope_of

@@ -12,7 +12,7 @@ import pytest
 
 from audit.core.incidents.status import StatusRules
 from audit.incidents.models import Incident
-from audit.incidents.rules import incident_rules
+from audit.tail.incidents import incident_rules
 from audit.tail.step import reaudit
 from tests.support import scenarios
 from tests.support.ingested import ingest_table
