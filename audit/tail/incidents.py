@@ -28,7 +28,6 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -55,17 +54,6 @@ logger = logging.getLogger(__name__)
 CHUNK_LOAD_LIMIT = 10_000
 # The core's prevent statements read the engines of the last 1,000 commits (statements.py).
 ENGINES_SEEN = 1000
-
-
-def incident_rules() -> StatusRules:
-    """The incident status periods from the AUDIT_INCIDENT_* settings, for every path that
-    groups incidents (the tail here, the one-shot command, Spark through tail_options): the
-    same settings give the same statuses. A negative setting counts as 0."""
-    return StatusRules(
-        quiet_versions=max(int(settings.AUDIT_INCIDENT_QUIET_VERSIONS), 0),
-        quiet_ms=max(int(settings.AUDIT_INCIDENT_QUIET_SECONDS), 0) * 1000,
-        resolve_ms=max(int(settings.AUDIT_INCIDENT_RESOLVE_SECONDS), 0) * 1000,
-    )
 
 
 def first_needed(findings: Sequence[Finding], first: int, end: int, *, engines: bool = True) -> int:

@@ -34,9 +34,9 @@ from audit.ingest.plan import ChunkPlan, TailResult, plan_next_chunk
 from audit.ingest.tables import mark_error, mark_up_to_date
 from audit.models import Table
 from audit.tail import kept_logs
-from audit.tail.incidents import CHUNK_LOAD_LIMIT, incident_rules, refresh_incidents
+from audit.tail.incidents import CHUNK_LOAD_LIMIT, refresh_incidents
 from audit.tail.notifications import clear_notice
-from audit.trust.limits import dv_limits
+from audit.trust.limits import dv_limits, incident_rules
 from audit.trust.paths import check_registered, read_scope_of
 
 logger = logging.getLogger(__name__)

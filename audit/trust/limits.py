@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
 from audit.core.data.dv import DvLimits
+from audit.core.incidents.status import StatusRules
 
 # A pasted exception text (API `text`, the explain page's textarea): a longer paste is a log
 # dump, and the exception sits near its top.
@@ -86,4 +87,16 @@ def dv_limits() -> DvLimits:
         vector_bytes=max(int(settings.AUDIT_DV_MAX_VECTOR_BYTES), 0),
         positions=max(int(settings.AUDIT_DV_MAX_POSITIONS), 0),
         pass_bytes=max(int(settings.AUDIT_DV_MAX_PASS_BYTES), 0),
+    )
+
+
+def incident_rules() -> StatusRules:
+    """The incident status periods from the AUDIT_INCIDENT_* settings, for every path that
+    groups incidents (the tail, the one-shot command, Spark through the tail's options): the
+    same settings give the same statuses. Here beside dv_limits because the one-shot command
+    runs without Django's apps (no models may be imported). A negative setting counts as 0."""
+    return StatusRules(
+        quiet_versions=max(int(settings.AUDIT_INCIDENT_QUIET_VERSIONS), 0),
+        quiet_ms=max(int(settings.AUDIT_INCIDENT_QUIET_SECONDS), 0) * 1000,
+        resolve_ms=max(int(settings.AUDIT_INCIDENT_RESOLVE_SECONDS), 0) * 1000,
     )

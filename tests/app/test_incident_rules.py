@@ -6,16 +6,21 @@ pass (quiet at once, and its writer has not written since)."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from audit.core.incidents.status import StatusRules
 from audit.incidents.models import Incident
-from audit.tail.incidents import incident_rules
 from audit.tail.step import reaudit
+from audit.trust.limits import incident_rules
 from tests.support import scenarios
 from tests.support.ingested import ingest_table
+from tests.support.paths import ROOT
 from tests.support.tail_views import cli_json
 
 pytestmark = pytest.mark.django_db
@@ -46,3 +51,23 @@ def test_it_judges_incidents_by_the_settings_in_the_tail_and_the_cli(tmp_path, s
     reaudit(table.id)
     # Quiet at once, and its writer has not written since: resolved, in both.
     assert statuses(table, path) == ({"resolved"}, {"resolved"})
+
+
+def test_the_standalone_command_reads_them_from_the_environment(tmp_path):
+    """`manage.py audit` runs without Django's apps: the settings reach it all the same."""
+    path = tmp_path / "reorder"
+    scenarios.build_ws_reorder_matching(str(path))
+
+    def statuses_of(**env: str) -> set[str]:
+        out = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "audit", str(path), "--json", "--no-data"],
+            cwd=ROOT,
+            env={**os.environ, "AUDIT_ALLOWED_ROOTS": str(tmp_path), **env},
+            capture_output=True,
+            check=True,
+        )
+        return {i["status"] for i in json.loads(out.stdout)["incidents"]}
+
+    assert statuses_of() == {"open"}
+    quiet_now = {"AUDIT_INCIDENT_QUIET_VERSIONS": "0", "AUDIT_INCIDENT_QUIET_SECONDS": "0"}
+    assert statuses_of(**quiet_now) == {"resolved"}

@@ -27,8 +27,7 @@ from audit.core.runs.sections import add_data_scan, add_health_and_changes
 from audit.core.runs.table import AuditedTable, AuditOptions, open_table
 from audit.core.storage.roots import table_scope
 from audit.core.vocab import Severity
-from audit.tail.incidents import incident_rules
-from audit.trust.limits import dv_limits
+from audit.trust.limits import dv_limits, incident_rules
 
 
 class Command(BaseCommand):
