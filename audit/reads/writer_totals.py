@@ -36,6 +36,10 @@ MAX_TABLES = 64
 # shows the busiest few. Past MAX_CLUSTERS the busiest KEPT_CLUSTERS stay (ties among a
 # writer's many one-run clusters were an arbitrary pick before too).
 MAX_CLUSTERS, KEPT_CLUSTERS = 256, 64
+# Entries (writers, and their operations, clusters and weeks) remembered per process across
+# tables: a log chooses its writers' names, operations and times, so a hostile one could
+# make a table's totals as large as its commits. Totals over it are used once, not kept.
+MAX_ENTRIES = 200_000
 
 
 @dataclass
@@ -58,6 +62,7 @@ class TableTotals:
     since: dt.datetime  # commits per week are counted from here
     writers: dict[str, WriterTotals]  # by writer label (`identity_key`)
     order: list[str] | None = None  # the labels as the view lists them, filled by it once
+    entries: int = 0  # writers and their counters' keys: what remembering it costs (_remember)
 
 
 _remembered: OrderedDict[str, TableTotals] = OrderedDict()
@@ -158,11 +163,18 @@ def _copied(writers: dict[str, WriterTotals]) -> dict[str, WriterTotals]:
 
 
 def _remember(key: str, totals: TableTotals) -> TableTotals:
+    totals.entries = sum(
+        1 + len(w.operations) + len(w.clusters) + len(w.weeks) for w in totals.writers.values()
+    )
     with _lock:
+        if totals.entries > MAX_ENTRIES:
+            _remembered.pop(key, None)  # counted again by the next request, never kept
+            return totals
         _remembered[key] = totals
         _remembered.move_to_end(key, last=True)
-        while len(_remembered) > MAX_TABLES:
-            _remembered.popitem(last=False)
+        kept = sum(t.entries for t in _remembered.values())
+        while len(_remembered) > MAX_TABLES or kept > MAX_ENTRIES:
+            kept -= _remembered.popitem(last=False)[1].entries
     return totals
 
 

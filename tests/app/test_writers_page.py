@@ -142,3 +142,29 @@ def test_a_writer_on_a_new_cluster_each_run_keeps_its_busiest_clusters():
     w = totals.writers["w"]
     assert w.commits == 1050 and len(w.clusters) <= wt.MAX_CLUSTERS
     assert w.clusters.most_common(1) == [("busy", 50)]
+
+
+def test_totals_over_the_memory_budget_are_used_once_and_never_kept(table, monkeypatch):
+    """A log chooses its writers, operations and times: totals larger than MAX_ENTRIES (a
+    hostile log's million writers) answer their request and are not remembered, and the
+    tables remembered together stay within it (the least recently used dropped first)."""
+    from audit.reads import writer_totals as wt
+
+    wt.forget_all()
+    first = table_writers(table)
+    key = wt._table_key(table)
+    entries = wt._remembered[key].entries
+    assert entries > 1
+    wt.forget_all()
+    monkeypatch.setattr(wt, "MAX_ENTRIES", entries - 1)
+    assert table_writers(table) == first
+    assert key not in wt._remembered
+    monkeypatch.setattr(wt, "MAX_ENTRIES", entries)
+    assert table_writers(table) == first
+    assert wt._remembered[key].entries == entries
+    other = wt.TableTotals(None, wt._remembered[key].since, {})
+    wt._remember("another", other)  # no writer: one more table within the budget
+    assert set(wt._remembered) == {key, "another"}
+    bigger = wt.TableTotals(None, other.since, {"w": wt.WriterTotals({})})
+    wt._remember("a third", bigger)  # past the budget: the least recently used goes
+    assert key not in wt._remembered and "a third" in wt._remembered
