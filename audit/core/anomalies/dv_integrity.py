@@ -23,6 +23,10 @@ the first available version (the state before comes from its checkpoint):
 Bounded cost: at most MAX_DECODED vector lookups and the loader's `DvLimits` per audit (each
 vector decoded once); a file's numRecords above the positions limit is not believed, and no
 bitmap is ever built from it. Tables whose log carries no deletion vector are not read again.
+
+The files live after each commit are kept on the history's own read (`History.dv_track`,
+integrity/dv_track.py), which also keeps, in order, what is to be decoded here: a history read
+whole is not read again; others (windows, the Spark path) are, into the same `DvTrack`.
 """
 
 from __future__ import annotations
