@@ -23,6 +23,10 @@ the first available version (the state before comes from its checkpoint):
 Bounded cost: at most MAX_DECODED vector lookups and the loader's `DvLimits` per audit (each
 vector decoded once); a file's numRecords above the positions limit is not believed, and no
 bitmap is ever built from it. Tables whose log carries no deletion vector are not read again.
+
+The files live after each commit are kept on the history's own read (`History.dv_track`,
+integrity/dv_track.py), which also keeps, in order, what is to be decoded here: a history read
+whole is not read again; others (windows, the Spark path) are, into the same `DvTrack`.
 """
 
 from __future__ import annotations
@@ -36,11 +40,19 @@ from audit.core import severity as sev
 from audit.core.conflicts.dv_recheck import DvPair
 from audit.core.data.dv import Loader, Unusable
 from audit.core.errors import DeltaAuditError, one_line
-from audit.core.integrity.checks import dv_identity
+from audit.core.integrity.dv_track import (
+    MAX_DECODED,
+    MAX_FINDINGS,
+    DvEntry,
+    DvItem,
+    DvTrack,
+    dv_cardinality,
+    two_entries_facts,
+)
+from audit.core.integrity.refs import refs_of_commit
 from audit.core.jsonsafe import cell_value
-from audit.core.log.replay import path_key
-from audit.core.model import AddFile, Commit, CommitSummary, Finding
-from audit.core.numbers import stats_records
+from audit.core.log import DeltaLog
+from audit.core.model import CommitSummary, Finding
 from audit.core.scrub import scrub_error
 from audit.core.storage.roots import shown_path
 from audit.core.vocab import FindingKind
@@ -51,28 +63,7 @@ if TYPE_CHECKING:
 
     from audit.core.history.summary import History
 
-MAX_DECODED = 5000
-MAX_FINDINGS = 200
 MAX_POSITIONS = 10
-
-
-@dataclass(slots=True)
-class _Entry:
-    version: int  # the commit whose add made it live; -1 for the checkpoint's state
-    dv: dict[str, Any] | None
-    records: int | None
-
-
-def _cardinality(dv: dict[str, Any] | None) -> int:
-    value = (dv or {}).get("cardinality")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _metric(metrics: Any, name: str) -> int | None:
-    value = metrics.get(name) if isinstance(metrics, dict) else None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _positions(bitmap: BitMap64, start: int = 0) -> list[int]:
@@ -91,51 +82,37 @@ _SHOWN_VECTORS = 10
 
 @dataclass
 class DvChecker:
-    """Feed commits in version order with `observe`; read `findings` at the end."""
+    """Judge a `DvTrack`'s items in order with `judge`; read `findings` at the end."""
 
     loader: Loader
-    live: dict[str, list[_Entry]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     decoded: int = 0
     budget_said: bool = False
     _unusable: list[tuple[str, Unusable]] = field(default_factory=list)
 
-    def records(self, add: AddFile) -> int | None:
+    def records(self, entry: DvEntry) -> int | None:
         """numRecords, unless over the positions limit: then unknown (no check trusts it)."""
-        records = stats_records(add.stats)
+        records = entry.records()
         return records if records is None or records <= self.loader.limits.positions else None
 
-    def start_from(self, files: Iterable[AddFile]) -> None:
-        for add in files:
-            self.live.setdefault(path_key(add.path), []).append(
-                _Entry(-1, add.deletion_vector, self.records(add))
-            )
-
-    def observe(self, commit: Commit) -> None:
-        retired: list[_Entry] = []
-        for remove in commit.removes:
-            entries = self.live.get(path_key(remove.path))
-            if not entries:
-                continue
-            wanted = dv_identity(remove.deletion_vector)
-            for i, entry in enumerate(entries):
-                if dv_identity(entry.dv) == wanted:
-                    retired.append(entries.pop(i))
-                    break
-        added: list[_Entry] = []
-        for add in commit.adds:
-            key = path_key(add.path)
-            entry = _Entry(commit.version, add.deletion_vector, self.records(add))
-            entries = self.live.setdefault(key, [])
-            # A re-add of the same (path, vector) replaces its statistics: still one entry.
-            entries[:] = [e for e in entries if dv_identity(e.dv) != dv_identity(entry.dv)]
-            entries.append(entry)
-            added.append(entry)
-            self._check_vector(commit.version, add.path, entry)
-            if len(entries) > 1:
-                self._two_entries(commit.version, add.path, entries)
-        self._report_unusable(commit.version)
-        self._check_deleted_rows(commit, retired, added)
+    def judge(self, items: Iterable[DvItem]) -> None:
+        for item in items:
+            what = item[0]
+            if what == "vector":
+                self._check_vector(*item[1:])
+            elif what == "two":
+                self._two_entries(*item[1:])
+            elif what == "end":
+                self._report_unusable(item[1])
+            elif what == "rows":
+                _, version, decoded, metric, most = item
+                # Undecidable when a file's numRecords is over the limit (not believed).
+                if most <= self.loader.limits.positions:
+                    self._add(
+                        DvFacts("deleted_rows", version, None, [], decoded=decoded, recorded=metric)
+                    )
+            else:
+                self._add(item[1])
 
     def _bitmap(self, dv: dict[str, Any] | None) -> BitMap64 | Unusable:
         if dv and self.decoded >= MAX_DECODED:
@@ -144,29 +121,28 @@ class DvChecker:
         self.decoded += 1 if dv else 0
         return found
 
-    def _check_vector(self, version: int, path: str, entry: _Entry) -> None:
-        if not entry.dv:
-            return
+    def _check_vector(self, version: int, path: str, entry: DvEntry) -> None:
         bitmap = self._bitmap(entry.dv)
         if isinstance(bitmap, Unusable):
             if bitmap.cause != "storage":  # a missing file is a storage matter, not this kind
                 self._unusable.append((path, bitmap))
             return
-        recorded = _cardinality(entry.dv)
+        recorded = dv_cardinality(entry.dv)
         if len(bitmap) != recorded:
             self._add(
                 DvFacts("cardinality", version, path, [], decoded=len(bitmap), recorded=recorded)
             )
-        if entry.records is not None and len(bitmap) and bitmap.max() >= entry.records:
+        records = self.records(entry)
+        if records is not None and len(bitmap) and bitmap.max() >= records:
             self._add(
                 DvFacts(
                     "beyond_records",
                     version,
                     path,
                     [],
-                    decoded=len(bitmap) - _below(bitmap, entry.records),
-                    recorded=entry.records,
-                    positions=_positions(bitmap, entry.records),
+                    decoded=len(bitmap) - _below(bitmap, records),
+                    recorded=records,
+                    positions=_positions(bitmap, records),
                 )
             )
 
@@ -188,11 +164,12 @@ class DvChecker:
         facts.confirmed = invalid
         self._add(facts)
 
-    def _two_entries(self, version: int, path: str, entries: list[_Entry]) -> None:
-        earlier = [e.version for e in entries[:-1] if 0 <= e.version < version]
+    def _two_entries(
+        self, version: int, path: str, earlier: list[int], entries: tuple[DvEntry, ...]
+    ) -> None:
         bitmaps = [self._bitmap(e.dv) for e in entries]
-        records = entries[-1].records
-        facts = DvFacts("two_live_entries", version, path, earlier, entries=len(entries))
+        records = self.records(entries[-1])
+        facts = two_entries_facts(version, path, earlier, len(entries))
         if records is not None and not any(isinstance(b, Unusable) for b in bitmaps):
             union = bitmaps[0].union(*bitmaps[1:])  # type: ignore[union-attr]
             both = bitmaps[0].intersection(*bitmaps[1:])  # type: ignore[union-attr]
@@ -205,33 +182,6 @@ class DvChecker:
             facts.positions = _positions(lost)
             facts.confirmed = True
         self._add(facts)
-
-    def _check_deleted_rows(
-        self, commit: Commit, retired: list[_Entry], added: list[_Entry]
-    ) -> None:
-        info = commit.commit_info or {}
-        if str(info.get("operation", "")).upper() != "DELETE":
-            return
-        metric = _metric(info.get("operationMetrics"), "numDeletedRows")
-        if metric is None or not any(e.dv for e in (*retired, *added)):
-            return
-        if len(retired) != len(commit.removes) or any(
-            e.records is None for e in (*retired, *added)
-        ):
-            return  # a remove we could not match, or a file without statistics: undecidable
-        before = sum(e.records - _cardinality(e.dv) for e in retired)  # type: ignore[operator]
-        after = sum(e.records - _cardinality(e.dv) for e in added)  # type: ignore[operator]
-        if before - after != metric:
-            self._add(
-                DvFacts(
-                    "deleted_rows",
-                    commit.version,
-                    None,
-                    [],
-                    decoded=before - after,
-                    recorded=metric,
-                )
-            )
 
     def _add(self, facts: DvFacts) -> None:
         if len(self.findings) < MAX_FINDINGS:
@@ -254,7 +204,10 @@ def dv_integrity_findings(
     history: History, roots: Sequence[str] | None = None, vectors: Loader | None = None
 ) -> list[Finding]:
     """The dv_integrity findings of a whole history (none, and no read, without vectors).
-    Vectors are decoded through `vectors`, the pass's loader (None: one of its own)."""
+    Vectors are decoded through `vectors`, the pass's loader (None: one of its own).
+
+    A history read whole kept what the check needs on that read (`History.dv_track`);
+    others (the Spark path, histories made elsewhere) read their commits again here."""
     from audit.core.data.witness import DataFiles  # noqa: PLC0415  (pyarrow only when needed)
 
     summaries = history.summaries
@@ -263,20 +216,30 @@ def dv_integrity_findings(
     state_has = any(a.deletion_vector for a in history.state.files.values())
     if not state_has and not any(s.has_deletion_vectors for s in summaries):
         return []
-    first, last = summaries[0].version, summaries[-1].version
     try:
         log = history.get_log()
         checker = DvChecker(vectors or Loader(DataFiles(history.table_uri, roots)))
-        start = first
-        if first > 0:
-            checker.start_from(log.snapshot(first).files.values())
-            start = first + 1
-        if start <= last:
-            for commit in log.iter_commits(start, last):
-                checker.observe(commit)
+        track = getattr(history, "dv_track", None) or _read_track(log, summaries)
+        if not track.usable:
+            return []  # the state before the first commit could not be read
+        checker.judge(track.items)
     except DeltaAuditError:
         return []  # the log is unreadable again: the rest of the audit says so
     return checker.findings
+
+
+def _read_track(log: DeltaLog, summaries: Sequence[CommitSummary]) -> DvTrack:
+    """The track of the summaries' commits, read again from the log."""
+    first, last = summaries[0].version, summaries[-1].version
+    start = first
+    track = DvTrack(())
+    if first > 0:
+        track = DvTrack(log.snapshot(first).files.values())
+        start = first + 1
+    if start <= last:
+        for commit in log.iter_commits(start, last):
+            track.observe(commit, *refs_of_commit(commit))
+    return track
 
 
 # --------------------------------------------------------------------------- rebased vectors

@@ -21,6 +21,7 @@ from audit.core.history.summarize import (
     summarize_log,
 )
 from audit.core.integrity.checks import IntegrityTap
+from audit.core.integrity.dv_track import DvTrack
 from audit.core.log import DeltaLog, apply_commit, open_log
 from audit.core.model import (
     Commit,
@@ -52,6 +53,9 @@ class History(ListingVersions):
     _by_version: dict[int, CommitSummary] = field(default_factory=dict, repr=False)
     # Log-integrity findings computed while the commits were parsed (None: not computed).
     integrity: list[Any] | None = field(default=None, repr=False, compare=False)
+    # What the deletion-vector check needs, kept on the same read (integrity/dv_track.py;
+    # None: not kept, the check reads the log again).
+    dv_track: DvTrack | None = field(default=None, repr=False, compare=False)
     # The open log, reused by whoever needs to read commits again (the witness); opened lazily
     # for histories rebuilt elsewhere (the Spark path).
     _log: DeltaLog | None = field(default=None, repr=False, compare=False)
@@ -232,6 +236,7 @@ def _history_from_log(
         metadata_timeline,
         protocol_timeline,
         tap.findings if tap is not None and summaries else None,
+        tap.dv if tap is not None and summaries else None,
     )
 
 
@@ -242,6 +247,7 @@ def history_of(
     metadata_timeline: MetadataTimeline,
     protocol_timeline: ProtocolTimeline,
     integrity: list[Any] | None = None,
+    dv_track: DvTrack | None = None,
 ) -> History:
     """The `History` of summaries read from `log` up to `state`. A range whose commits changed
     no configuration gets the state's own as its timelines' one entry (what the audit reads)."""
@@ -257,6 +263,7 @@ def history_of(
         metadata_timeline=metadata_timeline,
         protocol_timeline=protocol_timeline,
         integrity=integrity,
+        dv_track=dv_track,
         _log=log,
     )
 

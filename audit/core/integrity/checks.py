@@ -36,7 +36,14 @@ from typing import Any
 
 from audit.core import severity as sev
 from audit.core.errors import DeltaAuditError
-from audit.core.integrity.refs import FileRef, IntegrityRecord, ref_of, refs_of_commit
+from audit.core.integrity.dv_track import DvTrack
+from audit.core.integrity.refs import (
+    FileRef,
+    IntegrityRecord,
+    dv_identity,
+    ref_of,
+    refs_of_commit,
+)
 from audit.core.log.replay import path_key
 from audit.core.model import Commit, Finding, Protocol, TableState
 from audit.core.numbers import log_int, log_version, stats_records
@@ -92,12 +99,6 @@ class _Commit:
 # A FileRef's path (its first field), for map().
 _path_of = itemgetter(0)
 _data_change_of = itemgetter(1)
-
-
-def dv_identity(dv: dict[str, Any] | None) -> str | None:
-    if not dv:
-        return None
-    return f"{dv.get('storageType')}:{dv.get('pathOrInlineDv')}@{dv.get('offset')}"
 
 
 def _dv_rows(dv: dict[str, Any] | None) -> int:
@@ -496,7 +497,7 @@ def integrity_findings(history: Any) -> list[Finding]:
         raise DeltaAuditError(
             f"log integrity cannot be checked: {err}", table_uri=history.table_uri, cause=err.cause
         ) from err
-    tap = IntegrityTap(log, first)
+    tap = IntegrityTap(log, first, dv=False)  # dv_integrity reads its own again
     for _ in tap.observe(log.iter_commits(first, last)):
         pass
     return tap.findings
@@ -505,7 +506,7 @@ def integrity_findings(history: Any) -> list[Finding]:
 class IntegrityTap:
     """Checks commits as they stream past (during the history's own parse: no second read)."""
 
-    def __init__(self, log: Any, first: int):
+    def __init__(self, log: Any, first: int, *, dv: bool = True):
         self.start = first if first == 0 else first + 1
         base: TableState | None
         if first == 0:
@@ -516,18 +517,23 @@ class IntegrityTap:
             except DeltaAuditError:
                 base = None
         self.checker = IntegrityChecker(base)
+        # What the deletion-vector check needs, on the same walk (integrity/dv_track.py).
+        files = base.files if base is not None and dv else None
+        lazy = files is not None and not DvTrack.needs_own_start(files)
+        self.dv = DvTrack(files.values() if files is not None else None, lazy=lazy)
 
     def observe(self, commits: Iterable[Commit]) -> Iterator[Commit]:
-        start, observe = self.start, self.checker.observe
         for commit in commits:
-            if commit.version >= start:
-                observe(commit)
+            self.observe_refs(commit, *refs_of_commit(commit))
             yield commit
 
     def observe_refs(self, commit: Commit, adds: list[FileRef], removes: list[FileRef]) -> None:
         """One commit of the stream, its files already reduced to refs (summarize.summarize_log)."""
         if commit.version >= self.start:
-            self.checker.observe_refs(commit, adds, removes)
+            checker = self.checker
+            # Before the checker moves on: a lazy track starts from its live files.
+            self.dv.observe(commit, adds, removes, checker.live)
+            checker.observe_refs(commit, adds, removes)
 
     def replay(self, records: Iterable[IntegrityRecord]) -> None:
         """Observe commits recorded elsewhere (the forked child of parallel.py), in order."""

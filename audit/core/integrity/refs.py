@@ -26,6 +26,13 @@ class FileRef(NamedTuple):
     base_row_id: int | None
 
 
+def dv_identity(dv: dict[str, Any] | None) -> str | None:
+    """What tells two logical files of one path apart: their deletion vectors' identity."""
+    if not dv:
+        return None
+    return f"{dv.get('storageType')}:{dv.get('pathOrInlineDv')}@{dv.get('offset')}"
+
+
 def ref_of(file: AddFile | RemoveFile) -> FileRef:
     if isinstance(file, AddFile):
         return FileRef(

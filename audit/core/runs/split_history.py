@@ -161,4 +161,5 @@ def assemble_history(
             for p in parts:
                 tap.replay(p.records)
         found = tap.findings if tap is not None and summaries else None
-        return history_of(log, log.snapshot(end), summaries, metadata, protocol, found)
+        track = tap.dv if tap is not None and summaries else None
+        return history_of(log, log.snapshot(end), summaries, metadata, protocol, found, track)
